@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages speclab needs, only those that are missing. Idempotent.
+set -euo pipefail
+
+packages=(
+  build-essential cmake git pkg-config
+  libeigen3-dev
+  libboost-dev libboost-math-dev libboost-fiber-dev libboost-context-dev
+  libgmp-dev
+  libhdf5-dev hdf5-tools
+  librandom123-dev
+  libtomlplusplus-dev
+  libcli11-dev
+  libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev
+  librapidcheck-dev
+  libbenchmark-dev
+  python3-h5py python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "speclab: all Debian packages present"
+  exit 0
+fi
+
+echo "speclab: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
