@@ -15,17 +15,16 @@ namespace speclab {
 
 void validate_sampling_params(const SamplingParams& params) {
   if (!std::isfinite(params.temperature) || params.temperature < 0.0) {
-    throw InvalidInput(fmt::format("sampling.temperature is {}; expected a finite value ≥ 0",
-                                   params.temperature));
+    throw InvalidInput(
+        fmt::format("sampling.temperature is {}; expected a finite value ≥ 0", params.temperature));
   }
   if (params.top_k < 0) {
     throw InvalidInput(
         fmt::format("sampling.top_k is {}; expected ≥ 0 (0 turns top-k off)", params.top_k));
   }
   if (!(params.top_p > 0.0 && params.top_p <= 1.0)) {
-    throw InvalidInput(
-        fmt::format("sampling.top_p is {}; expected 0 < top_p ≤ 1 (1 turns top-p off)",
-                    params.top_p));
+    throw InvalidInput(fmt::format(
+        "sampling.top_p is {}; expected 0 < top_p ≤ 1 (1 turns top-p off)", params.top_p));
   }
   if (!(params.min_p >= 0.0 && params.min_p <= 1.0)) {
     throw InvalidInput(fmt::format(
@@ -54,8 +53,8 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
   for (size_t i = 0; i < vocab; ++i) {
     const float x = logits[i];
     if (std::isnan(x) || x == std::numeric_limits<float>::infinity()) {
-      throw InvalidInput(fmt::format(
-          "logits token {} is {}; expected a finite value or -inf (masked)", i, x));
+      throw InvalidInput(
+          fmt::format("logits token {} is {}; expected a finite value or -inf (masked)", i, x));
     }
     any_finite = any_finite || std::isfinite(x);
   }
@@ -130,8 +129,9 @@ std::string describe(const RowLocation& where) {
 
 void validate_probability_value(float value, int64_t token, const RowLocation& where) {
   if (!std::isfinite(value) || value < 0.0f || value > 1.0f + kProbSumTolerance) {
-    throw InvalidInput(fmt::format("{}: token {} has probability {}; expected a finite value in [0, 1]",
-                                   describe(where), token, value));
+    throw InvalidInput(
+        fmt::format("{}: token {} has probability {}; expected a finite value in [0, 1]",
+                    describe(where), token, value));
   }
 }
 
@@ -140,9 +140,9 @@ void validate_probability_row(std::span<const float> row, const RowLocation& whe
   for (size_t i = 0; i < row.size(); ++i) {
     const float x = row[i];
     if (!std::isfinite(x) || x < 0.0f) {
-      throw InvalidInput(fmt::format(
-          "{}: token {} has probability {}; probabilities must be finite and ≥ 0",
-          describe(where), i, x));
+      throw InvalidInput(
+          fmt::format("{}: token {} has probability {}; probabilities must be finite and ≥ 0",
+                      describe(where), i, x));
     }
     sum += x;
   }

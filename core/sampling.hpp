@@ -35,7 +35,7 @@ struct RowLocation {
   std::string_view argument;  ///< e.g. "probs_target"
   int64_t row = 0;            ///< flat row index in the argument
   int64_t request = 0;
-  int64_t position = 0;       ///< 1-based, SPEC.md numbering (γ+1 is the bonus position)
+  int64_t position = 0;  ///< 1-based, SPEC.md numbering (γ+1 is the bonus position)
 };
 
 /// Relative tolerance on a probability row's sum (float32 input).

@@ -60,8 +60,8 @@ namespace {
 void check_size(std::string_view argument, size_t actual, int64_t expected,
                 std::string_view formula) {
   if (static_cast<int64_t>(actual) != expected) {
-    throw InvalidInput(fmt::format("{} has {} values; expected {} = {}", argument, actual,
-                                   formula, expected));
+    throw InvalidInput(
+        fmt::format("{} has {} values; expected {} = {}", argument, actual, formula, expected));
   }
 }
 
@@ -100,9 +100,8 @@ void validate_chain_shapes(const ChainBatch& batch, const ChainParams& params) {
   if (!batch.request_ids.empty()) check_size("request_ids", batch.request_ids.size(), b, "B");
   if (params.method == ChainMethod::kLenient &&
       !(params.leniency > 0.0 && params.leniency <= 1.0)) {
-    throw InvalidInput(
-        fmt::format("leniency is {}; expected 0 < leniency ≤ 1 (1 is lossless V1)",
-                    params.leniency));
+    throw InvalidInput(fmt::format("leniency is {}; expected 0 < leniency ≤ 1 (1 is lossless V1)",
+                                   params.leniency));
   }
   for (int64_t r = 0; r < b; ++r) {
     const int64_t n = detail::draft_count(batch, r);
@@ -128,7 +127,8 @@ void validate_chain_batch(const ChainBatch& batch, const ChainParams& params) {
     }
     if (params.method == ChainMethod::kGreedy) continue;
     for (int64_t i = 0; i < n; ++i) {
-      validate_probability_row(detail::draft_row(batch, r, i), {"probs_draft", r * g + i, r, i + 1});
+      validate_probability_row(detail::draft_row(batch, r, i),
+                               {"probs_draft", r * g + i, r, i + 1});
     }
   }
 }
@@ -152,8 +152,8 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
                               ChainResult& out) {
   const int64_t n_draft = detail::draft_count(batch, r);
   const int64_t g = batch.gamma;
-  RandomAddress address{params.seed, detail::request_id(batch, r), params.step, 0,
-                        Purpose::kAcceptTest, 0};
+  RandomAddress address{params.seed, detail::request_id(batch, r), params.step,
+                        0,           Purpose::kAcceptTest,         0};
   int64_t n = 0;
   for (; n < n_draft; ++n) {
     const int32_t x = batch.draft_tokens[r * g + n];

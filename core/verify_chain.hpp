@@ -27,12 +27,12 @@ bool is_lossy(ChainMethod method);
 /// draft positions; request b uses its first n_draft[b] positions, the rest are padding and are
 /// never read (they need not hold valid probabilities).
 struct ChainBatch {
-  int64_t batch = 0;  ///< B ≥ 1
-  int64_t gamma = 0;  ///< γ ≥ 0, the padded number of draft positions
-  int64_t vocab = 0;  ///< V ≥ 1
-  std::span<const float> probs_target;   ///< [B, γ+1, V] p_1..p_{γ+1} after the sampling pipeline
-  std::span<const float> probs_draft;    ///< [B, γ, V] the q each draft token was drawn from;
-                                         ///< may be empty for kGreedy
+  int64_t batch = 0;                    ///< B ≥ 1
+  int64_t gamma = 0;                    ///< γ ≥ 0, the padded number of draft positions
+  int64_t vocab = 0;                    ///< V ≥ 1
+  std::span<const float> probs_target;  ///< [B, γ+1, V] p_1..p_{γ+1} after the sampling pipeline
+  std::span<const float> probs_draft;   ///< [B, γ, V] the q each draft token was drawn from;
+                                        ///< may be empty for kGreedy
   std::span<const int32_t> draft_tokens;  ///< [B, γ] x_1..x_γ in [0, V)
   std::span<const int32_t> n_draft;       ///< [B] per-request γ_b in [0, γ]; empty means all γ
   std::span<const uint32_t> request_ids;  ///< [B] Philox request ids; empty means 0..B-1
@@ -49,9 +49,9 @@ struct ChainParams {
 struct ChainResult {
   int64_t batch = 0;
   int64_t gamma = 0;
-  std::vector<int32_t> emitted_tokens;  ///< [B, γ+1] accepted prefix + one token, then -1
-  std::vector<int32_t> n_accepted;      ///< [B] accepted draft tokens, 0..n_draft[b]
-  std::vector<uint8_t> accept_mask;     ///< [B, γ] 1 where the draft token was accepted
+  std::vector<int32_t> emitted_tokens;     ///< [B, γ+1] accepted prefix + one token, then -1
+  std::vector<int32_t> n_accepted;         ///< [B] accepted draft tokens, 0..n_draft[b]
+  std::vector<uint8_t> accept_mask;        ///< [B, γ] 1 where the draft token was accepted
   std::vector<uint8_t> residual_fallback;  ///< [B] 1 where the residual had zero mass and
                                            ///< the token was drawn from p instead (SPEC.md V1)
   int64_t residual_fallbacks = 0;          ///< number of requests with residual_fallback set

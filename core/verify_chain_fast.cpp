@@ -31,9 +31,7 @@ struct RowPass {
   double sum_draft = 0.0;
 };
 
-inline bool valid_prob(float x) {
-  return x >= 0.0f && x < std::numeric_limits<float>::infinity();
-}
+inline bool valid_prob(float x) { return x >= 0.0f && x < std::numeric_limits<float>::infinity(); }
 
 // One pass over p (and q when given): fixed-point weights max(0, p - l·q) (or p) summed per
 // block, with the finiteness and row-sum checks of SPEC.md "Bad input" fused in.
@@ -93,8 +91,8 @@ void weight_pass(const float* p, const float* q, double leniency, int64_t vocab,
 
 // Locates the token whose fixed-point prefix sum first exceeds the target: block by block, then
 // within the one block by recomputing its kBlock weights.
-int32_t locate(const float* p, const float* q, double leniency, int64_t vocab,
-               const RowPass& pass, uint32_t bits) {
+int32_t locate(const float* p, const float* q, double leniency, int64_t vocab, const RowPass& pass,
+               uint32_t bits) {
   const uint64_t target = fixed_target(bits, pass.total);
   uint64_t cumulative = 0;
   int64_t blk = 0;
@@ -131,8 +129,8 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
   const int64_t g = batch.gamma, v = batch.vocab;
   const bool greedy = params.method == ChainMethod::kGreedy;
   const double leniency = params.method == ChainMethod::kLenient ? params.leniency : 1.0;
-  RandomAddress address{params.seed, detail::request_id(batch, r), params.step, 0,
-                        Purpose::kAcceptTest, 0};
+  RandomAddress address{params.seed, detail::request_id(batch, r), params.step,
+                        0,           Purpose::kAcceptTest,         0};
   auto target_where = [&](int64_t i) {
     return RowLocation{"probs_target", r * (g + 1) + i, r, i + 1};
   };

@@ -15,8 +15,8 @@ namespace speclab::gpu {
   int device = -1;
   cudaGetDevice(&device);
   throw Error(std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) +
-              ") from `" + statement + "` at " + file + ":" + std::to_string(line) +
-              " on device " + std::to_string(device));
+              ") from `" + statement + "` at " + file + ":" + std::to_string(line) + " on device " +
+              std::to_string(device));
 }
 
 /// Number of usable CUDA devices; any error (no driver gives cudaErrorInsufficientDriver, 35)
@@ -32,10 +32,10 @@ inline int device_count() {
 
 }  // namespace speclab::gpu
 
-#define SPECLAB_CUDA_CHECK(statement)                                               \
-  do {                                                                              \
-    const cudaError_t speclab_status_ = (statement);                                \
-    if (speclab_status_ != cudaSuccess) {                                           \
+#define SPECLAB_CUDA_CHECK(statement)                                                    \
+  do {                                                                                   \
+    const cudaError_t speclab_status_ = (statement);                                     \
+    if (speclab_status_ != cudaSuccess) {                                                \
       ::speclab::gpu::throw_cuda_error(speclab_status_, #statement, __FILE__, __LINE__); \
-    }                                                                               \
+    }                                                                                    \
   } while (0)

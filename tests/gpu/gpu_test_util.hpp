@@ -5,9 +5,9 @@
 
 #include "gpu/cuda_check.hpp"
 
-#define SPECLAB_SKIP_WITHOUT_GPU()                                                  \
-  do {                                                                              \
-    if (::speclab::gpu::device_count() == 0) {                                      \
-      GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount failed or returned 0)";   \
-    }                                                                               \
+#define SPECLAB_SKIP_WITHOUT_GPU()                                                \
+  do {                                                                            \
+    if (::speclab::gpu::device_count() == 0) {                                    \
+      GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount failed or returned 0)"; \
+    }                                                                             \
   } while (0)

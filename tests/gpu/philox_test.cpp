@@ -1,9 +1,10 @@
 // gpu::philox_bits against core::philox_bits: the shared header gives identical bits on device.
+#include "core/philox.hpp"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "core/philox.hpp"
 #include "gpu/philox_uniforms.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
@@ -26,8 +27,8 @@ TEST(Philox, GpuMatchesReference) {
   uint32_t* d_bits = nullptr;
   SPECLAB_CUDA_CHECK(cudaMalloc(&d_addresses, n * sizeof(RandomAddress)));
   SPECLAB_CUDA_CHECK(cudaMalloc(&d_bits, n * sizeof(uint32_t)));
-  SPECLAB_CUDA_CHECK(cudaMemcpy(d_addresses, addresses.data(), n * sizeof(RandomAddress),
-                                cudaMemcpyHostToDevice));
+  SPECLAB_CUDA_CHECK(
+      cudaMemcpy(d_addresses, addresses.data(), n * sizeof(RandomAddress), cudaMemcpyHostToDevice));
   SPECLAB_CUDA_CHECK(gpu::philox_bits(d_addresses, d_bits, n, nullptr));
   std::vector<uint32_t> bits(n);
   SPECLAB_CUDA_CHECK(cudaMemcpy(bits.data(), d_bits, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));

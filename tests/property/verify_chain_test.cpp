@@ -1,0 +1,269 @@
+// RapidCheck properties of the chain verifiers (TESTING.md "Properties that must hold").
+#include "core/verify_chain.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/sampling.hpp"
+#include "tests/support/chain_fixture.hpp"
+
+namespace speclab {
+namespace {
+
+using testing::fill_row;
+using testing::OwnedChainBatch;
+
+// Integer weights 0..4 per token, at least one positive, so rows often have zeros.
+std::vector<int> gen_weights(int64_t vocab) {
+  auto w = *rc::gen::container<std::vector<int>>(vocab, rc::gen::inRange(0, 5));
+  if (std::accumulate(w.begin(), w.end(), 0) == 0) w[*rc::gen::inRange<int64_t>(0, vocab)] = 1;
+  return w;
+}
+
+struct Instance {
+  OwnedChainBatch batch;
+  ChainParams params;
+};
+
+// A random small batch: B 1..4, γ 0..4, V 2..6, ragged n_draft, drafts drawn from q.
+Instance gen_instance(ChainMethod method) {
+  const int64_t b = *rc::gen::inRange<int64_t>(1, 5);
+  const int64_t g = *rc::gen::inRange<int64_t>(0, 5);
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 7);
+  Instance inst{OwnedChainBatch(b, g, v), {}};
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t i = 0; i <= g; ++i) fill_row(inst.batch.target_row(r, i), gen_weights(v));
+    for (int64_t i = 0; i < g; ++i) fill_row(inst.batch.draft_row(r, i), gen_weights(v));
+  }
+  inst.params.seed = *rc::gen::arbitrary<uint64_t>();
+  inst.params.step = *rc::gen::arbitrary<uint32_t>();
+  inst.params.method = method;
+  if (method == ChainMethod::kLenient) {
+    inst.params.leniency = *rc::gen::element(0.25, 0.5, 0.9, 1.0);
+  }
+  inst.batch.draw_drafts(inst.params.seed);
+  if (*rc::gen::arbitrary<bool>()) {
+    inst.batch.n_draft = *rc::gen::container<std::vector<int32_t>>(
+        b, rc::gen::inRange<int32_t>(0, static_cast<int32_t>(g) + 1));
+  }
+  if (*rc::gen::arbitrary<bool>()) {
+    inst.batch.request_ids =
+        *rc::gen::container<std::vector<uint32_t>>(b, rc::gen::arbitrary<uint32_t>());
+  }
+  return inst;
+}
+
+ChainMethod gen_method() {
+  return *rc::gen::element(ChainMethod::kToken, ChainMethod::kGreedy, ChainMethod::kLenient);
+}
+
+int64_t n_draft_of(const OwnedChainBatch& b, int64_t r) {
+  return b.n_draft.empty() ? b.gamma : b.n_draft[r];
+}
+
+RC_GTEST_PROP(VerifyChainProperty, FastMatchesReference, ()) {
+  const auto inst = gen_instance(gen_method());
+  const auto ref = verify_chain_reference(inst.batch.view(), inst.params);
+  const auto fast = verify_chain(inst.batch.view(), inst.params);
+  RC_ASSERT(fast.emitted_tokens == ref.emitted_tokens);
+  RC_ASSERT(fast.n_accepted == ref.n_accepted);
+  RC_ASSERT(fast.accept_mask == ref.accept_mask);
+  RC_ASSERT(fast.residual_fallback == ref.residual_fallback);
+}
+
+RC_GTEST_PROP(VerifyChainProperty, OutputIsAcceptedPrefixPlusOneToken, ()) {
+  const auto inst = gen_instance(gen_method());
+  const auto& b = inst.batch;
+  const auto res = verify_chain_reference(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    const int64_t n = res.n_accepted[r];
+    RC_ASSERT(n >= 0);
+    RC_ASSERT(n <= n_draft_of(b, r));
+    for (int64_t i = 0; i < b.gamma; ++i) {
+      RC_ASSERT(res.accept_mask[r * b.gamma + i] == (i < n ? 1 : 0));
+    }
+    for (int64_t i = 0; i <= b.gamma; ++i) {
+      const int32_t t = res.emitted_tokens[r * (b.gamma + 1) + i];
+      if (i < n) RC_ASSERT(t == b.draft_tokens[r * b.gamma + i]);
+      if (i == n) RC_ASSERT(t >= 0 && t < b.vocab);
+      if (i > n) RC_ASSERT(t == -1);
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyChainProperty, ZeroProbabilityTokenIsNeverEmitted, ()) {
+  const auto inst = gen_instance(*rc::gen::element(ChainMethod::kToken, ChainMethod::kGreedy));
+  auto b = inst.batch;
+  const auto res = verify_chain(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i <= res.n_accepted[r]; ++i) {
+      const int32_t t = res.emitted_tokens[r * (b.gamma + 1) + i];
+      RC_ASSERT(b.target_row(r, i)[t] > 0.0f);
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyChainProperty, DraftEqualToTargetAcceptsEverything, ()) {
+  auto inst = gen_instance(ChainMethod::kToken);
+  auto& b = inst.batch;
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i < b.gamma; ++i)
+      std::copy_n(b.target_row(r, i), b.vocab, b.draft_row(r, i));
+  }
+  b.draw_drafts(inst.params.seed);
+  const auto res = verify_chain(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) RC_ASSERT(res.n_accepted[r] == n_draft_of(b, r));
+}
+
+RC_GTEST_PROP(VerifyChainProperty, OneHotTargetEmitsThatToken, ()) {
+  auto inst = gen_instance(*rc::gen::element(ChainMethod::kToken, ChainMethod::kGreedy));
+  auto& b = inst.batch;
+  std::vector<int32_t> hot(b.batch * (b.gamma + 1));
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i <= b.gamma; ++i) {
+      hot[r * (b.gamma + 1) + i] = *rc::gen::inRange<int32_t>(0, static_cast<int32_t>(b.vocab));
+      std::vector<int> w(b.vocab, 0);
+      w[hot[r * (b.gamma + 1) + i]] = 1;
+      fill_row(b.target_row(r, i), w);
+    }
+  }
+  const auto res = verify_chain(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i <= res.n_accepted[r]; ++i) {
+      RC_ASSERT(res.emitted_tokens[r * (b.gamma + 1) + i] == hot[r * (b.gamma + 1) + i]);
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyChainProperty, DisjointSupportsAcceptNothing, ()) {
+  auto inst = gen_instance(ChainMethod::kToken);
+  auto& b = inst.batch;
+  // q on tokens 0..k-1, p on k..V-1.
+  const int64_t k = *rc::gen::inRange<int64_t>(1, b.vocab);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i <= b.gamma; ++i) {
+      auto w = gen_weights(b.vocab - k);
+      std::vector<int> full(k, 0);
+      full.insert(full.end(), w.begin(), w.end());
+      fill_row(b.target_row(r, i), full);
+    }
+    for (int64_t i = 0; i < b.gamma; ++i) {
+      auto w = gen_weights(k);
+      w.resize(b.vocab, 0);
+      fill_row(b.draft_row(r, i), w);
+    }
+  }
+  b.draw_drafts(inst.params.seed);
+  const auto res = verify_chain(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    RC_ASSERT(res.n_accepted[r] == 0);
+    RC_ASSERT(res.emitted_tokens[r * (b.gamma + 1)] >= k);
+  }
+}
+
+RC_GTEST_PROP(VerifyChainProperty, RaggedBatchEqualsEachRequestAlone, ()) {
+  const auto inst = gen_instance(gen_method());
+  const auto& b = inst.batch;
+  const auto together = verify_chain(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    const int64_t g = n_draft_of(b, r);
+    OwnedChainBatch alone(1, g, b.vocab);
+    std::copy_n(&b.probs_target[r * (b.gamma + 1) * b.vocab], (g + 1) * b.vocab,
+                alone.probs_target.begin());
+    std::copy_n(&b.probs_draft[r * b.gamma * b.vocab], g * b.vocab, alone.probs_draft.begin());
+    std::copy_n(&b.draft_tokens[r * b.gamma], g, alone.draft_tokens.begin());
+    alone.request_ids = {b.request_ids.empty() ? static_cast<uint32_t>(r) : b.request_ids[r]};
+    const auto single = verify_chain_reference(alone.view(), inst.params);
+    RC_ASSERT(single.n_accepted[0] == together.n_accepted[r]);
+    for (int64_t i = 0; i <= g; ++i) {
+      RC_ASSERT(single.emitted_tokens[i] == together.emitted_tokens[r * (b.gamma + 1) + i]);
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyChainProperty, ResultsDoNotDependOnBatchOrder, ()) {
+  auto inst = gen_instance(gen_method());
+  auto& b = inst.batch;
+  if (b.request_ids.empty()) {
+    b.request_ids.resize(b.batch);
+    std::iota(b.request_ids.begin(), b.request_ids.end(), 0u);
+  }
+  if (b.n_draft.empty()) b.n_draft.assign(b.batch, static_cast<int32_t>(b.gamma));
+  // Reverse the batch and rotate it by a random offset.
+  const int64_t offset = *rc::gen::inRange<int64_t>(0, b.batch);
+  std::vector<int64_t> order(b.batch);
+  for (int64_t s = 0; s < b.batch; ++s) order[s] = (b.batch - 1 - s + offset) % b.batch;
+  OwnedChainBatch shuffled(b.batch, b.gamma, b.vocab);
+  shuffled.n_draft.resize(b.batch);
+  shuffled.request_ids.resize(b.batch);
+  for (int64_t s = 0; s < b.batch; ++s) {
+    const int64_t r = order[s];
+    std::copy_n(&b.probs_target[r * (b.gamma + 1) * b.vocab], (b.gamma + 1) * b.vocab,
+                &shuffled.probs_target[s * (b.gamma + 1) * b.vocab]);
+    std::copy_n(&b.probs_draft[r * b.gamma * b.vocab], b.gamma * b.vocab,
+                &shuffled.probs_draft[s * b.gamma * b.vocab]);
+    std::copy_n(&b.draft_tokens[r * b.gamma], b.gamma, &shuffled.draft_tokens[s * b.gamma]);
+    shuffled.n_draft[s] = b.n_draft[r];
+    shuffled.request_ids[s] = b.request_ids[r];
+  }
+  const auto a = verify_chain(b.view(), inst.params);
+  const auto c = verify_chain(shuffled.view(), inst.params);
+  for (int64_t s = 0; s < b.batch; ++s) {
+    const int64_t r = order[s];
+    RC_ASSERT(c.n_accepted[s] == a.n_accepted[r]);
+    RC_ASSERT(std::equal(&c.emitted_tokens[s * (b.gamma + 1)],
+                         &c.emitted_tokens[(s + 1) * (b.gamma + 1)],
+                         &a.emitted_tokens[r * (b.gamma + 1)]));
+  }
+}
+
+RC_GTEST_PROP(VerifyChainProperty, SameSeedGivesSameOutput, ()) {
+  const auto inst = gen_instance(gen_method());
+  const auto a = verify_chain(inst.batch.view(), inst.params);
+  const auto b = verify_chain_reference(inst.batch.view(), inst.params);
+  const auto c = verify_chain(inst.batch.view(), inst.params);
+  RC_ASSERT(a.emitted_tokens == c.emitted_tokens);
+  RC_ASSERT(a.emitted_tokens == b.emitted_tokens);
+}
+
+RC_GTEST_PROP(VerifyChainProperty, GreedyEmitsTheArgmaxChain, ()) {
+  const auto inst = gen_instance(ChainMethod::kGreedy);
+  auto b = inst.batch;
+  const auto res = verify_chain(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i <= res.n_accepted[r]; ++i) {
+      RC_ASSERT(res.emitted_tokens[r * (b.gamma + 1) + i] ==
+                argmax_lowest({b.target_row(r, i), static_cast<size_t>(b.vocab)}));
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyChainProperty, LenientWithLeniencyOneIsTokenLevel, ()) {
+  auto inst = gen_instance(ChainMethod::kToken);
+  const auto token = verify_chain(inst.batch.view(), inst.params);
+  inst.params.method = ChainMethod::kLenient;
+  inst.params.leniency = 1.0;
+  const auto lenient = verify_chain(inst.batch.view(), inst.params);
+  RC_ASSERT(token.emitted_tokens == lenient.emitted_tokens);
+}
+
+TEST(VerifyChainProperty, DifferentSeedGivesDifferentStream) {
+  // 64 requests × 4 positions over V = 8 with p ≠ q: the chance that two seeds agree on every
+  // emitted token is far below 1e-12, so a fixed pair of seeds suffices.
+  OwnedChainBatch b(64, 4, 8);
+  for (int64_t r = 0; r < 64; ++r) {
+    for (int64_t i = 0; i <= 4; ++i) fill_row(b.target_row(r, i), {1, 2, 3, 4, 4, 3, 2, 1});
+    for (int64_t i = 0; i < 4; ++i) fill_row(b.draft_row(r, i), {4, 3, 2, 1, 1, 2, 3, 4});
+  }
+  b.draw_drafts(11);
+  const auto a = verify_chain(b.view(), {.seed = 1});
+  const auto c = verify_chain(b.view(), {.seed = 2});
+  EXPECT_NE(a.emitted_tokens, c.emitted_tokens);
+}
+
+}  // namespace
+}  // namespace speclab

@@ -1,0 +1,58 @@
+// Owned storage for a ChainBatch, and builders for test instances.
+#pragma once
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "core/philox.hpp"
+#include "core/sampling.hpp"
+#include "core/verify_chain.hpp"
+
+namespace speclab::testing {
+
+struct OwnedChainBatch {
+  int64_t batch = 0, gamma = 0, vocab = 0;
+  std::vector<float> probs_target;    // [B, γ+1, V]
+  std::vector<float> probs_draft;     // [B, γ, V]
+  std::vector<int32_t> draft_tokens;  // [B, γ]
+  std::vector<int32_t> n_draft;       // [B] or empty
+  std::vector<uint32_t> request_ids;  // [B] or empty
+
+  OwnedChainBatch() = default;
+  OwnedChainBatch(int64_t b, int64_t g, int64_t v)
+      : batch(b),
+        gamma(g),
+        vocab(v),
+        probs_target(b * (g + 1) * v, 0.0f),
+        probs_draft(b * g * v, 0.0f),
+        draft_tokens(b * g, 0) {}
+
+  ChainBatch view() const {
+    return {batch, gamma, vocab, probs_target, probs_draft, draft_tokens, n_draft, request_ids};
+  }
+  float* target_row(int64_t r, int64_t i) { return &probs_target[(r * (gamma + 1) + i) * vocab]; }
+  float* draft_row(int64_t r, int64_t i) { return &probs_draft[(r * gamma + i) * vocab]; }
+  int32_t& token(int64_t r, int64_t i) { return draft_tokens[r * gamma + i]; }
+
+  /// Draws every draft token from its q row with the Philox draft-sample uniforms.
+  void draw_drafts(uint64_t seed) {
+    for (int64_t r = 0; r < batch; ++r) {
+      for (int64_t i = 0; i < gamma; ++i) {
+        const RandomAddress a{
+            seed, static_cast<uint32_t>(r), 0, static_cast<uint32_t>(i + 1), Purpose::kDraftSample,
+            0};
+        token(r, i) =
+            sample_categorical({draft_row(r, i), static_cast<size_t>(vocab)}, philox_bits(a));
+      }
+    }
+  }
+};
+
+/// Integer weights -> a float probability row (sums to 1 within float rounding).
+inline void fill_row(float* row, const std::vector<int>& weights) {
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  for (size_t t = 0; t < weights.size(); ++t) row[t] = static_cast<float>(weights[t] / total);
+}
+
+}  // namespace speclab::testing

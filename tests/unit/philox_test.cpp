@@ -1,0 +1,95 @@
+// core/philox.hpp and the fixed-point rules of core/rules.hpp.
+#include "core/philox.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/rules.hpp"
+
+namespace speclab {
+namespace {
+
+uint32_t raw_philox_word0(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
+  r123::Philox4x32 rng;
+  return rng({{ctr[0], ctr[1], ctr[2], ctr[3]}}, {{key[0], key[1]}})[0];
+}
+
+TEST(Philox, KnownAnswerVectors) {
+  // Known-answer vectors of Philox4x32-10 published with Random123 (kat_vectors):
+  // counter 0, key 0 -> 6627e8d5 ...; counter/key from the digits of pi -> d16cfe09 ...
+  EXPECT_EQ(raw_philox_word0({0, 0, 0, 0}, {0, 0}), 0x6627e8d5u);
+  EXPECT_EQ(
+      raw_philox_word0({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}),
+      0xd16cfe09u);
+}
+
+TEST(Philox, AddressLayoutIsCounterAndKey) {
+  // SPEC.md addressing: counter (request, step, position, purpose | index << 8), key = seed.
+  const RandomAddress a{0x0123456789abcdefull, 11, 22, 3, Purpose::kResidualSample, 5};
+  EXPECT_EQ(philox_bits(a),
+            raw_philox_word0({11, 22, 3, 3u | (5u << 8)}, {0x89abcdef, 0x01234567}));
+}
+
+TEST(Philox, EveryAddressFieldChangesTheBits) {
+  const RandomAddress base{42, 1, 2, 3, Purpose::kAcceptTest, 0};
+  std::set<uint32_t> seen{philox_bits(base)};
+  auto with = [&](auto mutate) {
+    RandomAddress a = base;
+    mutate(a);
+    return philox_bits(a);
+  };
+  seen.insert(with([](RandomAddress& a) { a.seed = 43; }));
+  seen.insert(with([](RandomAddress& a) { a.seed = 42ull | (1ull << 40); }));
+  seen.insert(with([](RandomAddress& a) { a.request = 2; }));
+  seen.insert(with([](RandomAddress& a) { a.step = 3; }));
+  seen.insert(with([](RandomAddress& a) { a.position = 4; }));
+  seen.insert(with([](RandomAddress& a) { a.purpose = Purpose::kBonusSample; }));
+  seen.insert(with([](RandomAddress& a) { a.index = 1; }));
+  EXPECT_EQ(seen.size(), 8u);
+}
+
+TEST(Philox, UniformsLieInTheOpenUnitInterval) {
+  EXPECT_GT(uniform_from_bits(0), 0.0);
+  EXPECT_EQ(uniform_from_bits(0), std::ldexp(1.0, -33));
+  EXPECT_LT(uniform_from_bits(0xffffffffu), 1.0);
+  EXPECT_EQ(uniform_from_bits(0xffffffffu), 1.0 - std::ldexp(1.0, -33));
+}
+
+TEST(Rules, FixedTargetIsFloorOfUniformTimesTotal) {
+  // floor(u·total) with u = (2·bits+1)/2^33, checked against exact 128-bit arithmetic written
+  // independently (division instead of shifts).
+  const uint64_t totals[] = {1, 2, 3, 1000003, (1ull << 58) + 12345, (1ull << 60) - 1};
+  const uint32_t bits[] = {0, 1, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+  for (uint64_t total : totals) {
+    for (uint32_t b : bits) {
+      const unsigned __int128 num = static_cast<unsigned __int128>(2ull * b + 1) * total;
+      const uint64_t expected =
+          static_cast<uint64_t>(num / (static_cast<unsigned __int128>(1) << 33));
+      EXPECT_EQ(fixed_target(b, total), expected) << "bits " << b << " total " << total;
+      EXPECT_LT(fixed_target(b, total), total);
+    }
+  }
+}
+
+TEST(Rules, AcceptTestFollowsSpec) {
+  // V1: accept iff q(x) > 0 and u·q(x) ≤ p(x).
+  EXPECT_TRUE(token_accepts(0.5, 0.4f, 0.2f));    // 0.2 ≤ 0.2
+  EXPECT_FALSE(token_accepts(0.51, 0.4f, 0.2f));  // 0.204 > 0.2
+  EXPECT_FALSE(token_accepts(0.1, 0.0f, 0.5f));   // q(x) = 0 is never accepted
+  EXPECT_TRUE(token_accepts(0.999, 0.3f, 0.3f));  // p ≥ q always accepts
+  // V3 with l = 1 is V1; smaller l accepts more.
+  EXPECT_EQ(lenient_accepts(0.51, 1.0, 0.4f, 0.2f), token_accepts(0.51, 0.4f, 0.2f));
+  EXPECT_TRUE(lenient_accepts(0.51, 0.5, 0.4f, 0.2f));  // 0.102 ≤ 0.2
+}
+
+TEST(Rules, ResidualWeightIsPositivePartOfDifference) {
+  EXPECT_EQ(residual_fixed(0.5f, 0.25f, 1.0), static_cast<uint64_t>(0.25 * kFixedScale));
+  EXPECT_EQ(residual_fixed(0.25f, 0.5f, 1.0), 0u);
+  EXPECT_EQ(residual_fixed(0.5f, 0.5f, 0.5), static_cast<uint64_t>(0.25 * kFixedScale));
+  EXPECT_EQ(to_fixed(std::nan("")), 0u);
+}
+
+}  // namespace
+}  // namespace speclab

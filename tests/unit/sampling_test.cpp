@@ -1,0 +1,170 @@
+// core/sampling: the pipeline of SPEC.md, row validation and categorical sampling.
+#include "core/sampling.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.hpp"
+
+namespace speclab {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<float> probs(std::vector<float> logits, SamplingParams params) {
+  return probs_from_logits(logits, params);
+}
+
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const InvalidInput& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Sampling, SoftmaxMatchesClosedForm) {
+  // logits ln1, ln2, ln4 at T = 1 give weights 1:2:4.
+  const auto out = probs({0.0f, std::log(2.0f), std::log(4.0f)}, {});
+  EXPECT_NEAR(out[0], 1.0 / 7, 1e-7);
+  EXPECT_NEAR(out[1], 2.0 / 7, 1e-7);
+  EXPECT_NEAR(out[2], 4.0 / 7, 1e-7);
+}
+
+TEST(Sampling, TemperatureDividesLogits) {
+  // logits 0, ln4 at T = 2 act as 0, ln2: weights 1:2.
+  const auto out = probs({0.0f, std::log(4.0f)}, {.temperature = 2.0});
+  EXPECT_NEAR(out[0], 1.0 / 3, 1e-7);
+  EXPECT_NEAR(out[1], 2.0 / 3, 1e-7);
+}
+
+TEST(Sampling, TemperatureZeroIsGreedyWithLowestIdOnTies) {
+  EXPECT_THAT(probs({1.0f, 3.0f, 3.0f, 2.0f}, {.temperature = 0.0}),
+              ::testing::ElementsAre(0.0f, 1.0f, 0.0f, 0.0f));
+}
+
+TEST(Sampling, TopKKeepsMostProbableAndLowerIdOnTies) {
+  // weights 1:2:2:4 (logits ln), top-2 keeps token 3 and, of the tied 1 and 2, token 1.
+  const float l2 = std::log(2.0f), l4 = std::log(4.0f);
+  const auto out = probs({0.0f, l2, l2, l4}, {.top_k = 2});
+  EXPECT_NEAR(out[1], 2.0 / 6, 1e-7);
+  EXPECT_NEAR(out[3], 4.0 / 6, 1e-7);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[2], 0.0f);
+}
+
+TEST(Sampling, TopPKeepsSmallestSetReachingMass) {
+  // tempered (0.5, 0.3, 0.2): top_p 0.7 keeps {0, 1} (0.5 < 0.7 ≤ 0.8) renormalised to 5/8, 3/8;
+  // top_p 0.5 keeps {0} (0.5 ≥ 0.5).
+  const std::vector<float> logits = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  const auto a = probs(logits, {.top_p = 0.7});
+  EXPECT_NEAR(a[0], 0.625, 1e-6);
+  EXPECT_NEAR(a[1], 0.375, 1e-6);
+  EXPECT_EQ(a[2], 0.0f);
+  EXPECT_THAT(probs(logits, {.top_p = 0.5}), ::testing::ElementsAre(1.0f, 0.0f, 0.0f));
+}
+
+TEST(Sampling, TopPMeasuresMassAmongTopKSurvivors) {
+  // (0.4, 0.3, 0.2, 0.1), top-k 2 leaves (0.4, 0.3) i.e. (4/7, 3/7); top_p 0.5 of that keeps {0}.
+  const std::vector<float> logits = {std::log(0.4f), std::log(0.3f), std::log(0.2f),
+                                     std::log(0.1f)};
+  EXPECT_THAT(probs(logits, {.top_k = 2, .top_p = 0.5}),
+              ::testing::ElementsAre(1.0f, 0.0f, 0.0f, 0.0f));
+}
+
+TEST(Sampling, MinPComparesWithMaximum) {
+  // (0.5, 0.3, 0.2) with min_p 0.5 keeps probs ≥ 0.25: tokens 0 and 1.
+  const auto out = probs({std::log(0.5f), std::log(0.3f), std::log(0.2f)}, {.min_p = 0.5});
+  EXPECT_NEAR(out[0], 0.625, 1e-6);
+  EXPECT_NEAR(out[1], 0.375, 1e-6);
+  EXPECT_EQ(out[2], 0.0f);
+}
+
+TEST(Sampling, MaskedLogitsGetZeroProbability) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  EXPECT_THAT(probs({ninf, 0.0f, ninf}, {}), ::testing::ElementsAre(0.0f, 1.0f, 0.0f));
+}
+
+TEST(Sampling, BadParametersNameTheField) {
+  const std::vector<float> logits = {0.0f, 1.0f};
+  EXPECT_THAT(error_of([&] { probs(logits, {.temperature = -1.0}); }),
+              HasSubstr("sampling.temperature is -1"));
+  EXPECT_THAT(error_of([&] { probs(logits, {.temperature = std::nan("")}); }),
+              HasSubstr("sampling.temperature is nan"));
+  EXPECT_THAT(error_of([&] { probs(logits, {.top_k = -3}); }), HasSubstr("sampling.top_k is -3"));
+  EXPECT_THAT(error_of([&] { probs(logits, {.top_p = 0.0}); }), HasSubstr("sampling.top_p is 0"));
+  EXPECT_THAT(error_of([&] { probs(logits, {.top_p = 1.5}); }), HasSubstr("sampling.top_p is 1.5"));
+  EXPECT_THAT(error_of([&] { probs(logits, {.min_p = 2.0}); }), HasSubstr("sampling.min_p is 2"));
+}
+
+TEST(Sampling, BadLogitsNameTheToken) {
+  EXPECT_THAT(error_of([] {
+                probs({0.0f, std::nanf(""), 1.0f}, {});
+              }),
+              HasSubstr("logits token 1 is nan"));
+  EXPECT_THAT(error_of([] {
+                probs({0.0f, std::numeric_limits<float>::infinity()}, {});
+              }),
+              HasSubstr("logits token 1 is inf"));
+  const float ninf = -std::numeric_limits<float>::infinity();
+  EXPECT_THAT(error_of([&] { probs({ninf, ninf}, {}); }), HasSubstr("all -inf"));
+  EXPECT_THAT(error_of([] { probs({}, {}); }), HasSubstr("logits is empty"));
+}
+
+TEST(Sampling, ValidateRowNamesArgumentRequestPositionAndValue) {
+  const RowLocation where{"probs_draft", 3, 1, 2};
+  EXPECT_THAT(
+      error_of([&] {
+        validate_probability_row(std::vector<float>{0.5f, 0.43f}, where);
+      }),
+      HasSubstr("probs_draft row 3 (request 1, position 2) sums to 0.93; expected 1 ± 0.0001"));
+  EXPECT_THAT(error_of([&] {
+                validate_probability_row(std::vector<float>{0.5f, std::nanf("")}, where);
+              }),
+              HasSubstr("probs_draft row 3 (request 1, position 2): token 1 has probability nan"));
+  EXPECT_THAT(error_of([&] {
+                validate_probability_row(std::vector<float>{1.5f, -0.5f}, where);
+              }),
+              HasSubstr("token 1 has probability -0.5"));
+  EXPECT_THAT(error_of([&] {
+                validate_probability_row(
+                    std::vector<float>{std::numeric_limits<float>::infinity(), 0.0f}, where);
+              }),
+              HasSubstr("token 0 has probability inf"));
+  // Within tolerance passes.
+  EXPECT_NO_THROW(validate_probability_row(std::vector<float>{0.50004f, 0.5f}, where));
+}
+
+TEST(Sampling, CategoricalInvertsTheCdf) {
+  // weights (1/4, 3/4): u < 1/4 picks 0. u = (bits + 1/2)/2^32, so bits < 2^30 - 1/2 picks 0.
+  const std::vector<float> w = {0.25f, 0.75f};
+  EXPECT_EQ(sample_categorical(w, 0), 0);
+  EXPECT_EQ(sample_categorical(w, (1u << 30) - 1), 0);
+  EXPECT_EQ(sample_categorical(w, 1u << 30), 1);
+  EXPECT_EQ(sample_categorical(w, 0xffffffffu), 1);
+}
+
+TEST(Sampling, CategoricalNeverPicksZeroWeight) {
+  const std::vector<float> w = {0.0f, 0.5f, 0.0f, 0.5f, 0.0f};
+  for (uint32_t bits : {0u, 1u, 0x7fffffffu, 0x80000000u, 0xffffffffu}) {
+    const int32_t t = sample_categorical(w, bits);
+    EXPECT_TRUE(t == 1 || t == 3) << bits;
+  }
+  EXPECT_THAT(error_of([] {
+                sample_categorical(std::vector<float>{0.0f, 0.0f}, 5);
+              }),
+              HasSubstr("all 2 weights are zero"));
+}
+
+TEST(Sampling, ArgmaxTakesLowestIdOnTies) {
+  EXPECT_EQ(argmax_lowest(std::vector<float>{0.2f, 0.4f, 0.4f}), 1);
+  EXPECT_EQ(argmax_lowest(std::vector<float>{0.7f}), 0);
+}
+
+}  // namespace
+}  // namespace speclab
