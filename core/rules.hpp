@@ -30,7 +30,8 @@ SPECLAB_HD inline bool lenient_accepts(double u, double leniency, float prob_dra
 
 /// A weight in [0, ~1] as fixed point; non-positive weights (and NaN) map to 0.
 SPECLAB_HD inline uint64_t to_fixed(double weight) {
-  return weight > 0.0 ? static_cast<uint64_t>(weight * kFixedScale) : 0;
+  const double clamped = weight > 0.0 ? weight : 0.0;  // a select, not a branch: vectorises
+  return static_cast<uint64_t>(clamped * kFixedScale);
 }
 
 /// Residual weight of V1/V3 at one token: max(0, p - l*q), in fixed point. The product is

@@ -21,72 +21,69 @@ namespace speclab {
 namespace {
 
 constexpr int64_t kBlock = 256;
-constexpr int kLanes = 8;  // independent accumulators, so the row sums vectorise
 
 struct RowPass {
   std::vector<uint64_t> block_sums;
-  uint64_t total = 0;
+  uint64_t total = 0;  ///< Σ of the sampling weights, fixed point
   bool finite_nonnegative = true;
-  double sum_target = 0.0;
-  double sum_draft = 0.0;
+  double sum_target = 0.0;  ///< Σ p, from exact fixed-point sums (only for the 1 ± 1e-4 check)
+  double sum_draft = 0.0;   ///< Σ q, likewise
 };
 
-inline bool valid_prob(float x) { return x >= 0.0f && x < std::numeric_limits<float>::infinity(); }
+inline bool valid_prob(float x) {
+  return (x >= 0.0f) & (x < std::numeric_limits<float>::infinity());  // NaN fails both
+}
 
-// One pass over p (and q when given): fixed-point weights max(0, p - l·q) (or p) summed per
-// block, with the finiteness and row-sum checks of SPEC.md "Bad input" fused in.
+struct BlockSums {
+  uint64_t weights = 0, target = 0, draft = 0;
+  uint32_t bad = 0;
+};
+
+// Sums over one block of tokens: fixed-point weights max(0, p - l·q) (or p), Σp and Σq in fixed
+// point, and a flag for any non-finite or negative entry. Integer sums and selects only, so the
+// compiler vectorises it.
+template <bool kResidual>
+BlockSums block_sums(const float* p, const float* q, double leniency, int64_t n) {
+  BlockSums out;
+  for (int64_t t = 0; t < n; ++t) {
+    const float a = p[t];
+    out.bad |= static_cast<uint32_t>(!valid_prob(a));
+    const uint64_t wp = to_fixed(a);
+    out.target += wp;
+    if constexpr (kResidual) {
+      const float b = q[t];
+      out.bad |= static_cast<uint32_t>(!valid_prob(b));
+      out.draft += to_fixed(b);
+      out.weights += residual_fixed(a, b, leniency);
+    } else {
+      out.weights += wp;
+    }
+  }
+  return out;
+}
+
+// One pass over p (and q for a residual): per-block weight sums for locate(), with the
+// finiteness and row-sum checks of SPEC.md "Bad input" fused in.
+template <bool kResidual>
 void weight_pass(const float* p, const float* q, double leniency, int64_t vocab, RowPass& pass) {
   const int64_t n_blocks = (vocab + kBlock - 1) / kBlock;
-  pass.block_sums.assign(n_blocks, 0);
-  double acc_p[kLanes] = {}, acc_q[kLanes] = {};
-  bool ok = true;
-  uint64_t total = 0;
+  pass.block_sums.resize(n_blocks);
+  uint64_t total = 0, fixed_p = 0, fixed_q = 0;
+  uint32_t bad = 0;
   for (int64_t blk = 0; blk < n_blocks; ++blk) {
     const int64_t begin = blk * kBlock;
-    const int64_t end = std::min(vocab, begin + kBlock);
-    uint64_t s = 0;
-    int64_t t = begin;
-    if (q != nullptr) {
-      for (; t + kLanes <= end; t += kLanes) {
-        for (int k = 0; k < kLanes; ++k) {
-          const float a = p[t + k], b = q[t + k];
-          ok &= valid_prob(a) & valid_prob(b);
-          acc_p[k] += a;
-          acc_q[k] += b;
-          s += residual_fixed(a, b, leniency);
-        }
-      }
-      for (; t < end; ++t) {
-        ok &= valid_prob(p[t]) & valid_prob(q[t]);
-        acc_p[0] += p[t];
-        acc_q[0] += q[t];
-        s += residual_fixed(p[t], q[t], leniency);
-      }
-    } else {
-      for (; t + kLanes <= end; t += kLanes) {
-        for (int k = 0; k < kLanes; ++k) {
-          const float a = p[t + k];
-          ok &= valid_prob(a);
-          acc_p[k] += a;
-          s += to_fixed(a);
-        }
-      }
-      for (; t < end; ++t) {
-        ok &= valid_prob(p[t]);
-        acc_p[0] += p[t];
-        s += to_fixed(p[t]);
-      }
-    }
-    pass.block_sums[blk] = s;
-    total += s;
+    const BlockSums b = block_sums<kResidual>(p + begin, kResidual ? q + begin : nullptr, leniency,
+                                              std::min(kBlock, vocab - begin));
+    pass.block_sums[blk] = b.weights;
+    total += b.weights;
+    fixed_p += b.target;
+    fixed_q += b.draft;
+    bad |= b.bad;
   }
   pass.total = total;
-  pass.finite_nonnegative = ok;
-  pass.sum_target = pass.sum_draft = 0.0;
-  for (int k = 0; k < kLanes; ++k) {
-    pass.sum_target += acc_p[k];
-    pass.sum_draft += acc_q[k];
-  }
+  pass.finite_nonnegative = bad == 0;
+  pass.sum_target = static_cast<double>(fixed_p) / kFixedScale;
+  pass.sum_draft = static_cast<double>(fixed_q) / kFixedScale;
 }
 
 // Locates the token whose fixed-point prefix sum first exceeds the target: block by block, then
@@ -165,7 +162,11 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
   } else {
     const bool bonus = n == n_draft;
     const float* q = bonus ? nullptr : detail::draft_row(batch, r, n).data();
-    weight_pass(p.data(), q, leniency, v, pass);
+    if (bonus) {
+      weight_pass<false>(p.data(), nullptr, leniency, v, pass);
+    } else {
+      weight_pass<true>(p.data(), q, leniency, v, pass);
+    }
     const bool sums_ok = std::abs(pass.sum_target - 1.0) <= kProbSumTolerance &&
                          (bonus || std::abs(pass.sum_draft - 1.0) <= kProbSumTolerance);
     if (!pass.finite_nonnegative || !sums_ok) {

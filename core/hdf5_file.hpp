@@ -1,0 +1,143 @@
+// A thin RAII wrapper over the HDF5 1.10 C API for the result files of DESIGN.md "Results in
+// HDF5": typed, shape-checked reads that throw speclab errors naming the file and dataset, and a
+// writer that writes NAME.partial and renames it onto NAME only on commit().
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace speclab {
+
+/// Owns one HDF5 identifier and closes it with the matching H5?close function.
+class Hdf5Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Hdf5Handle() = default;
+  Hdf5Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  Hdf5Handle(Hdf5Handle&& other) noexcept;
+  Hdf5Handle& operator=(Hdf5Handle&& other) noexcept;
+  Hdf5Handle(const Hdf5Handle&) = delete;
+  Hdf5Handle& operator=(const Hdf5Handle&) = delete;
+  ~Hdf5Handle() { reset(); }
+
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  void reset();
+  /// Closes now and reports whether HDF5 succeeded (the destructor cannot).
+  bool close();
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer closer_ = nullptr;
+};
+
+/// A dataset read into memory: row-major values and the shape.
+template <typename T>
+struct Hdf5Array {
+  std::vector<int64_t> shape;
+  std::vector<T> values;
+};
+
+/// Any rank is accepted when a read passes this as expected_rank.
+inline constexpr int kAnyRank = -1;
+
+/// "[4, 3, 10]".
+std::string format_shape(std::span<const int64_t> shape);
+
+/// An existing HDF5 file opened read-only. Every error names the file (as given) and the dataset
+/// or attribute.
+class Hdf5Reader {
+ public:
+  /// Throws InvalidInput "PATH: no such file" or "PATH: not an HDF5 file".
+  explicit Hdf5Reader(std::filesystem::path path);
+
+  const std::filesystem::path& path() const { return path_; }
+
+  bool has_dataset(std::string_view name) const;
+  /// Throws InvalidInput when the dataset is missing.
+  std::vector<int64_t> dataset_shape(std::string_view name) const;
+
+  /// Reads a float32 dataset (any other type, float64 included, is rejected rather than silently
+  /// narrowed). With expected_rank ≥ 0 the rank is checked; dims_hint (e.g. "[B, γ+1, V]") goes
+  /// into the message: "IN.h5: dataset 'probs_target' has rank 2; expected rank 3 [B, γ+1, V]".
+  Hdf5Array<float> read_float(std::string_view name, int expected_rank = kAnyRank,
+                              std::string_view dims_hint = {}) const;
+  /// Reads any integer dataset as int32, rejecting floats and values outside int32's range.
+  Hdf5Array<int32_t> read_int32(std::string_view name, int expected_rank = kAnyRank,
+                                std::string_view dims_hint = {}) const;
+  /// Reads any integer dataset as uint8, rejecting floats and values outside [0, 255].
+  Hdf5Array<uint8_t> read_uint8(std::string_view name, int expected_rank = kAnyRank,
+                                std::string_view dims_hint = {}) const;
+
+  /// Attributes of the root group. Integer reads accept any integer type whose value fits;
+  /// read_double accepts floats and integers; read_string accepts fixed and variable length.
+  bool has_attribute(std::string_view name) const;
+  std::string read_string_attribute(std::string_view name) const;
+  uint64_t read_uint64_attribute(std::string_view name) const;
+  int64_t read_int64_attribute(std::string_view name) const;
+  double read_double_attribute(std::string_view name) const;
+
+ private:
+  std::filesystem::path path_;
+  Hdf5Handle file_;
+};
+
+/// How a dataset is stored.
+struct Hdf5WriteOptions {
+  int deflate_level = 0;       ///< 0: contiguous, uncompressed; 1..9: chunked + deflate
+  std::vector<int64_t> chunk;  ///< chunk shape when compressing; empty: about 1 MiB along dim 0
+};
+
+/// A new HDF5 file written as PATH.partial. commit() flushes, closes, fsyncs and renames it onto
+/// PATH; until then an existing PATH is untouched, and destroying an uncommitted writer removes
+/// PATH.partial, so a crash or an error never leaves a half-written file under the real name.
+class Hdf5Writer {
+ public:
+  /// Creates (truncating) PATH.partial. Throws InvalidInput when the directory does not exist,
+  /// IoError when the file cannot be created.
+  explicit Hdf5Writer(std::filesystem::path path);
+  Hdf5Writer(const Hdf5Writer&) = delete;
+  Hdf5Writer& operator=(const Hdf5Writer&) = delete;
+  ~Hdf5Writer();
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path partial_path() const;
+
+  /// Writes a dataset of the given shape (Π shape = values.size()). Names may contain '/';
+  /// intermediate groups are created.
+  void write(std::string_view name, std::span<const float> values, std::span<const int64_t> shape,
+             const Hdf5WriteOptions& options = {});
+  void write(std::string_view name, std::span<const int32_t> values, std::span<const int64_t> shape,
+             const Hdf5WriteOptions& options = {});
+  void write(std::string_view name, std::span<const uint8_t> values, std::span<const int64_t> shape,
+             const Hdf5WriteOptions& options = {});
+
+  /// Root attributes; an existing attribute of the same name is replaced.
+  void write_string_attribute(std::string_view name, std::string_view value);
+  void write_uint64_attribute(std::string_view name, uint64_t value);
+  void write_int64_attribute(std::string_view name, int64_t value);
+  void write_double_attribute(std::string_view name, double value);
+
+  /// Makes the file appear under PATH, atomically. Throws IoError on failure (PATH.partial is
+  /// then removed and PATH is untouched). No writes are allowed afterwards.
+  void commit();
+  bool committed() const { return committed_; }
+
+ private:
+  void write_dataset(std::string_view name, hid_t file_type, hid_t memory_type, const void* data,
+                     size_t count, std::span<const int64_t> shape, const Hdf5WriteOptions& options);
+  void write_attribute(std::string_view name, hid_t file_type, hid_t memory_type, const void* data);
+  void check_open(std::string_view what) const;
+
+  std::filesystem::path path_;
+  Hdf5Handle file_;
+  bool committed_ = false;
+};
+
+}  // namespace speclab

@@ -1,0 +1,337 @@
+// Exact rational checks of the chain verifiers (SPEC.md V1-V3, TESTING.md "Exact checks first"):
+// losslessness of one step and of a Markov-chain stream is an equality of rationals here, and the
+// expected values in comments are derived by hand from SPEC.md, not from the code under test.
+#include "core/exact.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace speclab::exact {
+namespace {
+
+Row make_row(std::initializer_list<Q> values) { return Row(values); }
+
+// Integer weights 0..4 (zeros included, not all zero) normalised exactly: TESTING.md's way to
+// get exact rationals, and zeros exercise tokens the draft never proposes or the target forbids.
+rc::Gen<Row> gen_row(int vocab) {
+  return rc::gen::map(
+      rc::gen::suchThat(rc::gen::container<std::vector<int>>(vocab, rc::gen::inRange(0, 5)),
+                        [](const std::vector<int>& weights) {
+                          return std::accumulate(weights.begin(), weights.end(), 0) > 0;
+                        }),
+      [](const std::vector<int>& weights) {
+        const int total = std::accumulate(weights.begin(), weights.end(), 0);
+        Row row;
+        for (int w : weights) row.push_back(Q(w) / total);
+        return row;
+      });
+}
+
+std::vector<Row> gen_rows(int count, int vocab) {
+  std::vector<Row> rows;
+  for (int i = 0; i < count; ++i) rows.push_back(*gen_row(vocab));
+  return rows;
+}
+
+MarkovChain gen_chain(int vocab) { return MarkovChain{vocab, gen_rows(vocab, vocab)}; }
+
+Q total_probability(const Distribution& distribution) {
+  Q total = 0;
+  for (const auto& [sequence, probability] : distribution) total += probability;
+  return total;
+}
+
+Q beta(const Row& probs_target, const Row& probs_draft) {
+  Q sum = 0;
+  for (size_t a = 0; a < probs_target.size(); ++a) {
+    sum += std::min(probs_target[a], probs_draft[a]);
+  }
+  return sum;
+}
+
+// SPEC.md test vector: q = (2/3, 1/3), p = (1/3, 2/3), γ = 2.
+const Row kSpecDraft = make_row({Q(2, 3), Q(1, 3)});
+const Row kSpecTarget = make_row({Q(1, 3), Q(2, 3)});
+
+TEST(Exact, SpecTestVectorAcceptsTenNinths) {
+  // β = Σ_x min(p(x), q(x)) = min(1/3, 2/3) + min(2/3, 1/3) = 2/3 at each position.
+  // Position 2 is reached only through position 1, and the rows do not depend on context, so
+  // P(n ≥ 1) = β = 2/3, P(n ≥ 2) = β² = 4/9 and E[accepted] = 2/3 + 4/9 = 10/9 (bonus not counted).
+  // The residual max(0, p − q) = (0, 1/3) normalises to (0, 1): a rejection always emits token 1,
+  // so P(emitted = [1]) = P(reject at position 1) = 1 − β = 1/3.
+  const StepResult step = enumerate_step({kSpecTarget, kSpecTarget, kSpecTarget},
+                                         {kSpecDraft, kSpecDraft}, Method{ChainMethod::kToken});
+  EXPECT_EQ(step.expected_accepted, Q(10, 9));
+  EXPECT_EQ(step.expected_emitted, Q(19, 9));
+  EXPECT_EQ(step.position_accepted, (std::vector<Q>{Q(2, 3), Q(4, 9)}));
+  EXPECT_EQ(step.accepted_length, (std::vector<Q>{Q(1, 3), Q(2, 9), Q(4, 9)}));
+  EXPECT_EQ(step.distribution.at(Sequence{1}), Q(1, 3));
+  EXPECT_EQ(step.distribution.count(Sequence{0}), 0u) << "the residual never emits token 0";
+  EXPECT_EQ(step.first_token_marginal, kSpecTarget);
+  EXPECT_EQ(total_probability(step.distribution), 1);
+}
+
+RC_GTEST_PROP(Exact, TokenStepIsLossless, ()) {
+  const int vocab = *rc::gen::inRange(2, 5);
+  const int gamma = *rc::gen::inRange(1, 4);
+  const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> probs_draft = gen_rows(gamma, vocab);
+  const StepResult step = enumerate_step(probs_target, probs_draft, Method{ChainMethod::kToken});
+  RC_ASSERT(total_probability(step.distribution) == 1);
+  RC_ASSERT(step.first_token_marginal == probs_target[0]);
+  const auto violation = find_conditional_violation(step, probs_target);
+  RC_ASSERT_FALSE(violation.has_value());
+}
+
+RC_GTEST_PROP(Exact, TokenExpectedAcceptedMatchesClosedForm, ()) {
+  // SPEC.md V1: position i is accepted iff positions 1..i all are, each with probability β_j
+  // independently of the others for context-free rows, so E[n] = Σ_i Π_{j≤i} β_j.
+  const int vocab = *rc::gen::inRange(2, 5);
+  const int gamma = *rc::gen::inRange(1, 4);
+  const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> probs_draft = gen_rows(gamma, vocab);
+  const StepResult step = enumerate_step(probs_target, probs_draft, Method{ChainMethod::kToken});
+  Q expected = 0;
+  Q reach = 1;
+  for (int i = 0; i < gamma; ++i) {
+    reach *= beta(probs_target[i], probs_draft[i]);
+    RC_ASSERT(step.position_accepted[i] == reach);
+    expected += reach;
+  }
+  RC_ASSERT(step.expected_accepted == expected);
+  RC_ASSERT(step.expected_emitted == expected + 1);
+}
+
+RC_GTEST_PROP(Exact, DraftEqualsTargetAcceptsEverything, ()) {
+  const int vocab = *rc::gen::inRange(2, 5);
+  const int gamma = *rc::gen::inRange(1, 4);
+  const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> probs_draft(probs_target.begin(), probs_target.end() - 1);
+  const StepResult step = enumerate_step(probs_target, probs_draft, Method{ChainMethod::kToken});
+  RC_ASSERT(step.expected_accepted == gamma);
+  RC_ASSERT(step.accepted_length[gamma] == 1);
+}
+
+TEST(Exact, DisjointSupportsAcceptNothing) {
+  // β = 0: every draft is rejected and the residual is p itself.
+  const Row probs_target = make_row({Q(0), Q(1, 4), Q(3, 4)});
+  const Row probs_draft = make_row({Q(1), Q(0), Q(0)});
+  const StepResult step = enumerate_step({probs_target, probs_target, probs_target},
+                                         {probs_draft, probs_draft}, Method{ChainMethod::kToken});
+  EXPECT_EQ(step.expected_accepted, 0);
+  EXPECT_EQ(step.distribution, (Distribution{{Sequence{1}, Q(1, 4)}, {Sequence{2}, Q(3, 4)}}));
+}
+
+RC_GTEST_PROP(Exact, GreedyStepIsLosslessAgainstArgmax, ()) {
+  // SPEC.md V2: every emitted token is the argmax of its row, so the conditionals are one-hot.
+  const int vocab = *rc::gen::inRange(2, 5);
+  const int gamma = *rc::gen::inRange(1, 4);
+  const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> probs_draft = gen_rows(gamma, vocab);
+  const StepResult step = enumerate_step(probs_target, probs_draft, Method{ChainMethod::kGreedy});
+  std::vector<Row> argmax_rows;
+  for (const Row& row : probs_target) argmax_rows.push_back(one_hot_argmax(row));
+  RC_ASSERT(total_probability(step.distribution) == 1);
+  const auto violation = find_conditional_violation(step, argmax_rows);
+  RC_ASSERT_FALSE(violation.has_value());
+}
+
+TEST(Exact, GreedyBreaksTiesTowardsLowestId) {
+  const Row tied = make_row({Q(1, 4), Q(3, 8), Q(3, 8)});
+  EXPECT_EQ(one_hot_argmax(tied), make_row({Q(0), Q(1), Q(0)}));
+}
+
+TEST(Exact, LenientBelowOneIsLossy) {
+  // SPEC.md V3 on the test vector, l = 1/2: l·q = (1/3, 1/6), so min(1, p/(l q)) = (1, 1) and
+  // every draft is accepted. The first token is then x_1 ~ q: marginal (2/3, 1/3) ≠ p, and
+  // E[accepted] = γ = 2.
+  const Method half{ChainMethod::kLenient, Q(1, 2)};
+  const StepResult all_accepted =
+      enumerate_step({kSpecTarget, kSpecTarget, kSpecTarget}, {kSpecDraft, kSpecDraft}, half);
+  EXPECT_EQ(all_accepted.first_token_marginal, kSpecDraft);
+  EXPECT_EQ(all_accepted.expected_accepted, 2);
+
+  // l = 3/4: l·q = (1/2, 1/4); token 0 is accepted with (1/3)/(1/2) = 2/3, token 1 always.
+  // P(reject at 1) = q(0)·(1 − 2/3) = 2/9; residual max(0, p − l q) = (0, 5/12) → token 1.
+  // P(first = 0) = q(0)·2/3 = 4/9; P(first = 1) = q(1) + 2/9 = 5/9. p = (3/9, 6/9): lossy.
+  const Method three_quarters{ChainMethod::kLenient, Q(3, 4)};
+  const StepResult step = enumerate_step({kSpecTarget, kSpecTarget, kSpecTarget},
+                                         {kSpecDraft, kSpecDraft}, three_quarters);
+  EXPECT_EQ(step.first_token_marginal, make_row({Q(4, 9), Q(5, 9)}));
+  EXPECT_NE(step.first_token_marginal, kSpecTarget);
+  EXPECT_TRUE(
+      find_conditional_violation(step, {kSpecTarget, kSpecTarget, kSpecTarget}).has_value());
+  EXPECT_EQ(total_probability(step.distribution), 1);
+}
+
+RC_GTEST_PROP(Exact, LenientAtOneEqualsToken, ()) {
+  const int vocab = *rc::gen::inRange(2, 5);
+  const int gamma = *rc::gen::inRange(1, 4);
+  const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> probs_draft = gen_rows(gamma, vocab);
+  const StepResult token = enumerate_step(probs_target, probs_draft, Method{ChainMethod::kToken});
+  const StepResult lenient =
+      enumerate_step(probs_target, probs_draft, Method{ChainMethod::kLenient, Q(1)});
+  RC_ASSERT(lenient.distribution == token.distribution);
+  RC_ASSERT(lenient.expected_accepted == token.expected_accepted);
+}
+
+RC_GTEST_PROP(Exact, TokenStreamMatchesTargetChain, ()) {
+  // Several steps over Markov chains: the target rows depend on the draft tokens before them and
+  // each step restarts from the last emitted token, so a context or rollback bug changes the
+  // joint distribution of the stream.
+  const int vocab = *rc::gen::inRange(2, 4);
+  const int gamma = *rc::gen::inRange(0, 4);
+  const int length = *rc::gen::inRange(3, 5);
+  const int start = *rc::gen::inRange(0, vocab);
+  const MarkovChain target = gen_chain(vocab);
+  const MarkovChain draft = gen_chain(vocab);
+  const Distribution stream =
+      enumerate_stream(target, draft, start, gamma, length, Method{ChainMethod::kToken});
+  const Distribution plain = chain_distribution(target, start, length);
+  RC_ASSERT(total_probability(plain) == 1);
+  RC_ASSERT(stream == plain);
+}
+
+RC_GTEST_PROP(Exact, GreedyStreamMatchesGreedyChain, ()) {
+  const int vocab = *rc::gen::inRange(2, 4);
+  const int gamma = *rc::gen::inRange(0, 4);
+  const int length = *rc::gen::inRange(3, 5);
+  const int start = *rc::gen::inRange(0, vocab);
+  const MarkovChain target = gen_chain(vocab);
+  const MarkovChain draft = gen_chain(vocab);
+  const Distribution stream =
+      enumerate_stream(target, draft, start, gamma, length, Method{ChainMethod::kGreedy});
+  RC_ASSERT(stream == (Distribution{{greedy_chain(target, start, length), Q(1)}}));
+}
+
+RC_GTEST_PROP(Exact, LenientStreamAtOneEqualsTargetChain, ()) {
+  const int vocab = *rc::gen::inRange(2, 4);
+  const int gamma = *rc::gen::inRange(1, 4);
+  const int start = *rc::gen::inRange(0, vocab);
+  const MarkovChain target = gen_chain(vocab);
+  const MarkovChain draft = gen_chain(vocab);
+  const Distribution stream =
+      enumerate_stream(target, draft, start, gamma, 3, Method{ChainMethod::kLenient, Q(1)});
+  RC_ASSERT(stream == chain_distribution(target, start, 3));
+}
+
+TEST(Exact, LenientStreamBelowOneIsNotTargetChain) {
+  // The test vector as a chain whose rows ignore the previous token: by LenientBelowOneIsLossy
+  // the first token already has marginal (4/9, 5/9) instead of (1/3, 2/3).
+  const MarkovChain target{2, {kSpecTarget, kSpecTarget}};
+  const MarkovChain draft{2, {kSpecDraft, kSpecDraft}};
+  const Distribution stream =
+      enumerate_stream(target, draft, 0, 2, 3, Method{ChainMethod::kLenient, Q(3, 4)});
+  EXPECT_NE(stream, chain_distribution(target, 0, 3));
+  EXPECT_EQ(total_probability(stream), 1);
+  Q first_is_zero = 0;
+  for (const auto& [sequence, probability] : stream) {
+    if (sequence.front() == 0) first_is_zero += probability;
+  }
+  EXPECT_EQ(first_is_zero, Q(4, 9));
+}
+
+TEST(Exact, ChainDistributionIsTheProductOfTransitions) {
+  // P(0, 1 | start 1) = T[1][0]·T[0][1] = 1/2 · 1/3 = 1/6.
+  const MarkovChain chain{2, {make_row({Q(2, 3), Q(1, 3)}), make_row({Q(1, 2), Q(1, 2)})}};
+  const Distribution joint = chain_distribution(chain, 1, 2);
+  EXPECT_EQ(joint.at(Sequence{0, 1}), Q(1, 6));
+  EXPECT_EQ(total_probability(joint), 1);
+  EXPECT_EQ(greedy_chain(chain, 1, 3), (Sequence{0, 0, 0}));
+}
+
+// Expects InvalidInput whose message contains `needle`.
+template <typename F>
+void expect_invalid(F&& call, const std::string& needle) {
+  try {
+    call();
+    ADD_FAILURE() << "expected InvalidInput mentioning '" << needle << "'";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Exact, RejectsBadRows) {
+  const Method token{ChainMethod::kToken};
+  const Row third = make_row({Q(1, 3), Q(1, 3)});
+  expect_invalid(
+      [&] {
+        enumerate_step({kSpecTarget, third}, {kSpecDraft}, token);
+      },
+      "probs_target row 1 (position 2) sums to 2/3");
+  expect_invalid(
+      [&] {
+        enumerate_step({kSpecTarget, kSpecTarget}, {make_row({Q(4, 3), Q(-1, 3)})}, token);
+      },
+      "probs_draft row 0 (position 1) entry 1 is -1/3");
+  expect_invalid([&] { enumerate_step({kSpecTarget}, {kSpecDraft}, token); },
+                 "probs_target has 1 rows; expected γ+1 = 2");
+  expect_invalid(
+      [&] {
+        enumerate_step({kSpecTarget, kSpecTarget}, {make_row({Q(1)})}, token);
+      },
+      "probs_draft row 0 (position 1) has 1 entries; expected V = 2");
+  expect_invalid(
+      [&] {
+        enumerate_step(std::vector<Row>(6, kSpecTarget), std::vector<Row>(5, kSpecDraft), token);
+      },
+      "gamma is 5");
+  expect_invalid([&] { enumerate_step({Row(9, Q(1, 9))}, {}, token); }, "V = 9");
+  expect_invalid(
+      [&] {
+        enumerate_step({kSpecTarget, kSpecTarget}, {kSpecDraft}, Method{ChainMethod::kLenient, 0});
+      },
+      "leniency is 0/1");
+  expect_invalid(
+      [&] {
+        enumerate_step({kSpecTarget, kSpecTarget}, {kSpecDraft},
+                       Method{ChainMethod::kLenient, Q(3, 2)});
+      },
+      "leniency is 3/2");
+}
+
+TEST(Exact, RejectsBadStreams) {
+  const MarkovChain chain{2, {kSpecTarget, kSpecTarget}};
+  const Method token{ChainMethod::kToken};
+  expect_invalid([&] { enumerate_stream(chain, chain, 2, 1, 3, token); }, "start token is 2");
+  expect_invalid([&] { enumerate_stream(chain, chain, 0, -1, 3, token); }, "gamma is -1");
+  expect_invalid([&] { enumerate_stream(chain, chain, 0, 1, 0, token); }, "length is 0");
+  const MarkovChain wide{8, std::vector<Row>(8, Row(8, Q(1, 8)))};
+  expect_invalid([&] { chain_distribution(wide, 0, 5); }, "V^L = 8^5 = 32768");
+  const MarkovChain bad{2, {kSpecTarget, make_row({Q(1), Q(1)})}};
+  expect_invalid([&] { enumerate_stream(chain, bad, 0, 1, 3, token); },
+                 "draft chain row 1 (after token 1) sums to 2/1");
+  const MarkovChain three{3, std::vector<Row>(3, Row(3, Q(1, 3)))};
+  expect_invalid([&] { enumerate_stream(chain, three, 0, 1, 3, token); }, "draft chain has V = 3");
+}
+
+TEST(Exact, ParsesRationalsExactly) {
+  EXPECT_EQ(parse_rational("1/3", "--x"), Q(1, 3));
+  EXPECT_EQ(parse_rational("2", "--x"), Q(2));
+  EXPECT_EQ(parse_rational("0.25", "--x"), Q(1, 4));
+  EXPECT_EQ(parse_rational("0.1", "--x"), Q(1, 10)) << "never through a double";
+  EXPECT_EQ(parse_rational(".5", "--x"), Q(1, 2));
+  EXPECT_EQ(parse_rational("010/03", "--x"), Q(10, 3)) << "leading zeros are decimal, not octal";
+  EXPECT_EQ(parse_rational("0.0", "--x"), Q(0));
+  EXPECT_EQ(parse_rational("3.", "--x"), Q(3));
+  EXPECT_EQ(parse_rational(" -2/4 ", "--x"), Q(-1, 2));
+  EXPECT_EQ(parse_rational_row("1/3, 2/3", "--x"), make_row({Q(1, 3), Q(2, 3)}));
+  EXPECT_EQ(to_fraction_string(Q(10, 9)), "10/9");
+  EXPECT_EQ(to_fraction_string(Q(1)), "1/1");
+  EXPECT_EQ(sequence_key(Sequence{0, 1}), "0,1");
+  for (const char* bad : {"abc", "", "1/", "/3", "1/0", "1e-3", "0x1", "1.2.3", ".", "-", "1/-3",
+                          "1 /3", "inf", "nan"}) {
+    expect_invalid([&] { parse_rational(bad, "--target"); }, "--target");
+  }
+  expect_invalid([&] { parse_rational_row("1/3,,2/3", "--draft"); }, "--draft: entry 1");
+}
+
+}  // namespace
+}  // namespace speclab::exact

@@ -1,0 +1,103 @@
+// `speclab exact` (experiments/cmd_exact.cpp): the exact step distribution of SPEC.md V1-V3 as
+// JSON, and exit status 2 with a message naming the option for bad input (STYLE.md "Errors").
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int status = -1;
+  std::string output;  ///< stdout and stderr together
+};
+
+// Arguments are fixed strings written in this file, so no shell quoting is needed.
+CliRun run_exact(const std::string& arguments) {
+  const std::string command = std::string(SPECLAB_CLI) + " exact " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "popen failed for: " << command;
+    return {};
+  }
+  CliRun run;
+  std::array<char, 4096> buffer{};
+  while (const size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
+    run.output.append(buffer.data(), n);
+  }
+  const int raw = pclose(pipe);
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return run;
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(ExactCli, SpecTestVectorIsLosslessWithTenNinthsAccepted) {
+  // SPEC.md test vector: β = 2/3 per position, E[accepted] = 2/3 + 4/9 = 10/9.
+  const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method token");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"10/9\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_emitted\": \"19/9\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossy\": false")) << run.output;
+  // A rejection at position 1 (probability 1/3) always emits token 1, the residual's only token.
+  EXPECT_TRUE(contains(run.output, "\"1\": \"1/3\"")) << run.output;
+  EXPECT_TRUE(contains(run.output,
+                       "\"first_token_marginal\": {\n    \"0\": \"1/3\",\n    \"1\": "
+                       "\"2/3\"\n  }"))
+      << run.output;
+}
+
+TEST(ExactCli, DecimalsAreReadExactly) {
+  const CliRun run = run_exact("--target 0.25,0.75 --draft 0.25,0.75 --gamma 1 --method token");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"1/1\"")) << run.output;
+}
+
+TEST(ExactCli, LenientBelowOneIsReportedLossy) {
+  // l = 3/4 on the test vector: first-token marginal (4/9, 5/9) ≠ (1/3, 2/3).
+  const CliRun run =
+      run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 3/4");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossy\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": false")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"0\": \"4/9\"")) << run.output;
+}
+
+TEST(ExactCli, GreedyIsLosslessAgainstArgmax) {
+  const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method greedy");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless_reference\": \"argmax(target)\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
+}
+
+TEST(ExactCli, BadInputExitsTwoNamingTheOption) {
+  struct Case {
+    const char* arguments;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"--target 1/3,1/3 --draft 2/3,1/3 --gamma 2 --method token", "--target"},
+      {"--target abc --draft 2/3,1/3 --gamma 2 --method token", "--target"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma -1 --method token", "--gamma"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 9 --method token", "--gamma"},
+      {"--target 1/3,2/3 --draft 1/0,1/3 --gamma 2 --method token", "--draft"},
+      {"--target 1/3,2/3 --draft -1/3,4/3 --gamma 2 --method token", "--draft"},
+      {"--target 1/3,2/3 --draft 1/3,1/3,1/3 --gamma 2 --method token", "--draft"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical", "--method"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 0", "--leniency"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 5/4", "--leniency"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method token --leniency 1/2", "--leniency"},
+  };
+  for (const Case& c : cases) {
+    const CliRun run = run_exact(c.arguments);
+    EXPECT_EQ(run.status, 2) << c.arguments << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, c.needle)) << c.arguments << "\n" << run.output;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,295 @@
+// Unit tests of core/hdf5_file (DESIGN.md "Results in HDF5"): round trips, typed and shape-checked
+// reads with messages naming file and dataset, and the write-to-.partial-then-rename protocol.
+#include "core/hdf5_file.hpp"
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace speclab {
+namespace {
+namespace fs = std::filesystem;
+
+// A fresh directory per test under the build tree.
+fs::path test_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::path(SPECLAB_BINARY_DIR) / "test_tmp" / "hdf5_file" / info->name();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Expects `statement` to throw E whose message contains every one of `parts`.
+template <typename E, typename F>
+void expect_error(F&& statement, std::initializer_list<std::string> parts) {
+  try {
+    statement();
+    ADD_FAILURE() << "no exception thrown";
+  } catch (const E& e) {
+    for (const std::string& part : parts) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+          << "message '" << e.what() << "' lacks '" << part << "'";
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+  }
+}
+
+// Writes datasets and attributes of types the writer never produces (as h5py or other tools do),
+// through the raw C API.
+class RawFile {
+ public:
+  explicit RawFile(const fs::path& path)
+      : file_(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)) {}
+  ~RawFile() { H5Fclose(file_); }
+
+  template <typename T>
+  void dataset(const char* name, hid_t type, const std::vector<hsize_t>& dims,
+               const std::vector<T>& values, hid_t memory_type) {
+    const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    const hid_t dataset =
+        H5Dcreate2(file_, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+    H5Dclose(dataset);
+    H5Sclose(space);
+  }
+
+  template <typename T>
+  void attribute(const char* name, hid_t type, const T& value, hid_t memory_type) {
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t attribute = H5Acreate2(file_, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attribute, memory_type, &value);
+    H5Aclose(attribute);
+    H5Sclose(space);
+  }
+
+  void fixed_string_attribute(const char* name, const std::string& value) {
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, value.size());
+    H5Tset_strpad(type, H5T_STR_NULLPAD);
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t attribute = H5Acreate2(file_, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(attribute, type, value.data());
+    H5Aclose(attribute);
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+
+ private:
+  hid_t file_;
+};
+
+TEST(Hdf5File, RoundTripsDatasetsAndAttributes) {
+  const fs::path path = test_dir() / "round_trip.h5";
+  const std::vector<float> probs{0.1f, 0.2f, 0.7f, 1.0f, 0.0f, 0.0f};
+  const std::vector<int32_t> tokens{-1, 0, 7, std::numeric_limits<int32_t>::max()};
+  const std::vector<uint8_t> mask{0, 1, 1, 255};
+  std::vector<float> big(1000 * 7);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i) * 0.5f;
+  {
+    Hdf5Writer writer(path);
+    writer.write("probs", probs, std::vector<int64_t>{2, 3});
+    writer.write("tokens", tokens, std::vector<int64_t>{4});
+    writer.write("group/mask", mask, std::vector<int64_t>{2, 2});
+    writer.write("empty", std::span<const int32_t>{}, std::vector<int64_t>{3, 0});
+    writer.write("big", big, std::vector<int64_t>{1000, 7}, {.deflate_level = 4});
+    writer.write("big_chunked", big, std::vector<int64_t>{1000, 7},
+                 {.deflate_level = 1, .chunk = {64, 7}});
+    writer.write_string_attribute("schema", "speclab.test γ");
+    writer.write_uint64_attribute("seed", std::numeric_limits<uint64_t>::max());
+    writer.write_int64_attribute("offset", -42);
+    writer.write_double_attribute("leniency", 0.25);
+    writer.write_double_attribute("leniency", 0.5);  // replaces
+    writer.commit();
+  }
+  ASSERT_TRUE(fs::exists(path));
+  EXPECT_FALSE(fs::exists(fs::path(path.string() + ".partial")));
+
+  const Hdf5Reader reader(path);
+  EXPECT_TRUE(reader.has_dataset("probs"));
+  EXPECT_TRUE(reader.has_dataset("group/mask"));
+  EXPECT_FALSE(reader.has_dataset("group"));  // a group, not a dataset
+  EXPECT_FALSE(reader.has_dataset("nope"));
+  EXPECT_FALSE(reader.has_dataset("nope/deeper"));
+
+  const Hdf5Array<float> probs_in = reader.read_float("probs", 2);
+  EXPECT_EQ(probs_in.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(probs_in.values, probs);
+  const Hdf5Array<int32_t> tokens_in = reader.read_int32("tokens", 1);
+  EXPECT_EQ(tokens_in.shape, (std::vector<int64_t>{4}));
+  EXPECT_EQ(tokens_in.values, tokens);
+  const Hdf5Array<uint8_t> mask_in = reader.read_uint8("group/mask");
+  EXPECT_EQ(mask_in.values, mask);
+  const Hdf5Array<int32_t> empty_in = reader.read_int32("empty", 2);
+  EXPECT_EQ(empty_in.shape, (std::vector<int64_t>{3, 0}));
+  EXPECT_TRUE(empty_in.values.empty());
+  EXPECT_EQ(reader.read_float("big").values, big);
+  EXPECT_EQ(reader.read_float("big_chunked").values, big);
+  EXPECT_EQ(reader.dataset_shape("big"), (std::vector<int64_t>{1000, 7}));
+
+  EXPECT_TRUE(reader.has_attribute("schema"));
+  EXPECT_FALSE(reader.has_attribute("missing"));
+  EXPECT_EQ(reader.read_string_attribute("schema"), "speclab.test γ");
+  EXPECT_EQ(reader.read_uint64_attribute("seed"), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(reader.read_int64_attribute("offset"), -42);
+  EXPECT_EQ(reader.read_double_attribute("leniency"), 0.5);
+  expect_error<InvalidInput>([&] { reader.read_int64_attribute("seed"); }, {"'seed'", "≤"});
+  expect_error<InvalidInput>([&] { reader.read_uint64_attribute("offset"); }, {"'offset'", "-42"});
+  expect_error<InvalidInput>([&] { reader.read_string_attribute("seed"); },
+                             {"'seed'", "uint64", "string"});
+  expect_error<InvalidInput>([&] { reader.read_uint64_attribute("missing"); },
+                             {"round_trip.h5: root attribute 'missing' is missing"});
+}
+
+TEST(Hdf5File, ReadsIntegerAndStringTypesOtherToolsWrite) {
+  const fs::path path = test_dir() / "foreign.h5";
+  {
+    RawFile raw(path);
+    raw.dataset<int64_t>("tokens64", H5T_STD_I64LE, {3}, {1, -2, 3}, H5T_NATIVE_INT64);
+    raw.dataset<int64_t>("too_big", H5T_STD_I64LE, {2}, {1, int64_t{1} << 40}, H5T_NATIVE_INT64);
+    raw.dataset<uint16_t>("tokens_u16", H5T_STD_U16BE, {2}, {65535, 4}, H5T_NATIVE_UINT16);
+    raw.dataset<double>("probs64", H5T_IEEE_F64LE, {2}, {0.5, 0.5}, H5T_NATIVE_DOUBLE);
+    raw.attribute<int32_t>("step", H5T_STD_I32LE, 5, H5T_NATIVE_INT32);
+    raw.attribute<int64_t>("negative", H5T_STD_I64LE, -1, H5T_NATIVE_INT64);
+    raw.attribute<int64_t>("one", H5T_STD_I64LE, 1, H5T_NATIVE_INT64);
+    raw.fixed_string_attribute("method", "token");
+  }
+  const Hdf5Reader reader(path);
+  EXPECT_EQ(reader.read_int32("tokens64").values, (std::vector<int32_t>{1, -2, 3}));
+  EXPECT_EQ(reader.read_int32("tokens_u16").values, (std::vector<int32_t>{65535, 4}));
+  expect_error<InvalidInput>([&] { reader.read_int32("too_big"); },
+                             {"'too_big'", "element 1", "1099511627776"});
+  expect_error<InvalidInput>([&] { reader.read_uint8("tokens_u16"); }, {"65535", "[0, 255]"});
+  expect_error<InvalidInput>([&] { reader.read_float("probs64"); },
+                             {"foreign.h5: dataset 'probs64' has dtype float64; expected float32"});
+  EXPECT_EQ(reader.read_uint64_attribute("step"), 5u);
+  EXPECT_EQ(reader.read_double_attribute("one"), 1.0);
+  expect_error<InvalidInput>([&] { reader.read_uint64_attribute("negative"); },
+                             {"'negative' is -1; expected a value ≥ 0"});
+  EXPECT_EQ(reader.read_string_attribute("method"), "token");
+}
+
+TEST(Hdf5File, MissingFileIsInvalidInput) {
+  const fs::path path = test_dir() / "IN.h5";
+  expect_error<InvalidInput>([&] { Hdf5Reader reader(path); }, {path.string() + ": no such file"});
+}
+
+TEST(Hdf5File, NonHdf5FileIsInvalidInput) {
+  const fs::path path = test_dir() / "text.h5";
+  write_bytes(path, "this is not HDF5\n");
+  expect_error<InvalidInput>([&] { Hdf5Reader reader(path); },
+                             {path.string() + ": not an HDF5 file"});
+}
+
+TEST(Hdf5File, WrongDtypeIsRejected) {
+  const fs::path path = test_dir() / "dtype.h5";
+  {
+    Hdf5Writer writer(path);
+    writer.write("draft_tokens", std::vector<int32_t>{1, 2}, std::vector<int64_t>{1, 2});
+    writer.write("probs_target", std::vector<float>{0.5f, 0.5f}, std::vector<int64_t>{1, 1, 2});
+    writer.commit();
+  }
+  const Hdf5Reader reader(path);
+  expect_error<InvalidInput>(
+      [&] { reader.read_float("draft_tokens", 3, "[B, γ+1, V]"); },
+      {"dtype.h5: dataset 'draft_tokens' has dtype int32; expected float32"});
+  // Floats are never truncated into token ids.
+  expect_error<InvalidInput>([&] { reader.read_int32("probs_target", 2, "[B, γ]"); },
+                             {"dataset 'probs_target' has dtype float32", "integer"});
+}
+
+TEST(Hdf5File, WrongRankIsRejected) {
+  const fs::path path = test_dir() / "IN.h5";
+  {
+    Hdf5Writer writer(path);
+    writer.write("probs_target", std::vector<float>{0.5f, 0.5f}, std::vector<int64_t>{1, 2});
+    writer.commit();
+  }
+  const Hdf5Reader reader(path);
+  expect_error<InvalidInput>(
+      [&] { reader.read_float("probs_target", 3, "[B, γ+1, V]"); },
+      {path.string() + ": dataset 'probs_target' has rank 2; expected rank 3 [B, γ+1, V]"});
+}
+
+TEST(Hdf5File, MissingDatasetIsRejected) {
+  const fs::path path = test_dir() / "IN.h5";
+  {
+    Hdf5Writer writer(path);
+    writer.commit();
+  }
+  const Hdf5Reader reader(path);
+  expect_error<InvalidInput>([&] { reader.read_float("probs_draft", 3, "[B, γ, V]"); },
+                             {"dataset 'probs_draft' is missing; expected float32 [B, γ, V]"});
+  expect_error<InvalidInput>([&] { reader.dataset_shape("probs_draft"); }, {"'probs_draft'"});
+}
+
+TEST(Hdf5File, UncommittedWriterLeavesNoFile) {
+  const fs::path path = test_dir() / "OUT.h5";
+  const fs::path partial = path.string() + ".partial";
+  {
+    Hdf5Writer writer(path);
+    writer.write("x", std::vector<float>{1.0f}, std::vector<int64_t>{1});
+    EXPECT_TRUE(fs::exists(partial));
+    EXPECT_FALSE(fs::exists(path));
+  }
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_FALSE(fs::exists(partial));
+}
+
+TEST(Hdf5File, ExistingFileIsUntouchedUntilCommit) {
+  const fs::path path = test_dir() / "OUT.h5";
+  const std::string old_bytes = "previous results, not HDF5";
+  write_bytes(path, old_bytes);
+  {
+    Hdf5Writer writer(path);
+    writer.write("x", std::vector<float>{1.0f}, std::vector<int64_t>{1});
+    EXPECT_EQ(read_bytes(path), old_bytes);
+  }
+  EXPECT_EQ(read_bytes(path), old_bytes);
+  {
+    Hdf5Writer writer(path);
+    writer.write("x", std::vector<float>{2.0f}, std::vector<int64_t>{1});
+    writer.commit();
+    EXPECT_TRUE(writer.committed());
+  }
+  EXPECT_EQ(Hdf5Reader(path).read_float("x").values, std::vector<float>{2.0f});
+  EXPECT_FALSE(fs::exists(path.string() + ".partial"));
+}
+
+TEST(Hdf5File, WriterRejectsBadUse) {
+  const fs::path dir = test_dir();
+  expect_error<InvalidInput>([&] { Hdf5Writer writer(dir / "no_such_dir" / "OUT.h5"); },
+                             {"no_such_dir", "does not exist"});
+  Hdf5Writer writer(dir / "OUT.h5");
+  expect_error<InvalidInput>(
+      [&] {
+        writer.write("x", std::vector<float>{1.0f, 2.0f}, std::vector<int64_t>{3});
+      },
+      {"'x' has 2 values; shape [3] needs 3"});
+  writer.write("x", std::vector<float>{1.0f}, std::vector<int64_t>{1});
+  EXPECT_THROW(writer.write("x", std::vector<float>{1.0f}, std::vector<int64_t>{1}), Error);
+  writer.commit();
+  EXPECT_THROW(writer.write("y", std::vector<float>{1.0f}, std::vector<int64_t>{1}), Error);
+  EXPECT_THROW(writer.commit(), Error);
+}
+
+}  // namespace
+}  // namespace speclab
