@@ -476,6 +476,12 @@ void Hdf5Writer::write(std::string_view name, std::span<const float> values,
                 options);
 }
 
+void Hdf5Writer::write(std::string_view name, std::span<const double> values,
+                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  write_dataset(name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(), values.size(), shape,
+                options);
+}
+
 void Hdf5Writer::write(std::string_view name, std::span<const int32_t> values,
                        std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
   write_dataset(name, H5T_STD_I32LE, H5T_NATIVE_INT32, values.data(), values.size(), shape,

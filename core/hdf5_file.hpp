@@ -113,6 +113,8 @@ class Hdf5Writer {
   /// intermediate groups are created.
   void write(std::string_view name, std::span<const float> values, std::span<const int64_t> shape,
              const Hdf5WriteOptions& options = {});
+  void write(std::string_view name, std::span<const double> values, std::span<const int64_t> shape,
+             const Hdf5WriteOptions& options = {});
   void write(std::string_view name, std::span<const int32_t> values, std::span<const int64_t> shape,
              const Hdf5WriteOptions& options = {});
   void write(std::string_view name, std::span<const uint8_t> values, std::span<const int64_t> shape,

@@ -12,34 +12,37 @@ namespace speclab {
 
 /// Fixed-point scale of sampling weights: w -> floor(w * 2^58). Weights are probabilities
 /// (≤ 1 + 1e-4 per row), so a row's total stays far below 2^64; resolution is 3.5e-18.
-inline constexpr double kFixedScale = 288230376151711744.0;  // 2^58
+/// Scaling a float by a power of two is exact, so the conversion is exact truncation.
+inline constexpr float kFixedScale = 288230376151711744.0f;  // 2^58
 
-/// V1 accept test: accept x iff q(x) > 0 and u * q(x) <= p(x).
+/// V1 accept test: accept x iff q(x) > 0 and u * q(x) <= p(x), in double.
 SPECLAB_HD inline bool token_accepts(double u, float prob_draft, float prob_target) {
   return prob_draft > 0.0f &&
          u * static_cast<double>(prob_draft) <= static_cast<double>(prob_target);
 }
 
 /// V3 accept test with leniency l in (0, 1]: accept iff q(x) > 0 and (u * l) * q(x) <= p(x).
-/// With l = 1 it is bit-for-bit the V1 test.
-SPECLAB_HD inline bool lenient_accepts(double u, double leniency, float prob_draft,
+/// l is a float, the same value the residual uses; with l = 1 it is bit-for-bit the V1 test.
+SPECLAB_HD inline bool lenient_accepts(double u, float leniency, float prob_draft,
                                        float prob_target) {
   return prob_draft > 0.0f &&
-         (u * leniency) * static_cast<double>(prob_draft) <= static_cast<double>(prob_target);
+         (u * static_cast<double>(leniency)) * static_cast<double>(prob_draft) <=
+             static_cast<double>(prob_target);
 }
 
 /// A weight in [0, ~1] as fixed point; non-positive weights (and NaN) map to 0.
-SPECLAB_HD inline uint64_t to_fixed(double weight) {
-  const double clamped = weight > 0.0 ? weight : 0.0;  // a select, not a branch: vectorises
+SPECLAB_HD inline uint64_t to_fixed(float weight) {
+  const float clamped = weight > 0.0f ? weight : 0.0f;  // a select, not a branch: vectorises
   return static_cast<uint64_t>(clamped * kFixedScale);
 }
 
-/// Residual weight of V1/V3 at one token: max(0, p - l*q), in fixed point. The product is
-/// rounded before the subtraction on every platform: speclab compiles host code with
-/// -ffp-contract=off, so no fused multiply-add changes a weight between builds.
-SPECLAB_HD inline uint64_t residual_fixed(float prob_target, float prob_draft, double leniency) {
-  const double scaled_draft = leniency * static_cast<double>(prob_draft);
-  return to_fixed(static_cast<double>(prob_target) - scaled_draft);
+/// Residual weight of V1/V3 at one token: max(0, p - l*q) in float, then fixed point. Each float
+/// operation is correctly rounded, and speclab compiles with -ffp-contract=off (host) and
+/// --fmad=false (device), so no fused multiply-add changes a weight between builds. With l = 1
+/// the product is exact and the weight is the rounded difference p - q.
+SPECLAB_HD inline uint64_t residual_fixed(float prob_target, float prob_draft, float leniency) {
+  const float scaled_draft = leniency * prob_draft;
+  return to_fixed(prob_target - scaled_draft);
 }
 
 /// The inverse-CDF target for a uniform u = (bits + 1/2) / 2^32 over a fixed-point total:

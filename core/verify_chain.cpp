@@ -98,8 +98,8 @@ void validate_chain_shapes(const ChainBatch& batch, const ChainParams& params) {
     }
   }
   if (!batch.request_ids.empty()) check_size("request_ids", batch.request_ids.size(), b, "B");
-  if (params.method == ChainMethod::kLenient &&
-      !(params.leniency > 0.0 && params.leniency <= 1.0)) {
+  if (params.method == ChainMethod::kLenient && !(params.leniency > 0.0 && params.leniency <= 1.0 &&
+                                                  static_cast<float>(params.leniency) > 0.0f)) {
     throw InvalidInput(fmt::format("leniency is {}; expected 0 < leniency ≤ 1 (1 is lossless V1)",
                                    params.leniency));
   }
@@ -168,7 +168,7 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
       const double u = philox_uniform(address);
       accepted = params.method == ChainMethod::kToken
                      ? token_accepts(u, q[x], p[x])
-                     : lenient_accepts(u, params.leniency, q[x], p[x]);
+                     : lenient_accepts(u, static_cast<float>(params.leniency), q[x], p[x]);
     }
     if (!accepted) break;
     out.accept_mask[r * g + n] = 1;
@@ -188,7 +188,8 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
   } else {
     address.purpose = Purpose::kResidualSample;
     const auto q = detail::draft_row(batch, r, n);
-    const double leniency = params.method == ChainMethod::kLenient ? params.leniency : 1.0;
+    const float leniency =
+        params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
     std::vector<uint64_t> residual(batch.vocab);
     uint64_t mass = 0;
     for (int64_t t = 0; t < batch.vocab; ++t) {

@@ -26,7 +26,7 @@ struct RowPass {
   std::vector<uint64_t> block_sums;
   uint64_t total = 0;  ///< Σ of the sampling weights, fixed point
   bool finite_nonnegative = true;
-  double sum_target = 0.0;  ///< Σ p, from exact fixed-point sums (only for the 1 ± 1e-4 check)
+  double sum_target = 0.0;  ///< Σ p (only for the 1 ± 1e-4 check)
   double sum_draft = 0.0;   ///< Σ q, likewise
 };
 
@@ -35,40 +35,48 @@ inline bool valid_prob(float x) {
 }
 
 struct BlockSums {
-  uint64_t weights = 0, target = 0, draft = 0;
+  uint64_t weights = 0;
+  float target = 0.0f, draft = 0.0f;
   uint32_t bad = 0;
 };
 
-// Sums over one block of tokens: fixed-point weights max(0, p - l·q) (or p), Σp and Σq in fixed
-// point, and a flag for any non-finite or negative entry. Integer sums and selects only, so the
-// compiler vectorises it.
+// Sums over one block of tokens: fixed-point weights max(0, p - l·q) (or p), Σp and Σq (float,
+// reassociated: they only feed the 1 ± 1e-4 check), and a flag for any non-finite or negative
+// entry. Selects and integer sums only, so it vectorises.
 template <bool kResidual>
-BlockSums block_sums(const float* p, const float* q, double leniency, int64_t n) {
-  BlockSums out;
-  for (int64_t t = 0; t < n; ++t) {
-    const float a = p[t];
-    out.bad |= static_cast<uint32_t>(!valid_prob(a));
-    const uint64_t wp = to_fixed(a);
-    out.target += wp;
-    if constexpr (kResidual) {
-      const float b = q[t];
-      out.bad |= static_cast<uint32_t>(!valid_prob(b));
-      out.draft += to_fixed(b);
-      out.weights += residual_fixed(a, b, leniency);
-    } else {
-      out.weights += wp;
+BlockSums block_sums(const float* p, const float* q, float leniency, int64_t n) {
+  uint64_t weights = 0;
+  float target = 0.0f, draft = 0.0f;
+  uint32_t bad = 0;
+  if constexpr (kResidual) {
+#pragma omp simd reduction(+ : weights, target, draft) reduction(| : bad)
+    for (int64_t t = 0; t < n; ++t) {
+      const float a = p[t], b = q[t];
+      bad |= static_cast<uint32_t>(!valid_prob(a)) | static_cast<uint32_t>(!valid_prob(b));
+      target += a;
+      draft += b;
+      weights += residual_fixed(a, b, leniency);
+    }
+  } else {
+#pragma omp simd reduction(+ : weights, target) reduction(| : bad)
+    for (int64_t t = 0; t < n; ++t) {
+      const float a = p[t];
+      bad |= static_cast<uint32_t>(!valid_prob(a));
+      target += a;
+      weights += to_fixed(a);
     }
   }
-  return out;
+  return {weights, target, draft, bad};
 }
 
 // One pass over p (and q for a residual): per-block weight sums for locate(), with the
 // finiteness and row-sum checks of SPEC.md "Bad input" fused in.
 template <bool kResidual>
-void weight_pass(const float* p, const float* q, double leniency, int64_t vocab, RowPass& pass) {
+void weight_pass(const float* p, const float* q, float leniency, int64_t vocab, RowPass& pass) {
   const int64_t n_blocks = (vocab + kBlock - 1) / kBlock;
   pass.block_sums.resize(n_blocks);
-  uint64_t total = 0, fixed_p = 0, fixed_q = 0;
+  uint64_t total = 0;
+  double sum_p = 0.0, sum_q = 0.0;
   uint32_t bad = 0;
   for (int64_t blk = 0; blk < n_blocks; ++blk) {
     const int64_t begin = blk * kBlock;
@@ -76,19 +84,19 @@ void weight_pass(const float* p, const float* q, double leniency, int64_t vocab,
                                               std::min(kBlock, vocab - begin));
     pass.block_sums[blk] = b.weights;
     total += b.weights;
-    fixed_p += b.target;
-    fixed_q += b.draft;
+    sum_p += b.target;
+    sum_q += b.draft;
     bad |= b.bad;
   }
   pass.total = total;
   pass.finite_nonnegative = bad == 0;
-  pass.sum_target = static_cast<double>(fixed_p) / kFixedScale;
-  pass.sum_draft = static_cast<double>(fixed_q) / kFixedScale;
+  pass.sum_target = sum_p;
+  pass.sum_draft = sum_q;
 }
 
 // Locates the token whose fixed-point prefix sum first exceeds the target: block by block, then
 // within the one block by recomputing its kBlock weights.
-int32_t locate(const float* p, const float* q, double leniency, int64_t vocab, const RowPass& pass,
+int32_t locate(const float* p, const float* q, float leniency, int64_t vocab, const RowPass& pass,
                uint32_t bits) {
   const uint64_t target = fixed_target(bits, pass.total);
   uint64_t cumulative = 0;
@@ -125,7 +133,8 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
   const int64_t n_draft = detail::draft_count(batch, r);
   const int64_t g = batch.gamma, v = batch.vocab;
   const bool greedy = params.method == ChainMethod::kGreedy;
-  const double leniency = params.method == ChainMethod::kLenient ? params.leniency : 1.0;
+  const float leniency =
+      params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
   RandomAddress address{params.seed, detail::request_id(batch, r), params.step,
                         0,           Purpose::kAcceptTest,         0};
   auto target_where = [&](int64_t i) {
@@ -133,6 +142,15 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
   };
   auto draft_where = [&](int64_t i) { return RowLocation{"probs_draft", r * g + i, r, i + 1}; };
 
+  if (!greedy) {
+    // The accept tests are sequential, but their gathered values are independent loads: start
+    // them all now so their cache misses overlap instead of queueing one after another.
+    for (int64_t i = 0; i < n_draft; ++i) {
+      const int32_t x = batch.draft_tokens[r * g + i];
+      __builtin_prefetch(&detail::target_row(batch, r, i)[x]);
+      __builtin_prefetch(&detail::draft_row(batch, r, i)[x]);
+    }
+  }
   int64_t n = 0;
   for (; n < n_draft; ++n) {
     const int32_t x = batch.draft_tokens[r * g + n];
@@ -193,7 +211,7 @@ ChainResult verify_chain(const ChainBatch& batch, const ChainParams& params) {
   // Requests are independent; errors are collected per request and the lowest request's error
   // is rethrown, so the message does not depend on thread timing.
   std::vector<std::exception_ptr> errors(batch.batch);
-#pragma omp parallel
+#pragma omp parallel if (batch.batch > 1)
   {
     RowPass pass;
 #pragma omp for schedule(dynamic, 1)

@@ -80,15 +80,21 @@ TEST(Rules, AcceptTestFollowsSpec) {
   EXPECT_FALSE(token_accepts(0.1, 0.0f, 0.5f));   // q(x) = 0 is never accepted
   EXPECT_TRUE(token_accepts(0.999, 0.3f, 0.3f));  // p ≥ q always accepts
   // V3 with l = 1 is V1; smaller l accepts more.
-  EXPECT_EQ(lenient_accepts(0.51, 1.0, 0.4f, 0.2f), token_accepts(0.51, 0.4f, 0.2f));
-  EXPECT_TRUE(lenient_accepts(0.51, 0.5, 0.4f, 0.2f));  // 0.102 ≤ 0.2
+  EXPECT_EQ(lenient_accepts(0.51, 1.0f, 0.4f, 0.2f), token_accepts(0.51, 0.4f, 0.2f));
+  EXPECT_TRUE(lenient_accepts(0.51, 0.5f, 0.4f, 0.2f));  // 0.102 ≤ 0.2
 }
 
 TEST(Rules, ResidualWeightIsPositivePartOfDifference) {
-  EXPECT_EQ(residual_fixed(0.5f, 0.25f, 1.0), static_cast<uint64_t>(0.25 * kFixedScale));
-  EXPECT_EQ(residual_fixed(0.25f, 0.5f, 1.0), 0u);
-  EXPECT_EQ(residual_fixed(0.5f, 0.5f, 0.5), static_cast<uint64_t>(0.25 * kFixedScale));
-  EXPECT_EQ(to_fixed(std::nan("")), 0u);
+  // 0.25 · 2^58 = 2^56 exactly.
+  EXPECT_EQ(residual_fixed(0.5f, 0.25f, 1.0f), uint64_t{1} << 56);
+  EXPECT_EQ(residual_fixed(0.25f, 0.5f, 1.0f), 0u);
+  EXPECT_EQ(residual_fixed(0.5f, 0.5f, 0.5f), uint64_t{1} << 56);
+  EXPECT_EQ(to_fixed(std::nanf("")), 0u);
+  EXPECT_EQ(to_fixed(-0.5f), 0u);
+  // The smallest normal float, 2^-126, is below the 2^-58 resolution and truncates to 0;
+  // 2^-58 itself is one unit.
+  EXPECT_EQ(to_fixed(std::ldexp(1.0f, -126)), 0u);
+  EXPECT_EQ(to_fixed(std::ldexp(1.0f, -58)), 1u);
 }
 
 }  // namespace
