@@ -7,29 +7,15 @@
 #include <cstdio>
 #include <string>
 
+#include "tests/support/cli_run.hpp"
+
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string output;  ///< stdout and stderr together
-};
+using speclab::testing::CliRun;
 
 // Arguments are fixed strings written in this file, so no shell quoting is needed.
 CliRun run_exact(const std::string& arguments) {
-  const std::string command = std::string(SPECLAB_CLI) + " exact " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed for: " << command;
-    return {};
-  }
-  CliRun run;
-  std::array<char, 4096> buffer{};
-  while (const size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
-    run.output.append(buffer.data(), n);
-  }
-  const int raw = pclose(pipe);
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return run;
+  return speclab::testing::run_cli("exact " + arguments);
 }
 
 bool contains(const std::string& text, const std::string& needle) {

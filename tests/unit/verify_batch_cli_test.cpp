@@ -18,6 +18,7 @@
 
 #include "core/hdf5_file.hpp"
 #include "core/verify_chain.hpp"
+#include "tests/support/cli_run.hpp"
 
 namespace speclab {
 namespace {
@@ -41,28 +42,11 @@ bool contains(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }
 
-struct CliRun {
-  int status = -1;
-  std::string output;  ///< stdout and stderr together
-};
+using testing::CliRun;
 
 // Paths live under the build tree and are single-quoted for the shell.
 CliRun run_verify_batch(const fs::path& in, const fs::path& out) {
-  const std::string command = std::string("'") + SPECLAB_CLI + "' verify-batch --in '" +
-                              in.string() + "' --out '" + out.string() + "' 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed for: " << command;
-    return {};
-  }
-  CliRun run;
-  std::array<char, 4096> buffer{};
-  while (const size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
-    run.output.append(buffer.data(), n);
-  }
-  const int raw = pclose(pipe);
-  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return run;
+  return testing::run_cli("verify-batch --in '" + in.string() + "' --out '" + out.string() + "'");
 }
 
 // A batch with random rows (fixed seed), draft tokens drawn from the draft rows, ragged n_draft.

@@ -1,0 +1,36 @@
+// Runs the built `speclab` executable (SPECLAB_CLI) as a user would, capturing its output.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace speclab::testing {
+
+struct CliRun {
+  int status = -1;
+  std::string output;  ///< stdout and stderr together
+};
+
+/// Runs `speclab ARGUMENTS` through the shell; quote paths in ARGUMENTS yourself.
+inline CliRun run_cli(const std::string& arguments) {
+  const std::string command = std::string("'") + SPECLAB_CLI + "' " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "popen failed for: " << command;
+    return {};
+  }
+  CliRun run;
+  std::array<char, 4096> buffer{};
+  while (const size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
+    run.output.append(buffer.data(), n);
+  }
+  const int raw = pclose(pipe);
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return run;
+}
+
+}  // namespace speclab::testing
