@@ -306,7 +306,7 @@ std::optional<std::string> find_conditional_violation(const StepResult& step,
 }
 
 Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
-                              int gamma, int length, const Method& method) {
+                              int gamma, int length, const Method& method, bool cap_gamma) {
   validate_chain(target, "target chain");
   validate_chain(draft, "draft chain");
   if (draft.vocab != target.vocab) {
@@ -332,7 +332,9 @@ Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draf
     Distribution next;
     for (const auto& [output, reach] : frontier) {
       const int last = output.empty() ? start : output.back();
-      enumerate_branches(target_at, draft_at, gamma, last, method,
+      const int step_gamma =
+          cap_gamma ? std::min(gamma, length - static_cast<int>(output.size()) - 1) : gamma;
+      enumerate_branches(target_at, draft_at, step_gamma, last, method,
                          [&](const Sequence& emitted, int, const Q& probability) {
                            Sequence extended = output;
                            extended.insert(extended.end(), emitted.begin(), emitted.end());

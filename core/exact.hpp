@@ -81,8 +81,10 @@ struct MarkovChain {
 /// the stream is then cut to `length` tokens. Context and rollback therefore matter.
 /// Throws InvalidInput for bad chains, start outside [0, V), γ outside [0, kMaxGamma], length
 /// outside [1, kMaxLength] or V^length > kMaxSequences.
+/// With cap_gamma, a step drafts min(γ, tokens still missing - 1) tokens, as core/decode's engine
+/// does near max_new_tokens (a lossy method's law depends on it; a lossless one's does not).
 Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
-                              int gamma, int length, const Method& method);
+                              int gamma, int length, const Method& method, bool cap_gamma = false);
 
 /// Plain decoding: the joint distribution of `length` tokens of `chain` after `start`.
 Distribution chain_distribution(const MarkovChain& chain, int start, int length);

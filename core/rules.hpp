@@ -30,9 +30,11 @@ SPECLAB_HD inline bool lenient_accepts(double u, float leniency, float prob_draf
              static_cast<double>(prob_target);
 }
 
-/// A weight in [0, ~1] as fixed point; non-positive weights (and NaN) map to 0.
+/// A weight in [0, ~1] as fixed point; non-positive weights (and NaN) map to 0. Weights above 32
+/// (never valid; the row checks reject them) are clamped so the conversion stays defined.
 SPECLAB_HD inline uint64_t to_fixed(float weight) {
-  const float clamped = weight > 0.0f ? weight : 0.0f;  // a select, not a branch: vectorises
+  const float positive = weight > 0.0f ? weight : 0.0f;  // selects, not branches: vectorises
+  const float clamped = positive < 32.0f ? positive : 32.0f;
   return static_cast<uint64_t>(clamped * kFixedScale);
 }
 

@@ -197,6 +197,11 @@ RC_GTEST_PROP(Exact, TokenStreamMatchesTargetChain, ()) {
   const Distribution plain = chain_distribution(target, start, length);
   RC_ASSERT(total_probability(plain) == 1);
   RC_ASSERT(stream == plain);
+  // The decoding engine drafts fewer tokens near the end (γ_b = min(γ, tokens left - 1)); the
+  // stream is still the target chain.
+  const bool capped = true;
+  RC_ASSERT(enumerate_stream(target, draft, start, gamma, length, Method{ChainMethod::kToken},
+                             capped) == plain);
 }
 
 RC_GTEST_PROP(Exact, GreedyStreamMatchesGreedyChain, ()) {

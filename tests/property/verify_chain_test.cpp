@@ -251,6 +251,35 @@ RC_GTEST_PROP(VerifyChainProperty, LenientWithLeniencyOneIsTokenLevel, ()) {
   RC_ASSERT(token.emitted_tokens == lenient.emitted_tokens);
 }
 
+RC_GTEST_PROP(VerifyChainProperty, FastMatchesReferenceAcrossBlocks, ()) {
+  // V spans several of the fast path's 256-token blocks, so locating the sampled token must skip
+  // whole blocks; sparse rows put the residual mass anywhere in the vocabulary.
+  const int64_t b = *rc::gen::inRange<int64_t>(1, 4);
+  const int64_t g = *rc::gen::inRange<int64_t>(1, 4);
+  const int64_t v = *rc::gen::inRange<int64_t>(257, 3000);
+  OwnedChainBatch batch(b, g, v);
+  auto sparse_row = [&] {
+    std::vector<int> w(v, 0);
+    const int64_t nonzero = *rc::gen::inRange<int64_t>(1, 12);
+    for (int64_t k = 0; k < nonzero; ++k) {
+      w[*rc::gen::inRange<int64_t>(0, v)] = *rc::gen::inRange(1, 5);
+    }
+    return w;
+  };
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t i = 0; i <= g; ++i) fill_row(batch.target_row(r, i), sparse_row());
+    for (int64_t i = 0; i < g; ++i) fill_row(batch.draft_row(r, i), sparse_row());
+  }
+  const ChainParams params{.method = *rc::gen::element(ChainMethod::kToken, ChainMethod::kLenient),
+                           .leniency = 0.5,
+                           .seed = *rc::gen::arbitrary<uint64_t>()};
+  batch.draw_drafts(params.seed);
+  const auto ref = verify_chain_reference(batch.view(), params);
+  const auto fast = verify_chain(batch.view(), params);
+  RC_ASSERT(fast.emitted_tokens == ref.emitted_tokens);
+  RC_ASSERT(fast.n_accepted == ref.n_accepted);
+}
+
 TEST(VerifyChainProperty, DifferentSeedGivesDifferentStream) {
   // 64 requests × 4 positions over V = 8 with p ≠ q: the chance that two seeds agree on every
   // emitted token is far below 1e-12, so a fixed pair of seeds suffices.

@@ -1,0 +1,256 @@
+// Plain and speculative decoding engines; see decode.hpp.
+#include "core/decode.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.hpp"
+#include "core/philox.hpp"
+
+namespace speclab {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void validate_config(const DecodeConfig& config, std::span<const std::vector<int32_t>> prompts,
+                     int64_t vocab, bool speculative) {
+  if (prompts.empty()) throw InvalidInput("prompts is empty; expected at least one request");
+  if (config.max_new_tokens < 1) {
+    throw InvalidInput(
+        fmt::format("decode.max_new_tokens is {}; expected ≥ 1", config.max_new_tokens));
+  }
+  if (speculative && config.gamma < 0) {
+    throw InvalidInput(fmt::format("decode.gamma is {}; expected γ ≥ 0", config.gamma));
+  }
+  validate_sampling_params(config.sampling);
+  validate_sampling_params(config.draft_sampling);
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    if (prompts[b].empty()) {
+      throw InvalidInput(fmt::format("prompt {} is empty; expected at least one token", b));
+    }
+    for (size_t i = 0; i < prompts[b].size(); ++i) {
+      if (prompts[b][i] < 0 || prompts[b][i] >= vocab) {
+        throw InvalidInput(fmt::format("prompt {} token {} is {}; expected a token id in [0, {})",
+                                       b, i, prompts[b][i], vocab));
+      }
+    }
+  }
+}
+
+// Appends tokens to a request, stopping after EOS; returns how many were appended.
+int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tokens, int32_t eos,
+                         bool& finished) {
+  int64_t n = 0;
+  for (int32_t t : tokens) {
+    out.push_back(t);
+    ++n;
+    if (t == eos) {
+      finished = true;
+      break;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
+                          const DecodeConfig& config) {
+  validate_config(config, prompts, model.vocab(), false);
+  const double start = now_seconds();
+  const int64_t batch = static_cast<int64_t>(prompts.size()), v = model.vocab();
+  const auto stats_before = model.stats();
+  DecodeResult result;
+  result.tokens.resize(batch);
+  std::vector<std::vector<int32_t>> seqs(prompts.begin(), prompts.end());
+  std::vector<uint8_t> finished(batch, 0);
+  DecodeMetrics& m = result.metrics;
+  m.requests = batch;
+  for (int64_t t = 0; t < config.max_new_tokens; ++t) {
+    std::vector<ScoreRequest> requests;
+    std::vector<int64_t> active;
+    for (int64_t b = 0; b < batch; ++b) {
+      if (finished[b]) continue;
+      active.push_back(b);
+      requests.push_back({seqs[b], 1, b});
+    }
+    if (active.empty()) break;
+    const std::vector<float> probs = model.score(requests, config.sampling);
+    for (size_t k = 0; k < active.size(); ++k) {
+      const int64_t b = active[k];
+      const RandomAddress a{config.seed, static_cast<uint32_t>(b), static_cast<uint32_t>(t),
+                            0,           Purpose::kPlainSample,    0};
+      const int32_t token =
+          sample_categorical(std::span<const float>(probs).subspan(k * v, v), philox_bits(a));
+      bool done = false;
+      append_until_eos(seqs[b], std::span<const int32_t>(&token, 1), model.eos_token(), done);
+      result.tokens[b].push_back(token);
+      finished[b] = done || static_cast<int64_t>(result.tokens[b].size()) >= config.max_new_tokens;
+      m.steps += 1;
+      m.tokens += 1;
+      m.step_accepted.push_back(0);
+      m.step_emitted.push_back(1);
+      m.step_drafted.push_back(0);
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b) model.release(b);
+  m.target = model.stats();
+  m.target.calls -= stats_before.calls;
+  m.target.sequences -= stats_before.sequences;
+  m.target.positions -= stats_before.positions;
+  m.target.seconds -= stats_before.seconds;
+  m.seconds = now_seconds() - start;
+  return result;
+}
+
+DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
+                                std::span<const std::vector<int32_t>> prompts,
+                                const DecodeConfig& config) {
+  if (target.vocab() != draft.vocab()) {
+    throw InvalidInput(fmt::format(
+        "draft {} has vocabulary size {} but target {} has {}; speculative decoding needs the "
+        "same vocabulary",
+        draft.name(), draft.vocab(), target.name(), target.vocab()));
+  }
+  validate_config(config, prompts, target.vocab(), true);
+  const double start = now_seconds();
+  const int64_t batch = static_cast<int64_t>(prompts.size()), v = target.vocab();
+  const int64_t gamma = config.gamma;
+  const ModelStats target_before = target.stats(), draft_before = draft.stats();
+  DecodeResult result;
+  result.tokens.resize(batch);
+  DecodeMetrics& m = result.metrics;
+  m.requests = batch;
+  m.position_reached.assign(gamma, 0);
+  m.position_accepted.assign(gamma, 0);
+  m.position_offered.assign(gamma, 0);
+  m.accepted_length_histogram.assign(gamma + 1, 0);
+  std::vector<std::vector<int32_t>> seqs(prompts.begin(), prompts.end());
+  std::vector<uint8_t> finished(batch, 0);
+  const int32_t eos = target.eos_token();
+
+  for (uint32_t step = 0;; ++step) {
+    std::vector<int64_t> active;
+    for (int64_t b = 0; b < batch; ++b) {
+      if (!finished[b]) active.push_back(b);
+    }
+    if (active.empty()) break;
+    const int64_t n_active = static_cast<int64_t>(active.size());
+    std::vector<int32_t> n_draft(n_active);
+    int64_t max_draft = 0;
+    for (int64_t k = 0; k < n_active; ++k) {
+      const int64_t left =
+          config.max_new_tokens - static_cast<int64_t>(result.tokens[active[k]].size());
+      n_draft[k] = static_cast<int32_t>(std::min(gamma, left - 1));
+      max_draft = std::max<int64_t>(max_draft, n_draft[k]);
+    }
+
+    // Draft phase: γ_b autoregressive draft steps, each one draft call over the requests that
+    // still draft; x_i ~ q_i with the kDraftSample uniform at position i.
+    std::vector<float> probs_draft(n_active * gamma * v, 0.0f);
+    std::vector<int32_t> draft_tokens(n_active * gamma, 0);
+    for (int64_t i = 0; i < max_draft; ++i) {
+      std::vector<ScoreRequest> requests;
+      std::vector<int64_t> who;
+      for (int64_t k = 0; k < n_active; ++k) {
+        if (n_draft[k] <= i) continue;
+        who.push_back(k);
+        requests.push_back({seqs[active[k]], 1, active[k]});
+      }
+      const std::vector<float> q = draft.score(requests, config.draft_sampling);
+      for (size_t j = 0; j < who.size(); ++j) {
+        const int64_t k = who[j], b = active[k];
+        std::copy_n(&q[j * v], v, &probs_draft[(k * gamma + i) * v]);
+        const RandomAddress a{config.seed,
+                              static_cast<uint32_t>(b),
+                              step,
+                              static_cast<uint32_t>(i + 1),
+                              Purpose::kDraftSample,
+                              0};
+        const int32_t x = sample_categorical(std::span<const float>(&q[j * v], v), philox_bits(a));
+        draft_tokens[k * gamma + i] = x;
+        seqs[b].push_back(x);  // drafted tokens extend the sequence until verification
+      }
+    }
+
+    // Target phase: one call over γ_b + 1 positions per request.
+    std::vector<ScoreRequest> requests;
+    for (int64_t k = 0; k < n_active; ++k) {
+      requests.push_back({seqs[active[k]], n_draft[k] + 1, active[k]});
+    }
+    const std::vector<float> p = target.score(requests, config.sampling);
+    std::vector<float> probs_target(n_active * (gamma + 1) * v, 0.0f);
+    int64_t row = 0;
+    for (int64_t k = 0; k < n_active; ++k) {
+      for (int64_t i = 0; i <= n_draft[k]; ++i, ++row) {
+        std::copy_n(&p[row * v], v, &probs_target[(k * (gamma + 1) + i) * v]);
+      }
+    }
+
+    std::vector<uint32_t> request_ids(active.begin(), active.end());
+    const ChainBatch chain{n_active,    gamma,        v,       probs_target,
+                           probs_draft, draft_tokens, n_draft, request_ids};
+    const double verify_start = now_seconds();
+    const ChainResult verdict = verify_chain(
+        chain,
+        {.method = config.method, .leniency = config.leniency, .seed = config.seed, .step = step});
+    m.verify_seconds += now_seconds() - verify_start;
+
+    for (int64_t k = 0; k < n_active; ++k) {
+      const int64_t b = active[k];
+      const int64_t n = verdict.n_accepted[k];
+      const int64_t tested = std::min<int64_t>(n + 1, n_draft[k]);
+      for (int64_t i = 0; i < n_draft[k]; ++i) m.position_offered[i] += 1;
+      for (int64_t i = 0; i < tested; ++i) {
+        const float* pi = &probs_target[(k * (gamma + 1) + i) * v];
+        const float* qi = &probs_draft[(k * gamma + i) * v];
+        double beta = 0.0;
+        for (int64_t t = 0; t < v; ++t) beta += std::min(pi[t], qi[t]);
+        m.alpha_sum_min += beta;
+        m.position_reached[i] += 1;
+        m.position_accepted[i] += i < n;
+      }
+      m.tested_positions += tested;
+      m.accepted_positions += n;
+      m.accepted_length_histogram[n] += 1;
+      m.residual_fallbacks += verdict.residual_fallback[k];
+
+      // Roll the sequence back to its verified prefix, then append the step's tokens.
+      seqs[b].resize(seqs[b].size() - n_draft[k]);
+      bool done = false;
+      const int64_t appended = append_until_eos(
+          seqs[b], std::span<const int32_t>(&verdict.emitted_tokens[k * (gamma + 1)], n + 1), eos,
+          done);
+      result.tokens[b].insert(result.tokens[b].end(), seqs[b].end() - appended, seqs[b].end());
+      target.truncate(b, static_cast<int64_t>(seqs[b].size()));
+      draft.truncate(b, static_cast<int64_t>(seqs[b].size()));
+      finished[b] = done || static_cast<int64_t>(result.tokens[b].size()) >= config.max_new_tokens;
+      m.steps += 1;
+      m.tokens += appended;
+      m.step_accepted.push_back(static_cast<int32_t>(std::min(n, appended)));
+      m.step_emitted.push_back(static_cast<int32_t>(appended));
+      m.step_drafted.push_back(n_draft[k]);
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    target.release(b);
+    draft.release(b);
+  }
+  auto diff = [](ModelStats after, const ModelStats& before) {
+    after.calls -= before.calls;
+    after.sequences -= before.sequences;
+    after.positions -= before.positions;
+    after.seconds -= before.seconds;
+    return after;
+  };
+  m.target = diff(target.stats(), target_before);
+  m.draft = diff(draft.stats(), draft_before);
+  m.seconds = now_seconds() - start;
+  return result;
+}
+
+}  // namespace speclab

@@ -1,0 +1,108 @@
+// The decoding engine's random layer end to end (core/decode, TESTING.md "Statistical checks"):
+// speculative_decode on a context-dependent Markov pair emits length-L sequences whose joint law
+// is the target chain's (V1), or the exact lenient stream's law (V3), computed in rationals by
+// core/exact. Each check prints N, bins, p-value and the ε it detects.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/decode.hpp"
+#include "core/exact.hpp"
+#include "core/models/markov.hpp"
+#include "tests/support/stat_support.hpp"
+
+namespace speclab {
+namespace {
+
+using testing::fits;
+using testing::report_chi_square;
+using testing::stat_seed;
+
+// Three checks in this suite share the 1e-6 budget (Bonferroni).
+const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 3);
+
+constexpr int kVocab = 3;
+constexpr int kLength = 4;
+constexpr int64_t kSamples = 120000;
+
+// Integer weights (some zero) so rows are exact rationals and exact doubles up to rounding.
+const int kTargetWeights[kVocab][kVocab] = {{1, 2, 3}, {0, 1, 1}, {4, 1, 0}};
+const int kDraftWeights[kVocab][kVocab] = {{3, 2, 1}, {1, 1, 2}, {1, 1, 1}};
+
+exact::MarkovChain exact_chain(const int (&w)[kVocab][kVocab]) {
+  exact::MarkovChain chain{kVocab, {}};
+  for (const auto& row : w) {
+    const int total = row[0] + row[1] + row[2];
+    chain.transition.push_back(
+        {exact::Q(row[0], total), exact::Q(row[1], total), exact::Q(row[2], total)});
+  }
+  return chain;
+}
+
+MarkovModel model(const char* name, const int (&w)[kVocab][kVocab]) {
+  std::vector<double> table;
+  for (const auto& row : w) {
+    const double total = row[0] + row[1] + row[2];
+    for (int t = 0; t < kVocab; ++t) table.push_back(row[t] / total);
+  }
+  return MarkovModel(name, kVocab, 1, table);
+}
+
+// Samples kSamples sequences of kLength tokens after token 0 and tests them against `expected`.
+void check_stream(const char* label, const exact::Distribution& expected,
+                  const DecodeConfig& base) {
+  auto target = model("target", kTargetWeights);
+  auto draft = model("draft", kDraftWeights);
+  DecodeConfig config = base;
+  config.max_new_tokens = kLength;
+  config.seed = stat_seed(label);
+  const std::vector<std::vector<int32_t>> prompts(kSamples, std::vector<int32_t>{0});
+  const DecodeResult result = speculative_decode(target, draft, prompts, config);
+
+  // Bins: all V^L sequences in base-V order.
+  int64_t bins = 1;
+  for (int k = 0; k < kLength; ++k) bins *= kVocab;
+  std::vector<double> probs(bins, 0.0);
+  for (const auto& [sequence, q] : expected) {
+    int64_t index = 0;
+    for (int t : sequence) index = index * kVocab + t;
+    probs[index] = q.convert_to<double>();
+  }
+  std::vector<int64_t> observed(bins, 0);
+  for (const auto& tokens : result.tokens) {
+    ASSERT_EQ(tokens.size(), static_cast<size_t>(kLength));
+    int64_t index = 0;
+    for (int32_t t : tokens) index = index * kVocab + t;
+    ++observed[index];
+  }
+  const ChiSquareResult r = chi_square_test(observed, probs);
+  report_chi_square(label, r, kAlpha, config.seed);
+  EXPECT_TRUE(fits(r, kAlpha, config.seed));
+}
+
+TEST(DecodeStat, TokenLevelStreamIsTheTargetChain) {
+  const auto expected = exact::chain_distribution(exact_chain(kTargetWeights), 0, kLength);
+  check_stream("v1-gamma2", expected, {.gamma = 2, .method = ChainMethod::kToken});
+  check_stream("v1-gamma3", expected, {.gamma = 3, .method = ChainMethod::kToken});
+}
+
+TEST(DecodeStat, LenientStreamIsItsExactLossyLaw) {
+  const exact::Method lenient{ChainMethod::kLenient, exact::Q(1, 2)};
+  const auto expected = exact::enumerate_stream(exact_chain(kTargetWeights),
+                                                exact_chain(kDraftWeights), 0, 2, kLength, lenient,
+                                                /*cap_gamma=*/true);
+  check_stream("v3-half-gamma2", expected,
+               {.gamma = 2, .method = ChainMethod::kLenient, .leniency = 0.5});
+  // And the same samples are not the target chain: the lossy law is far from it.
+  const auto target_law = exact::chain_distribution(exact_chain(kTargetWeights), 0, kLength);
+  double tv = 0.0;
+  for (const auto& [sequence, q] : target_law) {
+    const auto it = expected.find(sequence);
+    tv += std::abs(q.convert_to<double>() -
+                   (it == expected.end() ? 0.0 : it->second.convert_to<double>()));
+  }
+  EXPECT_GT(tv / 2, 0.02) << "the lenient law should differ visibly from the target chain";
+}
+
+}  // namespace
+}  // namespace speclab

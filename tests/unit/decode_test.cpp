@@ -1,0 +1,175 @@
+// core/decode: plain and speculative decoding engines on table models.
+#include "core/decode.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "core/error.hpp"
+#include "tests/support/markov_models.hpp"
+
+namespace speclab {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::random_markov;
+
+std::vector<std::vector<int32_t>> prompts(int64_t n, int64_t vocab) {
+  std::vector<std::vector<int32_t>> out;
+  for (int64_t b = 0; b < n; ++b) {
+    std::vector<int32_t> p(1 + b % 3);
+    for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int32_t>((b + 2 * i) % vocab);
+    out.push_back(p);
+  }
+  return out;
+}
+
+TEST(DecodeEngine, GreedySpeculativeEqualsPlainGreedy) {
+  auto target = random_markov("target", 5, 2, 1);
+  auto draft = random_markov("draft", 5, 1, 2);
+  const auto ps = prompts(12, 5);
+  DecodeConfig config{.max_new_tokens = 17, .sampling = {.temperature = 0.0}, .seed = 3};
+  const auto plain = plain_decode(target, ps, config);
+  for (ChainMethod method : {ChainMethod::kGreedy, ChainMethod::kToken}) {
+    for (int64_t gamma : {0, 1, 3, 6}) {
+      config.gamma = gamma;
+      config.method = method;
+      const auto spec = speculative_decode(target, draft, ps, config);
+      EXPECT_EQ(spec.tokens, plain.tokens) << "method " << to_string(method) << " γ " << gamma;
+    }
+  }
+}
+
+TEST(DecodeEngine, DraftEqualToTargetAcceptsEverything) {
+  auto model = random_markov("m", 4, 2, 5);
+  const auto ps = prompts(8, 4);
+  const DecodeConfig config{.max_new_tokens = 20, .seed = 1, .gamma = 4};
+  const auto r = speculative_decode(model, model, ps, config);
+  EXPECT_EQ(r.metrics.acceptance_rate(), 1.0);
+  EXPECT_NEAR(r.metrics.alpha_estimate(), 1.0, 1e-6);
+  // 20 tokens in steps of γ+1 = 5: exactly 4 steps per request.
+  EXPECT_EQ(r.metrics.steps, 8 * 4);
+  for (const auto& t : r.tokens) EXPECT_EQ(t.size(), 20u);
+}
+
+TEST(DecodeEngine, MaxNewTokensIsExactWithRaggedGamma) {
+  auto target = random_markov("target", 6, 1, 7);
+  auto draft = random_markov("draft", 6, 1, 8);
+  const auto ps = prompts(10, 6);
+  for (int64_t max_new : {1, 2, 5, 13}) {
+    const auto r =
+        speculative_decode(target, draft, ps, {.max_new_tokens = max_new, .seed = 2, .gamma = 4});
+    for (const auto& t : r.tokens) EXPECT_EQ(static_cast<int64_t>(t.size()), max_new);
+    EXPECT_EQ(r.metrics.tokens, 10 * max_new);
+    for (int32_t drafted : r.metrics.step_drafted)
+      EXPECT_LE(drafted, std::min<int64_t>(4, max_new - 1));
+  }
+}
+
+TEST(DecodeEngine, EosEndsTheSequenceAndCountsStayRight) {
+  // Token 0 is EOS and is likely, so it often lands inside an accepted prefix.
+  auto target = random_markov("target", 4, 1, 11, /*eos=*/0);
+  auto draft = random_markov("draft", 4, 1, 12, /*eos=*/0);
+  const auto ps = prompts(64, 4);
+  const auto r =
+      speculative_decode(target, draft, ps, {.max_new_tokens = 30, .seed = 4, .gamma = 5});
+  int64_t total = 0, ended_by_eos = 0;
+  for (const auto& t : r.tokens) {
+    total += static_cast<int64_t>(t.size());
+    const auto eos = std::find(t.begin(), t.end(), 0);
+    if (eos != t.end()) {
+      ++ended_by_eos;
+      EXPECT_EQ(eos + 1, t.end()) << "tokens after EOS";
+    } else {
+      EXPECT_EQ(t.size(), 30u);
+    }
+  }
+  EXPECT_GT(ended_by_eos, 0);
+  const auto& m = r.metrics;
+  EXPECT_EQ(m.tokens, total);
+  EXPECT_EQ(std::accumulate(m.step_emitted.begin(), m.step_emitted.end(), int64_t{0}), total);
+  EXPECT_EQ(std::accumulate(m.accepted_length_histogram.begin(), m.accepted_length_histogram.end(),
+                            int64_t{0}),
+            m.steps);
+  for (size_t s = 0; s < m.step_emitted.size(); ++s) {
+    EXPECT_LE(m.step_accepted[s], m.step_emitted[s]);
+    EXPECT_LE(m.step_emitted[s], m.step_drafted[s] + 1);
+  }
+}
+
+TEST(DecodeEngine, MetricsAreConsistent) {
+  auto target = random_markov("target", 5, 2, 21);
+  auto draft = random_markov("draft", 5, 1, 22);
+  const auto ps = prompts(16, 5);
+  const auto r =
+      speculative_decode(target, draft, ps, {.max_new_tokens = 25, .seed = 9, .gamma = 3});
+  const auto& m = r.metrics;
+  EXPECT_EQ(m.position_reached[0], m.position_offered[0]);  // position 1 is always tested
+  // From the step log (no EOS here, so step_accepted is the verifier's n): position i+1 is
+  // tested iff i < min(n + 1, γ_b), offered iff i < γ_b, accepted iff i < n.
+  std::vector<int64_t> reached(3, 0), offered(3, 0), accepted(3, 0);
+  for (size_t s = 0; s < m.step_accepted.size(); ++s) {
+    const int64_t n = m.step_accepted[s], g = m.step_drafted[s];
+    for (int64_t i = 0; i < 3; ++i) {
+      reached[i] += i < std::min(n + 1, g);
+      offered[i] += i < g;
+      accepted[i] += i < n;
+    }
+  }
+  EXPECT_EQ(m.position_reached, reached);
+  EXPECT_EQ(m.position_offered, offered);
+  EXPECT_EQ(m.position_accepted, accepted);
+  EXPECT_EQ(std::accumulate(m.position_accepted.begin(), m.position_accepted.end(), int64_t{0}),
+            m.accepted_positions);
+  EXPECT_GT(m.alpha_estimate(), 0.0);
+  EXPECT_LT(m.alpha_estimate(), 1.0);
+  // Call counts: one target call per step round, one draft call per draft position per round.
+  EXPECT_GT(m.target.calls, 0);
+  EXPECT_EQ(m.target.positions,
+            m.steps + std::accumulate(m.step_drafted.begin(), m.step_drafted.end(), int64_t{0}));
+  EXPECT_EQ(m.draft.positions,
+            std::accumulate(m.step_drafted.begin(), m.step_drafted.end(), int64_t{0}));
+}
+
+TEST(DecodeEngine, PlainDecodeIsReproducibleAndSeedDependent) {
+  auto model = random_markov("m", 6, 2, 31);
+  const auto ps = prompts(8, 6);
+  const auto a = plain_decode(model, ps, {.max_new_tokens = 30, .seed = 1});
+  const auto b = plain_decode(model, ps, {.max_new_tokens = 30, .seed = 1});
+  const auto c = plain_decode(model, ps, {.max_new_tokens = 30, .seed = 2});
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_NE(a.tokens, c.tokens);
+  EXPECT_EQ(a.metrics.target.calls, 30);
+}
+
+template <class F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const InvalidInput& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(DecodeEngine, RejectsBadInput) {
+  auto target = random_markov("target", 5, 1, 1);
+  auto small = random_markov("small-draft", 4, 1, 2);
+  const auto ps = prompts(2, 4);
+  EXPECT_THAT(error_of([&] { speculative_decode(target, small, ps, {}); }),
+              HasSubstr("draft small-draft has vocabulary size 4 but target target has 5"));
+  EXPECT_THAT(error_of([&] { speculative_decode(target, target, ps, {.gamma = -1}); }),
+              HasSubstr("decode.gamma is -1"));
+  const std::vector<std::vector<int32_t>> bad = {{1, 2}, {0, 9}};
+  EXPECT_THAT(error_of([&] { plain_decode(target, bad, {}); }),
+              HasSubstr("prompt 1 token 1 is 9; expected a token id in [0, 5)"));
+  const std::vector<std::vector<int32_t>> empty_prompt = {{}};
+  EXPECT_THAT(error_of([&] { plain_decode(target, empty_prompt, {}); }),
+              HasSubstr("prompt 0 is empty"));
+  EXPECT_THAT(error_of([&] { plain_decode(target, ps, {.max_new_tokens = 0}); }),
+              HasSubstr("decode.max_new_tokens is 0"));
+}
+
+}  // namespace
+}  // namespace speclab
