@@ -5,13 +5,107 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "core/rules.hpp"
 
 namespace speclab {
+namespace {
+
+// 16 lanes through GCC's vector extensions: compiled to AVX-512, AVX2 or SSE as available.
+typedef float FloatLanes __attribute__((vector_size(64)));
+typedef int32_t IntLanes __attribute__((vector_size(64)));
+
+template <class To, class From>
+inline To convert(From x) {
+  if constexpr (std::is_arithmetic_v<From>) {
+    return static_cast<To>(x);
+  } else {
+    return __builtin_convertvector(x, To);
+  }
+}
+
+// 1 where a comparison holds, else 0, as integers (vector comparisons give -1).
+template <class I, class M>
+inline I select_int(M mask) {
+  if constexpr (std::is_same_v<M, bool>) {
+    return static_cast<I>(mask);
+  } else {
+    return -mask;
+  }
+}
+
+// exp(x) for x ≤ 0 in float (Cephes expf: x = k·ln2 + r, Cody-Waite reduction, degree-6
+// polynomial, relative error below 2e-7). Inputs below -87 (including -inf, a masked logit) give
+// exactly 0: such tokens are < 1.7e-38 times as likely as the best one. Written once over a
+// generic lane type so the same arithmetic runs on 16-wide vectors and on scalars.
+template <class F, class I>
+inline F exp_nonpositive(F x) {
+  const F clamped = x > -87.0f ? x : F{} - 87.0f;
+  // k = floor(v) as truncation plus a correction (negative v truncates upwards).
+  const F v = clamped * 1.44269504088896341f + 0.5f;
+  I k_int = convert<I>(v);
+  k_int = k_int - select_int<I>(v < convert<F>(k_int));
+  const F k = convert<F>(k_int);
+  const F r = clamped - k * 0.693359375f - k * -2.12194440e-4f;
+  F poly = F{} + 1.9875691500e-4f;
+  poly = poly * r + 1.3981999507e-3f;
+  poly = poly * r + 8.3334519073e-3f;
+  poly = poly * r + 4.1665795894e-2f;
+  poly = poly * r + 1.6666665459e-1f;
+  poly = poly * r + 5.0000001201e-1f;
+  const F y = poly * r * r + r + 1.0f;
+  const I exponent_bits = (k_int + 127) << 23;  // 2^k as a float
+  F scale;
+  std::memcpy(&scale, &exponent_bits, sizeof scale);
+  return x >= -87.0f ? y * scale : F{};
+}
+
+// The largest value (inputs hold no NaN).
+float max_of(const float* in, size_t n) {
+  constexpr size_t kLanes = 16;
+  float best = in[0];
+  size_t i = 0;
+  if (n >= kLanes) {
+    FloatLanes lanes;
+    std::memcpy(&lanes, in, sizeof lanes);
+    for (i = kLanes; i + kLanes <= n; i += kLanes) {
+      FloatLanes x;
+      std::memcpy(&x, in + i, sizeof x);
+      lanes = x > lanes ? x : lanes;
+    }
+    for (size_t k = 0; k < kLanes; ++k) best = std::max(best, lanes[k]);
+  }
+  for (; i < n; ++i) best = std::max(best, in[i]);
+  return best;
+}
+
+// out[i] = exp((in[i] - shift) * scale) for in[i] ≤ shift; returns Σ out in double.
+double exp_shifted(const float* in, float* out, size_t n, float shift, float scale) {
+  constexpr size_t kLanes = 16;
+  FloatLanes lane_sums = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    FloatLanes x;
+    std::memcpy(&x, in + i, sizeof x);
+    const FloatLanes e = exp_nonpositive<FloatLanes, IntLanes>((x - shift) * scale);
+    std::memcpy(out + i, &e, sizeof e);
+    lane_sums += e;
+  }
+  double total = 0.0;
+  for (size_t k = 0; k < kLanes; ++k) total += lane_sums[k];
+  for (; i < n; ++i) {
+    out[i] = exp_nonpositive<float, int32_t>((in[i] - shift) * scale);
+    total += out[i];
+  }
+  return total;
+}
+
+}  // namespace
 
 void validate_sampling_params(const SamplingParams& params) {
   if (!std::isfinite(params.temperature) || params.temperature < 0.0) {
@@ -49,16 +143,23 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
     throw InvalidInput(
         fmt::format("probs has {} entries; expected {} (one per logit)", probs.size(), vocab));
   }
-  bool any_finite = false;
+  // One vectorised pass decides validity; the slow loop only runs to name the bad token.
+  uint32_t bad = 0, finite = 0;
+#pragma omp simd reduction(| : bad, finite)
   for (size_t i = 0; i < vocab; ++i) {
     const float x = logits[i];
-    if (std::isnan(x) || x == std::numeric_limits<float>::infinity()) {
-      throw InvalidInput(
-          fmt::format("logits token {} is {}; expected a finite value or -inf (masked)", i, x));
-    }
-    any_finite = any_finite || std::isfinite(x);
+    bad |= static_cast<uint32_t>(!(x < std::numeric_limits<float>::infinity()));  // NaN, +inf
+    finite |= static_cast<uint32_t>(x > -std::numeric_limits<float>::infinity());
   }
-  if (!any_finite) throw InvalidInput("logits are all -inf; at least one token must be possible");
+  if (bad) {
+    for (size_t i = 0; i < vocab; ++i) {
+      if (!(logits[i] < std::numeric_limits<float>::infinity())) {
+        throw InvalidInput(fmt::format(
+            "logits token {} is {}; expected a finite value or -inf (masked)", i, logits[i]));
+      }
+    }
+  }
+  if (!finite) throw InvalidInput("logits are all -inf; at least one token must be possible");
 
   if (params.temperature == 0.0) {
     std::fill(probs.begin(), probs.end(), 0.0f);
@@ -66,16 +167,20 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
     return;
   }
 
-  // Tempered distribution, in double.
-  const double max_logit = logits[argmax_lowest(logits)];
-  std::vector<double> tempered(vocab);
-  double total = 0.0;
-  for (size_t i = 0; i < vocab; ++i) {
-    const double z = (static_cast<double>(logits[i]) - max_logit) / params.temperature;
-    tempered[i] = std::isfinite(z) ? std::exp(z) : 0.0;
-    total += tempered[i];
+  // Tempered softmax: e_i = exp((l_i - max) / T) in float, vectorised; the sum in double.
+  const float max_logit = max_of(logits.data(), vocab);
+  const double total = exp_shifted(logits.data(), probs.data(), vocab, max_logit,
+                                   static_cast<float>(1.0 / params.temperature));
+  const bool filtered = (params.top_k > 0 && static_cast<size_t>(params.top_k) < vocab) ||
+                        params.top_p < 1.0 || params.min_p > 0.0;
+  if (!filtered) {
+    const float scale = static_cast<float>(1.0 / total);
+#pragma omp simd
+    for (size_t i = 0; i < vocab; ++i) probs[i] *= scale;
+    return;
   }
-  for (double& t : tempered) t /= total;
+  std::vector<double> tempered(vocab);
+  for (size_t i = 0; i < vocab; ++i) tempered[i] = probs[i] / total;
 
   std::vector<uint8_t> keep(vocab, 1);
   for (size_t i = 0; i < vocab; ++i) keep[i] = tempered[i] > 0.0;
