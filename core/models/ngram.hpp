@@ -1,0 +1,131 @@
+// Byte-level n-gram language models with interpolated Kneser–Ney smoothing (Chen & Goodman 1998,
+// "An empirical study of smoothing techniques for language modeling", §3.5, one discount per
+// order), trained on the public-domain English corpus of data/corpus/ (DESIGN.md "models/ngram"):
+// real language statistics for speculative decoding, target = high order, draft = low order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.hpp"
+
+namespace speclab {
+
+/// Byte-level vocabulary: token = byte value.
+inline constexpr int64_t kByteVocab = 256;
+/// Highest n-gram order a KneserNey model supports (an n-gram is packed into 64 bits).
+inline constexpr int kMaxNGramOrder = 8;
+
+// ---- corpus and tokens --------------------------------------------------------------------------
+
+/// A text corpus split into a training part and a held-out tail (the last ~10%, cut at a line
+/// start). Models train on the training part; prompts and perplexity use the held-out part.
+struct NGramCorpus {
+  std::string path;
+  std::string text;        ///< the whole file, bytes
+  int64_t train_size = 0;  ///< text[0, train_size) trains the models; the rest is held out
+
+  std::string_view train_text() const { return std::string_view(text).substr(0, train_size); }
+  std::string_view held_out_text() const { return std::string_view(text).substr(train_size); }
+};
+
+/// The corpus the presets train on: $SPECLAB_NGRAM_CORPUS when set, else
+/// <source root>/data/corpus/english.txt (the source root is where this file was compiled from).
+std::string default_corpus_path();
+
+/// Reads a corpus (once per path per process; later calls return the cached one).
+/// Throws InvalidInput naming the path when the file is missing, unreadable or empty.
+std::shared_ptr<const NGramCorpus> load_corpus(const std::string& path);
+
+/// Byte tokens of a text: one token per byte, value 0–255.
+std::vector<int32_t> text_to_tokens(std::string_view text);
+/// The text of byte tokens; throws InvalidInput naming the first token outside [0, 256).
+std::string tokens_to_text(std::span<const int32_t> tokens);
+
+/// `length` tokens of the corpus's held-out part starting at byte `offset` of that part: prompts
+/// the models never saw in training. Throws InvalidInput when the range does not fit.
+std::vector<int32_t> corpus_prompt(int64_t offset, int64_t length,
+                                   const std::string& corpus_path = default_corpus_path());
+
+// ---- interpolated Kneser–Ney --------------------------------------------------------------------
+
+/// The count tables and discounts of an interpolated Kneser–Ney model of order N over bytes.
+/// Order N uses raw counts c(h w); each lower order n < N uses continuation counts
+/// N1+(• h w) = the number of distinct bytes v such that v h w occurs in the text. With
+/// c(h) = Σ_w count(h w), N1+(h •) = #{w : count(h w) > 0} and D_n = n1 / (n1 + 2 n2) (n_r = the
+/// number of order-n grams whose count is r; 0.5 when n1 or n2 is 0):
+///   P_n(w | h) = (max(count(h w) - D_n, 0) + D_n N1+(h •) P_{n-1}(w | h')) / c(h)
+/// where h' drops the oldest byte of h, P_n(· | h) = P_{n-1}(· | h') when c(h) = 0, and
+/// P_0(w) = 1/256. Every row is a distribution with all 256 entries > 0.
+class KneserNey {
+ public:
+  /// Trains on `text` (bytes). Throws InvalidInput for an order outside [1, kMaxNGramOrder] or a
+  /// text shorter than 2 bytes. Counting sorts the packed n-grams: O(T log T) for T bytes.
+  KneserNey(std::string_view text, int order);
+
+  int order() const { return order_; }
+  /// D_n, n in [1, order].
+  double discount(int n) const;
+  /// The count order |gram| uses for `gram` (raw at the top order, continuation below); 0 when
+  /// absent. |gram| in [1, order].
+  int64_t count(std::string_view gram) const;
+  /// P(· | context) into probs [256]; only the last order-1 tokens of `context` matter, and a
+  /// shorter context uses the orders it can fill. Tokens must be in [0, 256).
+  void distribution(std::span<const int32_t> context, std::span<double> probs) const;
+
+ private:
+  /// Contexts of one order, sorted by packed key, each with its sorted children (next bytes).
+  struct Table {
+    double discount = 0.5;
+    std::vector<uint64_t> context_keys;
+    std::vector<uint64_t> context_totals;  ///< c(h)
+    std::vector<uint32_t> child_begin;     ///< size contexts + 1
+    std::vector<uint8_t> child_tokens;
+    std::vector<uint32_t> child_counts;
+  };
+  static Table make_table(std::span<const uint64_t> grams, std::span<const uint32_t> counts);
+  /// Index of context `key` in `table`, or -1.
+  static int64_t find_context(const Table& table, uint64_t key);
+
+  int order_;
+  std::vector<Table> tables_;  ///< tables_[n-1] holds order n
+};
+
+/// A LanguageModel over a trained KneserNey model (V = 256, no EOS: eos_token() = -1).
+/// Stateless; thread-compatible (score() updates counters).
+class NGramModel : public LanguageModel {
+ public:
+  NGramModel(std::shared_ptr<const KneserNey> lm, std::string name);
+
+  int64_t vocab() const override { return kByteVocab; }
+  std::string name() const override { return name_; }
+  const KneserNey& kneser_ney() const { return *lm_; }
+
+ protected:
+  void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) override;
+
+ private:
+  std::shared_ptr<const KneserNey> lm_;
+  std::string name_;
+};
+
+/// The KneserNey model of `order` trained on the training part of the corpus at `corpus_path`,
+/// trained once per (path, order) per process and shared afterwards.
+std::shared_ptr<const KneserNey> trained_kneser_ney(
+    int order, const std::string& corpus_path = default_corpus_path());
+
+/// Names make_ngram_model accepts: ngram-1 … ngram-5, prompt-lookup.
+std::vector<std::string> ngram_model_presets();
+
+/// A model by preset name: `ngram-N` is the order-N KneserNey model of the corpus (ngram-5 a
+/// target, ngram-1/2 drafts); `prompt-lookup` is PromptLookupModel with its defaults (see
+/// core/models/prompt_lookup.hpp). Throws InvalidInput listing the known names for an unknown
+/// preset, or naming the path for a missing or empty corpus.
+std::unique_ptr<LanguageModel> make_ngram_model(
+    std::string_view preset, const std::string& corpus_path = default_corpus_path());
+
+}  // namespace speclab
