@@ -21,6 +21,9 @@ namespace speclab {
 namespace {
 
 constexpr int64_t kBlock = 256;
+// Below this many B·V a second thread costs more than it saves (and on a loaded machine waiting
+// for it can cost a scheduler time slice).
+constexpr int64_t kParallelWork = int64_t{1} << 17;
 
 struct RowPass {
   std::vector<uint64_t> block_sums;
@@ -211,7 +214,7 @@ ChainResult verify_chain(const ChainBatch& batch, const ChainParams& params) {
   // Requests are independent; errors are collected per request and the lowest request's error
   // is rethrown, so the message does not depend on thread timing.
   std::vector<std::exception_ptr> errors(batch.batch);
-#pragma omp parallel if (batch.batch > 1)
+#pragma omp parallel if (batch.batch > 1 && batch.batch * batch.vocab >= kParallelWork)
   {
     RowPass pass;
 #pragma omp for schedule(dynamic, 1)

@@ -53,11 +53,15 @@ inline uint64_t stat_seed(std::string_view label) {
 /// Prints one line and records it as XML properties `<label>.N`, `.bins`, `.p_value`, `.eps`.
 inline void report_chi_square(std::string_view label, const ChiSquareResult& r, double alpha,
                               uint64_t seed) {
-  const double eps = chi_square_detectable_tv(r.bins, r.n, alpha, kStatReportPower);
+  // A sample of a probability-0 category ends the test before binning (bins = 0): nothing to size.
+  const double eps = r.impossible() || r.bins < 2
+                         ? std::nan("")
+                         : chi_square_detectable_tv(r.bins, r.n, alpha, kStatReportPower);
   std::ostringstream line;
   line << "[stat] " << current_test_name() << " " << label << ": N=" << r.n << " bins=" << r.bins
        << " chi2=" << r.statistic << " p=" << r.p_value << " alpha=" << alpha << " eps(power "
        << kStatReportPower << ")=" << eps << " seed=" << seed;
+  if (r.impossible()) line << " IMPOSSIBLE category " << r.impossible_category;
   std::cout << line.str() << std::endl;
   const std::string key(label);
   ::testing::Test::RecordProperty(key + ".N", std::to_string(r.n));
