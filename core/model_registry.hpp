@@ -1,0 +1,20 @@
+// Every named model speclab can build: the LinearSoftmax presets (data/models.toml) and the
+// n-gram family (ngram-1 … ngram-5, prompt-lookup).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.hpp"
+
+namespace speclab {
+
+/// All model names, in a stable order.
+std::vector<std::string> model_names();
+
+/// Builds a model by name; throws InvalidInput listing every known name for an unknown one.
+std::unique_ptr<LanguageModel> make_model(std::string_view name);
+
+}  // namespace speclab

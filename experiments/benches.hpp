@@ -1,0 +1,32 @@
+// `speclab bench ...` subcommands: options and entry points (experiments/bench_*.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace speclab::cli {
+
+struct BenchVerifyOptions {
+  int64_t batch = 8;
+  int64_t gamma = 5;
+  int64_t vocab = 32000;
+  int repeats = 7;
+  double draft_noise = 0.6;
+  bool json = false;
+};
+void run_bench_verify(const BenchVerifyOptions& options);
+
+struct BenchDecodeOptions {
+  std::string target = "lsm-target";
+  std::string draft = "lsm-draft";
+  std::vector<int64_t> gamma = {1, 2, 3, 4, 5, 6, 8};
+  int64_t tokens = 256;
+  int64_t batch = 1;
+  double temperature = 1.0;
+  uint64_t seed = 0;
+  bool json = false;
+};
+void run_bench_decode(const BenchDecodeOptions& options);
+
+}  // namespace speclab::cli

@@ -1,0 +1,70 @@
+// The decoding engine on a LinearSoftmax pair (core/decode, core/models/linear_softmax): the joint
+// law of the first two generated tokens equals the target's p(a | prompt)·p(b | prompt, a), for V1
+// at V = 16 (256 joint outcomes), with N, bins, p-value and detectable ε printed.
+#include <gtest/gtest.h>
+
+#include "core/decode.hpp"
+#include "core/model_registry.hpp"
+#include "tests/support/stat_support.hpp"
+
+namespace speclab {
+namespace {
+
+using testing::fits;
+using testing::report_chi_square;
+using testing::stat_seed;
+
+// Two checks share this suite's 1e-6 budget.
+const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 2);
+
+void check_pair_law(const char* label, const SamplingParams& sampling, int64_t gamma) {
+  auto target = make_model("lsm-tiny-target");
+  auto draft = make_model("lsm-tiny-draft");
+  const int64_t v = target->vocab();
+  const std::vector<int32_t> prompt = {3, 7, 1};
+
+  // Exact law of two plain-decoding tokens from the target's own rows.
+  std::vector<int32_t> context = prompt;
+  const ScoreRequest first_request{context, 1, 0};
+  const std::vector<float> first = target->score({&first_request, 1}, sampling);
+  std::vector<double> expected(v * v, 0.0);
+  for (int32_t a = 0; a < v; ++a) {
+    context = prompt;
+    context.push_back(a);
+    const ScoreRequest request{context, 1, 0};
+    const std::vector<float> second = target->score({&request, 1}, sampling);
+    for (int32_t b = 0; b < v; ++b) {
+      expected[a * v + b] = static_cast<double>(first[a]) * static_cast<double>(second[b]);
+    }
+  }
+
+  constexpr int64_t kSamples = 200000;
+  const uint64_t seed = stat_seed(label);
+  const std::vector<std::vector<int32_t>> prompts(kSamples, prompt);
+  const DecodeResult result = speculative_decode(*target, *draft, prompts,
+                                                 {.max_new_tokens = 2,
+                                                  .sampling = sampling,
+                                                  .draft_sampling = sampling,
+                                                  .seed = seed,
+                                                  .gamma = gamma});
+  std::vector<int64_t> observed(v * v, 0);
+  for (const auto& tokens : result.tokens) {
+    ASSERT_EQ(tokens.size(), 2u);
+    ++observed[tokens[0] * v + tokens[1]];
+  }
+  const ChiSquareResult r = chi_square_test(observed, expected);
+  report_chi_square(label, r, kAlpha, seed);
+  EXPECT_TRUE(fits(r, kAlpha, seed));
+  // The draft must actually have been used and sometimes rejected, or the test proves little.
+  EXPECT_GT(result.metrics.accepted_positions, 0);
+  EXPECT_LT(result.metrics.acceptance_rate(), 1.0);
+}
+
+TEST(DecodeLsmStat, TokenLevelPairLawIsTheTargets) { check_pair_law("t1", {}, 3); }
+
+TEST(DecodeLsmStat, TokenLevelPairLawAtLowTemperatureWithTopK) {
+  check_pair_law("t07-top8", {.temperature = 0.7, .top_k = 8}, 2);
+}
+
+}  // namespace
+}  // namespace speclab
