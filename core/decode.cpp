@@ -41,6 +41,14 @@ void validate_config(const DecodeConfig& config, std::span<const std::vector<int
   }
 }
 
+// β = Σ_x min(p(x), q(x)): the acceptance probability at a position (SPEC.md V1).
+double overlap(const float* p, const float* q, int64_t v) {
+  float beta = 0.0f;  // reassociated (vectorised); the metric needs no more than float accuracy
+#pragma omp simd reduction(+ : beta)
+  for (int64_t t = 0; t < v; ++t) beta += p[t] < q[t] ? p[t] : q[t];
+  return beta;
+}
+
 // Appends tokens to a request, stopping after EOS; returns how many were appended.
 int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tokens, int32_t eos,
                          bool& finished) {
@@ -206,11 +214,8 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
       const int64_t tested = std::min<int64_t>(n + 1, n_draft[k]);
       for (int64_t i = 0; i < n_draft[k]; ++i) m.position_offered[i] += 1;
       for (int64_t i = 0; i < tested; ++i) {
-        const float* pi = &probs_target[(k * (gamma + 1) + i) * v];
-        const float* qi = &probs_draft[(k * gamma + i) * v];
-        double beta = 0.0;
-        for (int64_t t = 0; t < v; ++t) beta += std::min(pi[t], qi[t]);
-        m.alpha_sum_min += beta;
+        m.alpha_sum_min +=
+            overlap(&probs_target[(k * (gamma + 1) + i) * v], &probs_draft[(k * gamma + i) * v], v);
         m.position_reached[i] += 1;
         m.position_accepted[i] += i < n;
       }

@@ -258,19 +258,36 @@ void validate_probability_row(std::span<const float> row, const RowLocation& whe
 }
 
 int32_t sample_categorical(std::span<const float> weights, uint32_t bits) {
+  // Fixed-point sums per block of 256 weights (a vectorised pass), then the block that holds the
+  // target, then the token inside it: the same token as a serial scan, since integer sums are
+  // exact (core/rules.hpp), at one pass over the row plus one block.
+  constexpr size_t kBlock = 256;
+  const size_t n = weights.size();
+  const size_t n_blocks = (n + kBlock - 1) / kBlock;
+  std::vector<uint64_t> block_sums(n_blocks);
   uint64_t total = 0;
-  for (float w : weights) total += to_fixed(w);
+  for (size_t blk = 0; blk < n_blocks; ++blk) {
+    const size_t end = std::min(n, (blk + 1) * kBlock);
+    uint64_t sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (size_t i = blk * kBlock; i < end; ++i) sum += to_fixed(weights[i]);
+    block_sums[blk] = sum;
+    total += sum;
+  }
   if (total == 0) {
-    throw InvalidInput(fmt::format(
-        "sample_categorical: all {} weights are zero; expected a positive total", weights.size()));
+    throw InvalidInput(
+        fmt::format("sample_categorical: all {} weights are zero; expected a positive total", n));
   }
   const uint64_t target = fixed_target(bits, total);
   uint64_t cumulative = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
+  size_t blk = 0;
+  while (blk + 1 < n_blocks && cumulative + block_sums[blk] <= target)
+    cumulative += block_sums[blk++];
+  for (size_t i = blk * kBlock; i < n; ++i) {
     cumulative += to_fixed(weights[i]);
     if (cumulative > target) return static_cast<int32_t>(i);
   }
-  return static_cast<int32_t>(weights.size()) - 1;  // unreachable: target < total
+  return static_cast<int32_t>(n) - 1;  // unreachable: target < total
 }
 
 }  // namespace speclab

@@ -209,7 +209,7 @@ void LinearSoftmaxModel::score_logits(std::span<const ScoreRequest> requests,
     }
   }
   std::vector<float> hidden(n_cols * d);
-#pragma omp parallel for schedule(static) if (n_cols * d >= 4096)
+#pragma omp parallel for schedule(static) if (n_cols * d >= (1 << 20))
   for (int64_t c = 0; c < n_cols; ++c) {
     fam.hidden_state(contexts[c], std::span<float>(hidden).subspan(c * d, d));
   }
@@ -236,7 +236,7 @@ const std::vector<LinearSoftmaxPreset>& builtin_presets() {
                                        .hidden = 1024,
                                        .context = 4,
                                        .context_decay = 0.6,
-                                       .sigma_decay = 0.95,
+                                       .sigma_decay = 1.0,
                                        .logit_scale = 8.0,
                                        .zipf = 1.1,
                                        .seed = 20260101};
