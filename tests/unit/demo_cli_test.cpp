@@ -64,6 +64,28 @@ TEST(BenchCli, JsonReportsTimeBesideFloorAndPeer) {
   }
 }
 
+TEST(BenchCli, DecodeJsonHasARowPerGamma) {
+  const CliRun r = run_cli(
+      "bench decode --target lsm-tiny-target --draft lsm-tiny-draft --tokens 24 --gamma 1,3 "
+      "--json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* key : {"\"rows\"", "\"gamma\": 1", "\"gamma\": 3", "\"alpha\"",
+                          "\"alpha_sum_min\"", "\"emitted_per_step\"", "\"emitted_formula\"",
+                          "\"speedup\"", "\"speedup_predicted\"", "\"c\""}) {
+    EXPECT_THAT(r.output, HasSubstr(key));
+  }
+}
+
+TEST(BenchCli, DecodeRejectsUnknownModelListingKnownOnes) {
+  const CliRun r = run_cli("bench decode --target no-such-model --tokens 8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown model \"no-such-model\"; known models: lsm-target"));
+  EXPECT_THAT(r.output, HasSubstr("ngram-5"));
+  const CliRun v = run_cli("bench decode --target lsm-tiny-target --draft ngram-2 --tokens 8");
+  EXPECT_EQ(v.status, 2);
+  EXPECT_THAT(v.output, HasSubstr("has vocabulary size 256 but target lsm-tiny-target has 16"));
+}
+
 TEST(BenchCli, BadSizeExitsTwo) {
   const CliRun r = run_cli("bench verify --gamma 0");
   EXPECT_EQ(r.status, 2);
