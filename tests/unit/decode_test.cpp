@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "tests/support/error_of.hpp"
 #include "tests/support/markov_models.hpp"
 
 namespace speclab {
@@ -143,15 +144,7 @@ TEST(DecodeEngine, PlainDecodeIsReproducibleAndSeedDependent) {
   EXPECT_EQ(a.metrics.target.calls, 30);
 }
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InvalidInput& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(DecodeEngine, RejectsBadInput) {
   auto target = random_markov("target", 5, 1, 1);

@@ -13,21 +13,14 @@
 
 #include "core/error.hpp"
 #include "core/models/skinny_gemm.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace speclab {
 namespace {
 
 using ::testing::HasSubstr;
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InvalidInput& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
   std::vector<int32_t> tokens(n);

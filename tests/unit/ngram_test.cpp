@@ -13,21 +13,14 @@
 
 #include "core/error.hpp"
 #include "core/models/prompt_lookup.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace speclab {
 namespace {
 
 using ::testing::HasSubstr;
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InvalidInput& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 std::vector<double> kn_row(const KneserNey& lm, std::span<const int32_t> context) {
   std::vector<double> p(kByteVocab);

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace speclab {
 namespace {
@@ -18,15 +19,7 @@ std::vector<float> probs(std::vector<float> logits, SamplingParams params) {
   return probs_from_logits(logits, params);
 }
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InvalidInput& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(Sampling, SoftmaxMatchesClosedForm) {
   // logits ln1, ln2, ln4 at T = 1 give weights 1:2:4.
