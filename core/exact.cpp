@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <functional>
 #include <utility>
 
@@ -18,11 +19,7 @@ namespace {
 
 using boost::multiprecision::mpz_int;
 
-// The rows of one step as a function of the position (0-based; γ is the bonus position) and the
-// token before that position. Context-free rows ignore the token; Markov rows ignore the position.
-using RowAt = std::function<const Row&(int position, int previous)>;
-// Receives each leaf of a step: the emitted tokens, the number accepted, the leaf's probability.
-using EmitLeaf = std::function<void(const Sequence& emitted, int n_accepted, const Q& probability)>;
+}  // namespace
 
 void validate_row(const Row& row, int vocab, std::string_view argument, int index,
                   std::string_view where) {
@@ -43,6 +40,8 @@ void validate_row(const Row& row, int vocab, std::string_view argument, int inde
                                    where, to_fraction_string(sum)));
   }
 }
+
+namespace {
 
 void validate_method(const Method& method) {
   if (method.method == ChainMethod::kLenient && (method.leniency <= 0 || method.leniency > 1)) {
@@ -163,10 +162,137 @@ struct StepWalk {
   }
 };
 
-void enumerate_branches(const RowAt& target, const RowAt& draft, int gamma, int previous,
-                        const Method& method, const EmitLeaf& emit) {
-  StepWalk walk{target, draft, gamma, method, emit, {}};
-  walk.walk(0, previous, Q(1));
+StepLaw chain_law(const Method& method) {
+  return [method](const RowAt& target, const RowAt& draft, int gamma, int previous,
+                  const EmitLeaf& emit) {
+    StepWalk walk{target, draft, gamma, method, emit, {}};
+    walk.walk(0, previous, Q(1));
+  };
+}
+
+void validate_typical(const TypicalMethod& method) {
+  if (!(std::isfinite(method.epsilon) && method.epsilon > 0.0)) {
+    throw InvalidInput(
+        fmt::format("typical epsilon is {}; expected a finite ε > 0 (SPEC.md V4, default 0.09)",
+                    method.epsilon));
+  }
+  if (!(std::isfinite(method.delta) && method.delta > 0.0)) {
+    throw InvalidInput(fmt::format(
+        "typical delta is {}; expected a finite δ > 0 (SPEC.md V4, default 0.3)", method.delta));
+  }
+}
+
+// SPEC.md V4: accept the longest run of passes; the token after it comes from the target row at
+// that position (p_{n+1}; the bonus row when all γ pass). No residual: V4 is lossy.
+StepLaw typical_law(const TypicalMethod& method) {
+  return [method](const RowAt& target, const RowAt& draft, int gamma, int previous,
+                  const EmitLeaf& emit) {
+    Sequence prefix;
+    std::function<void(int, int, const Q&)> walk = [&](int i, int before, const Q& mass) {
+      const Row& probs_target = target(i, before);
+      const auto emit_from_target = [&](const Q& weight) {
+        for (size_t a = 0; a < probs_target.size(); ++a) {
+          if (probs_target[a] == 0) continue;
+          prefix.push_back(static_cast<int>(a));
+          emit(prefix, i, Q(weight * probs_target[a]));
+          prefix.pop_back();
+        }
+      };
+      if (i == gamma) {
+        emit_from_target(mass);
+        return;
+      }
+      const Row& probs_draft = draft(i, before);
+      Q fail = 0;
+      for (size_t x = 0; x < probs_draft.size(); ++x) {
+        if (probs_draft[x] == 0) continue;
+        const int token = static_cast<int>(x);
+        if (!typical_passes(probs_target, token, method)) {
+          fail += probs_draft[x];
+          continue;
+        }
+        prefix.push_back(token);
+        walk(i + 1, token, Q(mass * probs_draft[x]));
+        prefix.pop_back();
+      }
+      if (fail > 0) emit_from_target(Q(mass * fail));
+    };
+    walk(0, previous, Q(1));
+  };
+}
+
+// SPEC.md V5 with every draft block x_1..x_γ enumerated (drafts are drawn before verification, and
+// τ depends on the whole block). Given the block, P(τ = i) = h_i·Π_{j>i}(1 − h_j) with h_0 = 1,
+// because η_1..η_γ are independent and τ is the largest i with η_i ≤ h_i.
+void enumerate_block_branches(const RowAt& target, const RowAt& draft, int gamma, int previous,
+                              const EmitLeaf& emit) {
+  Sequence block;
+  const auto finish = [&](const Q& block_probability) {
+    // before[i] is the token before position i+1 (0-based i): previous, x_1, ..., x_γ.
+    std::vector<int> before{previous};
+    before.insert(before.end(), block.begin(), block.end());
+    std::vector<Q> w(gamma + 1), h(gamma + 1);
+    w[0] = 1;
+    h[0] = 1;
+    for (int i = 1; i <= gamma; ++i) {
+      const Row& p = target(i - 1, before[i - 1]);
+      const Row& q = draft(i - 1, before[i - 1]);
+      const int x = block[i - 1];
+      w[i] = std::min(Q(1), Q(w[i - 1] * p[x] / q[x]));  // q(x) > 0: x was drafted
+    }
+    for (int i = 1; i < gamma; ++i) {
+      const Row& p = target(i, before[i]);
+      const Row& q = draft(i, before[i]);
+      Q z = 0;
+      for (size_t a = 0; a < p.size(); ++a) z += std::max(Q(0), Q(w[i] * p[a] - q[a]));
+      const Q denominator = z + 1 - w[i];
+      h[i] = denominator == 0 ? Q(1) : Q(z / denominator);
+    }
+    if (gamma > 0) h[gamma] = w[gamma];
+    Q later_fail = 1;  // Π_{j>τ} (1 − h_j)
+    for (int tau = gamma; tau >= 0; --tau) {
+      const Q p_tau = block_probability * h[tau] * later_fail;
+      later_fail *= 1 - h[tau];
+      if (p_tau == 0) continue;
+      const Row& p = target(tau, before[tau]);
+      Row row(p.size());
+      if (tau == gamma) {
+        row = p;
+      } else {
+        const Row& q = draft(tau, before[tau]);
+        Q mass = 0;
+        for (size_t a = 0; a < p.size(); ++a) {
+          row[a] = std::max(Q(0), Q(w[tau] * p[a] - q[a]));
+          mass += row[a];
+        }
+        // P(τ = i) > 0 for i < γ needs h_i > 0, i.e. Z_i > 0 (the case Z_i = 0, w_i = 1 forces
+        // p_{i+1} = q_{i+1}, hence h_{i+1} = 1 and P(τ = i) = 0).
+        if (mass == 0) throw Error("exact: block residual has zero mass at a reachable τ");
+        for (Q& value : row) value /= mass;
+      }
+      Sequence emitted(block.begin(), block.begin() + tau);
+      for (size_t a = 0; a < row.size(); ++a) {
+        if (row[a] == 0) continue;
+        emitted.push_back(static_cast<int>(a));
+        emit(emitted, tau, Q(p_tau * row[a]));
+        emitted.pop_back();
+      }
+    }
+  };
+  std::function<void(int, int, const Q&)> draw = [&](int i, int before, const Q& mass) {
+    if (i == gamma) {
+      finish(mass);
+      return;
+    }
+    const Row& q = draft(i, before);
+    for (size_t x = 0; x < q.size(); ++x) {
+      if (q[x] == 0) continue;
+      block.push_back(static_cast<int>(x));
+      draw(i + 1, static_cast<int>(x), Q(mass * q[x]));
+      block.pop_back();
+    }
+  };
+  draw(0, previous, Q(1));
 }
 
 void check_length(int vocab, int length) {
@@ -212,8 +338,8 @@ std::string_view trim(std::string_view text) {
 
 }  // namespace
 
-StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
-                          const Method& method) {
+StepResult enumerate_step_with(const std::vector<Row>& probs_target,
+                               const std::vector<Row>& probs_draft, const StepLaw& law) {
   const int gamma = static_cast<int>(probs_draft.size());
   validate_gamma(gamma);
   if (static_cast<int>(probs_target.size()) != gamma + 1) {
@@ -230,7 +356,6 @@ StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vecto
   for (int i = 0; i < gamma; ++i) {
     validate_row(probs_draft[i], vocab, "probs_draft", i, fmt::format("position {}", i + 1));
   }
-  validate_method(method);
 
   StepResult result;
   result.vocab = vocab;
@@ -239,11 +364,11 @@ StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vecto
   const RowAt target = [&](int i, int) -> const Row& { return probs_target[i]; };
   const RowAt draft = [&](int i, int) -> const Row& { return probs_draft[i]; };
   // The token before position 1 is irrelevant for context-free rows.
-  enumerate_branches(target, draft, gamma, /*previous=*/0, method,
-                     [&](const Sequence& emitted, int n_accepted, const Q& probability) {
-                       result.distribution[emitted] += probability;
-                       result.accepted_length[n_accepted] += probability;
-                     });
+  law(target, draft, gamma, /*previous=*/0,
+      [&](const Sequence& emitted, int n_accepted, const Q& probability) {
+        result.distribution[emitted] += probability;
+        result.accepted_length[n_accepted] += probability;
+      });
 
   result.first_token_marginal.assign(vocab, Q(0));
   for (const auto& [emitted, probability] : result.distribution) {
@@ -257,6 +382,35 @@ StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vecto
   }
   result.expected_emitted = result.expected_accepted + 1;
   return result;
+}
+
+StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
+                          const Method& method) {
+  validate_method(method);
+  return enumerate_step_with(probs_target, probs_draft, chain_law(method));
+}
+
+StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
+                          const BlockMethod&) {
+  return enumerate_step_with(probs_target, probs_draft, &enumerate_block_branches);
+}
+
+StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
+                          const TypicalMethod& method) {
+  validate_typical(method);
+  return enumerate_step_with(probs_target, probs_draft, typical_law(method));
+}
+
+bool typical_passes(const Row& probs_target, int x, const TypicalMethod& method) {
+  validate_typical(method);
+  // SPEC.md V4, in double: H = −Σ p ln(p + 1e-5), threshold min(ε, δ·exp(−H)), strict pass.
+  double entropy = 0.0;
+  for (const Q& value : probs_target) {
+    const double p = value.convert_to<double>();
+    entropy -= p * std::log(p + 1e-5);
+  }
+  const double threshold = std::min(method.epsilon, method.delta * std::exp(-entropy));
+  return probs_target[x].convert_to<double>() > threshold;
 }
 
 Row one_hot_argmax(const Row& row) {
@@ -305,8 +459,8 @@ std::optional<std::string> find_conditional_violation(const StepResult& step,
   return std::nullopt;
 }
 
-Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
-                              int gamma, int length, const Method& method, bool cap_gamma) {
+Distribution enumerate_stream_with(const MarkovChain& target, const MarkovChain& draft, int start,
+                                   int gamma, int length, const StepLaw& law, bool cap_gamma) {
   validate_chain(target, "target chain");
   validate_chain(draft, "draft chain");
   if (draft.vocab != target.vocab) {
@@ -316,7 +470,6 @@ Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draf
   check_start(start, target.vocab);
   validate_gamma(gamma);
   check_length(target.vocab, length);
-  validate_method(method);
 
   // Markov rows: p_i and q_i depend only on the token before position i.
   const RowAt target_at = [&](int, int previous) -> const Row& {
@@ -334,22 +487,40 @@ Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draf
       const int last = output.empty() ? start : output.back();
       const int step_gamma =
           cap_gamma ? std::min(gamma, length - static_cast<int>(output.size()) - 1) : gamma;
-      enumerate_branches(target_at, draft_at, step_gamma, last, method,
-                         [&](const Sequence& emitted, int, const Q& probability) {
-                           Sequence extended = output;
-                           extended.insert(extended.end(), emitted.begin(), emitted.end());
-                           const Q joint = reach * probability;
-                           if (static_cast<int>(extended.size()) >= length) {
-                             extended.resize(length);
-                             complete[extended] += joint;
-                           } else {
-                             next[extended] += joint;
-                           }
-                         });
+      law(target_at, draft_at, step_gamma, last,
+          [&](const Sequence& emitted, int, const Q& probability) {
+            Sequence extended = output;
+            extended.insert(extended.end(), emitted.begin(), emitted.end());
+            const Q joint = reach * probability;
+            if (static_cast<int>(extended.size()) >= length) {
+              extended.resize(length);
+              complete[extended] += joint;
+            } else {
+              next[extended] += joint;
+            }
+          });
     }
     frontier = std::move(next);
   }
   return complete;
+}
+
+Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
+                              int gamma, int length, const Method& method, bool cap_gamma) {
+  validate_method(method);
+  return enumerate_stream_with(target, draft, start, gamma, length, chain_law(method), cap_gamma);
+}
+
+Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
+                              int gamma, int length, const BlockMethod&, bool cap_gamma) {
+  return enumerate_stream_with(target, draft, start, gamma, length, &enumerate_block_branches,
+                               cap_gamma);
+}
+
+Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
+                              int gamma, int length, const TypicalMethod& method, bool cap_gamma) {
+  validate_typical(method);
+  return enumerate_stream_with(target, draft, start, gamma, length, typical_law(method), cap_gamma);
 }
 
 Distribution chain_distribution(const MarkovChain& chain, int start, int length) {

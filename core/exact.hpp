@@ -1,10 +1,12 @@
-// Exact output distributions of the chain verifiers (SPEC.md V1 token, V2 greedy, V3 lenient) by
-// enumerating every draft, accept/reject, residual and bonus branch in rational arithmetic
-// (TESTING.md "Exact checks first"). Written from SPEC.md alone, independent of the float
-// verifiers in verify_chain.cpp, so that losslessness is checked by equality, not by statistics.
+// Exact output distributions of the chain-draft verifiers (SPEC.md V1 token, V2 greedy, V3 lenient,
+// V4 typical, V5 block) by enumerating every draft, accept/reject, residual and bonus branch in
+// rational arithmetic (TESTING.md "Exact checks first"). Written from SPEC.md alone, independent of
+// the float verifiers, so that losslessness is checked by equality, not by statistics. Trees (V6)
+// are in core/exact_tree.hpp.
 #pragma once
 
 #include <boost/multiprecision/gmp.hpp>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,6 +37,19 @@ struct Method {
   Q leniency = 1;
 };
 
+/// SPEC.md V5 block verification (Sun et al. 2024); it has no parameters.
+struct BlockMethod {};
+
+/// SPEC.md V4 typical acceptance (Medusa), lossy. The pass test p(x) > min(ε, δ·exp(−H)) involves
+/// ln and exp, so it is decided in double (H summed in token order from the rows converted to
+/// double, as core/verify_typical does); the probabilities of the branches stay exact rationals.
+/// After the accepted run the next token is drawn from the target row at that position (the bonus
+/// row when all γ pass): Medusa samples the token after the accepted candidate from the base model.
+struct TypicalMethod {
+  double epsilon = 0.09;  ///< ε > 0
+  double delta = 0.3;     ///< δ > 0
+};
+
 /// One verification step with context-free rows.
 struct StepResult {
   int vocab = 0;
@@ -54,6 +69,18 @@ struct StepResult {
 /// Throws InvalidInput naming the row and value for bad rows, γ > kMaxGamma or V > kMaxVocab.
 StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
                           const Method& method);
+
+/// The same for V5 block verification: n is τ, the last passing position.
+StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
+                          const BlockMethod& method);
+
+/// The same for V4 typical acceptance: n is the longest run of passes.
+StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
+                          const TypicalMethod& method);
+
+/// V4's pass test for token x of `probs_target` (converted to double): p(x) > min(ε, δ·exp(−H)),
+/// H = −Σ p ln(p + 1e-5). Throws InvalidInput for ε ≤ 0 or δ ≤ 0 (or not finite).
+bool typical_passes(const Row& probs_target, int x, const TypicalMethod& method);
 
 /// One-hot at the argmax of `row`, lowest id on ties (SPEC.md V2): the target that greedy
 /// verification is lossless against.
@@ -86,12 +113,46 @@ struct MarkovChain {
 Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
                               int gamma, int length, const Method& method, bool cap_gamma = false);
 
+/// The stream of V5 block verification (same drafting, rows and cut as above).
+Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
+                              int gamma, int length, const BlockMethod& method,
+                              bool cap_gamma = false);
+
+/// The stream of V4 typical acceptance (lossy; its law depends on cap_gamma).
+Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
+                              int gamma, int length, const TypicalMethod& method,
+                              bool cap_gamma = false);
+
 /// Plain decoding: the joint distribution of `length` tokens of `chain` after `start`.
 Distribution chain_distribution(const MarkovChain& chain, int start, int length);
 
 /// Plain greedy decoding: `length` tokens, each the argmax (lowest id on ties) of the row of the
 /// token before it.
 Sequence greedy_chain(const MarkovChain& chain, int start, int length);
+
+/// The rows of one step as a function of the position (0-based; γ is the bonus position) and the
+/// token before that position. Context-free rows ignore the token; Markov rows ignore the position.
+using RowAt = std::function<const Row&(int position, int previous)>;
+/// Receives each leaf of a step: the emitted tokens, the number accepted, the leaf's probability.
+using EmitLeaf = std::function<void(const Sequence& emitted, int n_accepted, const Q& probability)>;
+/// The law of one verifier: calls `emit` once per leaf of one step of depth γ that starts after
+/// token `previous`. Leaves may repeat a sequence (their probabilities add).
+using StepLaw = std::function<void(const RowAt& target, const RowAt& draft, int gamma, int previous,
+                                   const EmitLeaf& emit)>;
+
+/// enumerate_step for any step law: validates γ+1 target rows and γ draft rows of one V, calls
+/// `law` with context-free rows and summarises the leaves.
+StepResult enumerate_step_with(const std::vector<Row>& probs_target,
+                               const std::vector<Row>& probs_draft, const StepLaw& law);
+
+/// enumerate_stream for any step law (chains validated, γ ≤ kMaxGamma, V^L ≤ kMaxSequences).
+Distribution enumerate_stream_with(const MarkovChain& target, const MarkovChain& draft, int start,
+                                   int gamma, int length, const StepLaw& law, bool cap_gamma);
+
+/// Checks one exact probability row: V entries, each ≥ 0, summing exactly to 1. Throws
+/// InvalidInput "ARGUMENT row INDEX (WHERE) ...".
+void validate_row(const Row& row, int vocab, std::string_view argument, int index,
+                  std::string_view where);
 
 /// Parses "1/3", "2", "0.25" (also ".5", "3.") exactly. Throws InvalidInput naming `argument` and
 /// the text when it is none of these or the denominator is zero. Signs are accepted, so that a

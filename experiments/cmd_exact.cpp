@@ -1,10 +1,12 @@
-// `speclab exact`: the exact output distribution of one verification step (SPEC.md V1-V3) with the
-// same target row P and draft row Q at every position, enumerated in rational arithmetic
-// (core/exact.hpp), printed as JSON with every probability as an exact "num/den".
+// `speclab exact`: the exact output distribution of one verification step (SPEC.md V1-V6) with the
+// same target row P and draft row Q at every position (for trees: at every node, --gamma the depth,
+// --branches the candidates per node), enumerated in rational arithmetic (core/exact.hpp,
+// core/exact_tree.hpp), printed as JSON with every probability as an exact "num/den".
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,7 +14,9 @@
 
 #include "core/error.hpp"
 #include "core/exact.hpp"
+#include "core/exact_tree.hpp"
 #include "core/verify_chain.hpp"
+#include "core/verify_tree.hpp"
 #include "experiments/command.hpp"
 
 namespace speclab::cli {
@@ -27,7 +31,79 @@ struct ExactOptions {
   std::string gamma;
   std::string method;
   std::string leniency;
+  std::string branches;
+  std::string epsilon;
+  std::string delta;
 };
+
+// Which enumerator a --method name selects.
+struct MethodChoice {
+  enum Family { kChain, kBlock, kTypical, kTree } family = kChain;
+  ChainMethod chain = ChainMethod::kToken;
+  TreeMethod tree = TreeMethod::kIid;
+  std::string name;
+};
+
+MethodChoice parse_method(const std::string& name) {
+  MethodChoice choice;
+  choice.name = name;
+  if (name == "token" || name == "greedy" || name == "lenient") {
+    choice.chain = parse_chain_method(name);
+  } else if (name == "block") {
+    choice.family = MethodChoice::kBlock;
+  } else if (name == "typical") {
+    choice.family = MethodChoice::kTypical;
+  } else {
+    try {
+      choice.tree = parse_tree_method(name);
+      choice.family = MethodChoice::kTree;
+    } catch (const InvalidInput&) {
+      throw InvalidInput(fmt::format(
+          "--method is \"{}\"; expected one of token, greedy, lenient, block, typical, tree-iid, "
+          "tree-swor, tree-topk, tree-topk-softmax-q, kseq",
+          name));
+    }
+  }
+  return choice;
+}
+
+bool is_lossy(const MethodChoice& choice) {
+  switch (choice.family) {
+    case MethodChoice::kChain:
+      return speclab::is_lossy(choice.chain);
+    case MethodChoice::kBlock:
+      return false;
+    case MethodChoice::kTypical:
+      return true;
+    case MethodChoice::kTree:
+      return speclab::is_lossy(choice.tree);
+  }
+  return true;
+}
+
+int parse_branches(const std::string& text) {
+  int branches = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, branches);
+  if (error != std::errc{} || ptr != end || branches < 1 || branches > exact::kMaxBranches) {
+    throw InvalidInput(fmt::format(
+        "--branches is '{}'; expected an integer in [1, {}] (sibling candidates per node; K-SEQ "
+        "needs k ≥ 1)",
+        text, exact::kMaxBranches));
+  }
+  return branches;
+}
+
+double parse_positive_double(const std::string& text, std::string_view option) {
+  double value = 0.0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc{} || ptr != end || !std::isfinite(value) || value <= 0.0) {
+    throw InvalidInput(
+        fmt::format("{} is '{}'; expected a finite number > 0 (SPEC.md V4)", option, text));
+  }
+  return value;
+}
 
 // γ is read as text so that "-1" or "two" are reported by this command, naming the option, with
 // the exact-enumeration bound, rather than as a generic conversion error.
@@ -84,14 +160,10 @@ void run_exact(const ExactOptions& options) {
   }
   const int gamma = parse_gamma(options.gamma);
 
-  exact::Method method;
-  try {
-    method.method = parse_chain_method(options.method);
-  } catch (const InvalidInput& e) {
-    throw InvalidInput(fmt::format("--method: {}", e.what()));
-  }
+  const MethodChoice choice = parse_method(options.method);
+  exact::Method method{choice.chain};
   if (!options.leniency.empty()) {
-    if (method.method != ChainMethod::kLenient) {
+    if (choice.family != MethodChoice::kChain || method.method != ChainMethod::kLenient) {
       throw InvalidInput(fmt::format(
           "--leniency '{}' given with --method {}; leniency applies to --method lenient only",
           options.leniency, options.method));
@@ -102,14 +174,58 @@ void run_exact(const ExactOptions& options) {
           fmt::format("--leniency is '{}'; expected l in (0, 1] (SPEC.md V3)", options.leniency));
     }
   }
+  const bool tree = choice.family == MethodChoice::kTree;
+  if (tree && options.branches.empty()) {
+    throw InvalidInput(
+        fmt::format("--method {} needs --branches K, the sibling candidates per node (1..{})",
+                    options.method, exact::kMaxBranches));
+  }
+  if (!tree && !options.branches.empty()) {
+    throw InvalidInput(fmt::format(
+        "--branches '{}' given with --method {}; branches apply to the tree methods and kseq only",
+        options.branches, options.method));
+  }
+  const int branches = tree ? parse_branches(options.branches) : 0;
+  exact::TypicalMethod typical;
+  const auto read_typical = [&](const std::string& text, std::string_view option, double& field) {
+    if (text.empty()) return;
+    if (choice.family != MethodChoice::kTypical) {
+      throw InvalidInput(
+          fmt::format("{} '{}' given with --method {}; it applies to --method typical only", option,
+                      text, options.method));
+    }
+    field = parse_positive_double(text, option);
+  };
+  read_typical(options.epsilon, "--epsilon", typical.epsilon);
+  read_typical(options.delta, "--delta", typical.delta);
 
   const std::vector<Row> target_rows(gamma + 1, probs_target);
   const std::vector<Row> draft_rows(gamma, probs_draft);
-  const exact::StepResult step = exact::enumerate_step(target_rows, draft_rows, method);
+  exact::StepResult step;
+  switch (choice.family) {
+    case MethodChoice::kChain:
+      step = exact::enumerate_step(target_rows, draft_rows, method);
+      break;
+    case MethodChoice::kBlock:
+      step = exact::enumerate_step(target_rows, draft_rows, exact::BlockMethod{});
+      break;
+    case MethodChoice::kTypical:
+      step = exact::enumerate_step(target_rows, draft_rows, typical);
+      break;
+    case MethodChoice::kTree:
+      try {
+        step = exact::enumerate_tree_step(target_rows, draft_rows, choice.tree, branches);
+      } catch (const InvalidInput& e) {
+        throw InvalidInput(
+            fmt::format("--branches {} with --method {}: {}", branches, options.method, e.what()));
+      }
+      break;
+  }
 
   // Plain decoding samples from P; greedy decoding emits its argmax (V2 is lossless against
   // greedy decoding, not against sampling), so that is the reference greedy is measured against.
-  const bool greedy = method.method == ChainMethod::kGreedy;
+  const bool greedy =
+      choice.family == MethodChoice::kChain && method.method == ChainMethod::kGreedy;
   const Row reference = greedy ? exact::one_hot_argmax(probs_target) : probs_target;
   const bool lossless = step.first_token_marginal == reference;
   const bool conditionals_hold =
@@ -132,12 +248,21 @@ void run_exact(const ExactOptions& options) {
   }
 
   std::string json = "{\n";
-  json += fmt::format("  \"method\": \"{}\",\n", to_string(method.method));
+  json += fmt::format("  \"method\": \"{}\",\n", choice.name);
   json += fmt::format("  \"gamma\": {},\n", gamma);
-  if (method.method == ChainMethod::kLenient) {
+  if (tree) json += fmt::format("  \"branches\": {},\n", branches);
+  if (choice.family == MethodChoice::kTree && choice.tree == TreeMethod::kKseq) {
+    // ρ is irrational in general; the enumeration uses a dyadic ρ ≥ ρ* (core/exact_tree.hpp).
+    json += fmt::format("  \"rho\": \"{:.17g}\",\n",
+                        exact::kseq_rho(probs_target, probs_draft, branches).convert_to<double>());
+  }
+  if (choice.family == MethodChoice::kChain && method.method == ChainMethod::kLenient) {
     json += fmt::format("  \"leniency\": {},\n", quoted_fraction(method.leniency));
   }
-  json += fmt::format("  \"lossy\": {},\n", is_lossy(method.method));
+  if (choice.family == MethodChoice::kTypical) {
+    json += fmt::format("  \"epsilon\": {},\n  \"delta\": {},\n", typical.epsilon, typical.delta);
+  }
+  json += fmt::format("  \"lossy\": {},\n", is_lossy(choice));
   json += fmt::format("  \"target\": {},\n", json_row(probs_target));
   json += fmt::format("  \"draft\": {},\n", json_row(probs_draft));
   json +=
@@ -159,7 +284,7 @@ void setup_exact(CLI::App& app) {
   auto options = std::make_shared<ExactOptions>();
   CLI::App* command = app.add_subcommand(
       "exact",
-      "Exact output distribution of one verification step (SPEC.md V1-V3), enumerated in "
+      "Exact output distribution of one verification step (SPEC.md V1-V6), enumerated in "
       "rational arithmetic, as JSON");
   command
       ->add_option("--target", options->target,
@@ -169,8 +294,18 @@ void setup_exact(CLI::App& app) {
       ->add_option("--draft", options->draft,
                    "draft row Q used at every position, comma-separated rationals")
       ->required();
-  command->add_option("--gamma", options->gamma, "draft tokens per step, 0..4")->required();
-  command->add_option("--method", options->method, "token | greedy | lenient")->required();
+  command->add_option("--gamma", options->gamma, "draft tokens per step (tree depth), 0..4")
+      ->required();
+  command
+      ->add_option(
+          "--method", options->method,
+          "token | greedy | lenient | block | typical | tree-iid | tree-swor | tree-topk | "
+          "tree-topk-softmax-q | kseq")
+      ->required();
+  command->add_option("--branches", options->branches,
+                      "sibling candidates per tree node, 1..4 (tree methods and kseq)");
+  command->add_option("--epsilon", options->epsilon, "ε > 0 for --method typical (default 0.09)");
+  command->add_option("--delta", options->delta, "δ > 0 for --method typical (default 0.3)");
   command->add_option("--leniency", options->leniency,
                       "leniency l in (0, 1] for --method lenient (default 1)");
   command->callback([options] { run_exact(*options); });

@@ -1,6 +1,7 @@
-// Exact rational checks of the chain verifiers (SPEC.md V1-V3, TESTING.md "Exact checks first"):
-// losslessness of one step and of a Markov-chain stream is an equality of rationals here, and the
-// expected values in comments are derived by hand from SPEC.md, not from the code under test.
+// Exact rational checks of the chain-draft verifiers (SPEC.md V1-V5, TESTING.md "Exact checks
+// first"): losslessness of one step and of a Markov-chain stream is an equality of rationals here,
+// and the expected values in comments are derived by hand from SPEC.md, not from the code under
+// test.
 #include "core/exact.hpp"
 
 #include <gtest/gtest.h>
@@ -315,6 +316,147 @@ TEST(Exact, RejectsBadStreams) {
                  "draft chain row 1 (after token 1) sums to 2/1");
   const MarkovChain three{3, std::vector<Row>(3, Row(3, Q(1, 3)))};
   expect_invalid([&] { enumerate_stream(chain, three, 0, 1, 3, token); }, "draft chain has V = 3");
+}
+
+// ---- V5 block verification ----
+
+TEST(Exact, BlockSpecTestVectorAcceptsElevenNinths) {
+  // SPEC.md V5 test vector, by hand over the four draft blocks (probability q(x1)·q(x2)):
+  //   (0,0) 4/9: w = (1/2, 1/4), Z_1 = 0 so h_1 = 0, h_2 = 1/4: τ = 2 w.p. 1/4, else 0.
+  //   (0,1) 2/9: w = (1/2, 1), h_1 = 0, h_2 = 1: τ = 2.
+  //   (1,0) 2/9: w = (1, 1/2), Z_1 = 1/3, h_1 = (1/3)/(1/3 + 0) = 1, h_2 = 1/2: τ = 2 or 1.
+  //   (1,1) 1/9: w = (1, 1), h_2 = 1: τ = 2.
+  // E[τ] = 4/9·1/2 + 2/9·2 + 2/9·3/2 + 1/9·2 = (2 + 4 + 3 + 2)/9 = 11/9, above V1's 10/9.
+  const std::vector<Row> target{kSpecTarget, kSpecTarget, kSpecTarget};
+  const std::vector<Row> draft{kSpecDraft, kSpecDraft};
+  const StepResult block = enumerate_step(target, draft, BlockMethod{});
+  const StepResult token = enumerate_step(target, draft, Method{ChainMethod::kToken});
+  EXPECT_EQ(block.expected_accepted, Q(11, 9));
+  EXPECT_EQ(token.expected_accepted, Q(10, 9));
+  // P(τ = 2) = 4/9·1/4 + 2/9 + 2/9·1/2 + 1/9 = 1/9 + 2/9 + 1/9 + 1/9 = 5/9; P(τ = 1) = 1/9.
+  EXPECT_EQ(block.accepted_length, (std::vector<Q>{Q(1, 3), Q(1, 9), Q(5, 9)}));
+  EXPECT_EQ(block.first_token_marginal, kSpecTarget);
+  EXPECT_EQ(total_probability(block.distribution), 1);
+  EXPECT_FALSE(find_conditional_violation(block, target).has_value());
+}
+
+RC_GTEST_PROP(Exact, BlockStepIsLossless, ()) {
+  const int vocab = *rc::gen::inRange(2, 5);
+  const int gamma = *rc::gen::inRange(0, 4);
+  const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> probs_draft = gen_rows(gamma, vocab);
+  const StepResult step = enumerate_step(probs_target, probs_draft, BlockMethod{});
+  RC_ASSERT(total_probability(step.distribution) == 1);
+  RC_ASSERT(step.first_token_marginal == probs_target[0]);
+  const auto violation = find_conditional_violation(step, probs_target);
+  RC_ASSERT_FALSE(violation.has_value());
+}
+
+RC_GTEST_PROP(Exact, BlockNeverAcceptsFewerThanToken, ()) {
+  // SPEC.md V5: optimal among verifiers that see the block, so E[τ] ≥ V1's E[n], exactly.
+  const int vocab = *rc::gen::inRange(2, 5);
+  const int gamma = *rc::gen::inRange(1, 4);
+  const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> probs_draft = gen_rows(gamma, vocab);
+  const StepResult block = enumerate_step(probs_target, probs_draft, BlockMethod{});
+  const StepResult token = enumerate_step(probs_target, probs_draft, Method{ChainMethod::kToken});
+  RC_ASSERT(block.expected_accepted >= token.expected_accepted);
+}
+
+RC_GTEST_PROP(Exact, BlockWithOneDraftEqualsToken, ()) {
+  // γ = 1: h_1 = w_1 = min(1, p/q) is V1's acceptance and the residual is V1's.
+  const int vocab = *rc::gen::inRange(2, 6);
+  const std::vector<Row> probs_target = gen_rows(2, vocab);
+  const std::vector<Row> probs_draft = gen_rows(1, vocab);
+  RC_ASSERT(enumerate_step(probs_target, probs_draft, BlockMethod{}).distribution ==
+            enumerate_step(probs_target, probs_draft, Method{ChainMethod::kToken}).distribution);
+}
+
+RC_GTEST_PROP(Exact, BlockStreamMatchesTargetChain, ()) {
+  // Markov rows: w_i and h_i read p_{i+1}, q_{i+1} of the context x_{≤i}, so a context bug in the
+  // block weights changes this joint law.
+  const int vocab = *rc::gen::inRange(2, 4);
+  const int gamma = *rc::gen::inRange(0, 4);
+  const int length = *rc::gen::inRange(3, 5);
+  const int start = *rc::gen::inRange(0, vocab);
+  const MarkovChain target = gen_chain(vocab);
+  const MarkovChain draft = gen_chain(vocab);
+  const Distribution plain = chain_distribution(target, start, length);
+  RC_ASSERT(enumerate_stream(target, draft, start, gamma, length, BlockMethod{}) == plain);
+  const bool capped = true;
+  RC_ASSERT(enumerate_stream(target, draft, start, gamma, length, BlockMethod{}, capped) == plain);
+}
+
+TEST(Exact, FirstFailureInsteadOfLastPassIsLossy) {
+  // The mutant of TESTING.md: τ = the last i before the first failing η_i, instead of the last
+  // passing i. On the test vector every block starting with x_1 = 0 has h_1 = 0 (checked below),
+  // so the mutant stops at τ = 0 there and emits the residual (0, 1); blocks starting with 1 emit
+  // 1 first. The mutant never emits token 0 first: marginal (0, 1) ≠ p. Real V5 reaches token 0
+  // through the later pass h_2 of blocks (0,0) and (0,1): marginal exactly p.
+  const StepResult block = enumerate_step({kSpecTarget, kSpecTarget, kSpecTarget},
+                                          {kSpecDraft, kSpecDraft}, BlockMethod{});
+  EXPECT_EQ(block.first_token_marginal, kSpecTarget);
+  EXPECT_EQ(block.distribution.at(Sequence{0, 1, 0}) + block.distribution.at(Sequence{0, 1, 1}),
+            Q(2, 9))
+      << "block (0,1) has h_1 = 0 but h_2 = 1: V5 keeps both tokens";
+  const Q w1 = std::min(Q(1), Q(kSpecTarget[0] / kSpecDraft[0]));
+  Q z1 = 0;
+  for (int a = 0; a < 2; ++a) z1 += std::max(Q(0), Q(w1 * kSpecTarget[a] - kSpecDraft[a]));
+  EXPECT_EQ(z1, 0) << "Z_1 = 0, so h_1 = 0 after x_1 = 0";
+}
+
+// ---- V4 typical acceptance ----
+
+TEST(Exact, TypicalIsLossyOnTheSpecVector) {
+  // p = (1/3, 2/3): H = −(1/3 ln(1/3 + 1e-5) + 2/3 ln(2/3 + 1e-5)) ≈ 0.6365, δ·e^−H ≈ 0.159, so the
+  // threshold is ε = 0.09 and both tokens pass: every draft is accepted, the first token is x_1 ~
+  // q.
+  const TypicalMethod typical;
+  EXPECT_TRUE(typical_passes(kSpecTarget, 0, typical));
+  EXPECT_TRUE(typical_passes(kSpecTarget, 1, typical));
+  const StepResult step =
+      enumerate_step({kSpecTarget, kSpecTarget, kSpecTarget}, {kSpecDraft, kSpecDraft}, typical);
+  EXPECT_EQ(step.expected_accepted, 2);
+  EXPECT_EQ(step.first_token_marginal, kSpecDraft);
+  EXPECT_NE(step.first_token_marginal, kSpecTarget);
+  EXPECT_EQ(total_probability(step.distribution), 1);
+  const MarkovChain target{2, {kSpecTarget, kSpecTarget}};
+  const MarkovChain draft{2, {kSpecDraft, kSpecDraft}};
+  EXPECT_NE(enumerate_stream(target, draft, 0, 2, 3, typical), chain_distribution(target, 0, 3));
+}
+
+TEST(Exact, TypicalRejectsBelowThreshold) {
+  // p = (1/20, 19/20): H ≈ 0.1985, δ·e^−H ≈ 0.246, threshold min(0.09, 0.246) = 0.09 > 1/20, so
+  // token 0 fails; q = (1/2, 1/2): P(n = 0) = 1/2 (x_1 = 0) and then the token comes from p_1.
+  const Row p = make_row({Q(1, 20), Q(19, 20)});
+  const Row q = make_row({Q(1, 2), Q(1, 2)});
+  const TypicalMethod typical;
+  EXPECT_FALSE(typical_passes(p, 0, typical));
+  EXPECT_TRUE(typical_passes(p, 1, typical));
+  const StepResult step = enumerate_step({p, p}, {q}, typical);
+  EXPECT_EQ(step.accepted_length, (std::vector<Q>{Q(1, 2), Q(1, 2)}));
+  // First token: 1 from acceptance (1/2) plus p_1 after a failure: 1/2·(1/20, 19/20).
+  EXPECT_EQ(step.first_token_marginal, make_row({Q(1, 40), Q(39, 40)}));
+}
+
+TEST(Exact, TypicalRejectsBadParameters) {
+  const std::vector<Row> target{kSpecTarget, kSpecTarget};
+  const std::vector<Row> draft{kSpecDraft};
+  expect_invalid(
+      [&] {
+        enumerate_step(target, draft, TypicalMethod{0.0, 0.3});
+      },
+      "typical epsilon is 0");
+  expect_invalid(
+      [&] {
+        enumerate_step(target, draft, TypicalMethod{-1.0, 0.3});
+      },
+      "typical epsilon is -1");
+  expect_invalid(
+      [&] {
+        enumerate_step(target, draft, TypicalMethod{0.09, 0.0});
+      },
+      "typical delta is 0");
 }
 
 TEST(Exact, ParsesRationalsExactly) {

@@ -1,4 +1,4 @@
-// `speclab exact` (experiments/cmd_exact.cpp): the exact step distribution of SPEC.md V1-V3 as
+// `speclab exact` (experiments/cmd_exact.cpp): the exact step distribution of SPEC.md V1-V6 as
 // JSON, and exit status 2 with a message naming the option for bad input (STYLE.md "Errors").
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -61,6 +61,69 @@ TEST(ExactCli, GreedyIsLosslessAgainstArgmax) {
   EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
 }
 
+TEST(ExactCli, BlockAcceptsElevenNinthsOnTheSpecVector) {
+  // SPEC.md V5: 11/9 under block verification where V1 gets 10/9 (derivation in
+  // tests/property/exact_test.cpp, Exact.BlockSpecTestVectorAcceptsElevenNinths).
+  const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method block");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"method\": \"block\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"11/9\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"conditionals_hold\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossy\": false")) << run.output;
+}
+
+TEST(ExactCli, TreeMethodsReportLosslessness) {
+  struct Case {
+    const char* method;
+    const char* expected_accepted;
+    bool lossless;
+  };
+  // K = 2 over V = 2: without replacement and top-2 always accept (E = γ); i.i.d. gives 112/81
+  // (ExactTree.SpecVectorValues); the softmax-q variant accepts everything and is not lossless.
+  const Case cases[] = {{"tree-iid", "112/81", true},
+                        {"tree-swor", "2/1", true},
+                        {"tree-topk", "2/1", true},
+                        {"tree-topk-softmax-q", "2/1", false}};
+  for (const Case& c : cases) {
+    const CliRun run =
+        run_exact(std::string("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method ") + c.method +
+                  " --branches 2");
+    ASSERT_EQ(run.status, 0) << c.method << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, "\"branches\": 2")) << run.output;
+    EXPECT_TRUE(
+        contains(run.output, std::string("\"expected_accepted\": \"") + c.expected_accepted + "\""))
+        << c.method << "\n"
+        << run.output;
+    EXPECT_TRUE(
+        contains(run.output, std::string("\"lossless\": ") + (c.lossless ? "true" : "false")))
+        << c.method << "\n"
+        << run.output;
+    EXPECT_TRUE(contains(run.output, std::string("\"lossy\": ") + (c.lossless ? "false" : "true")))
+        << c.method << "\n"
+        << run.output;
+  }
+}
+
+TEST(ExactCli, KseqPrintsRhoAndIsLossless) {
+  const CliRun run =
+      run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 1 --method kseq --branches 2");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"rho\": \"1.43425854591")) << run.output;  // (5+√13)/6
+  EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"conditionals_hold\": true")) << run.output;
+}
+
+TEST(ExactCli, TypicalIsLossyOnTheSpecVector) {
+  // Both tokens pass the threshold ε = 0.09, so the first token follows q = (2/3, 1/3).
+  const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossy\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": false")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"2/1\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"0\": \"2/3\"")) << run.output;
+}
+
 TEST(ExactCli, BadInputExitsTwoNamingTheOption) {
   struct Case {
     const char* arguments;
@@ -74,7 +137,17 @@ TEST(ExactCli, BadInputExitsTwoNamingTheOption) {
       {"--target 1/3,2/3 --draft 1/0,1/3 --gamma 2 --method token", "--draft"},
       {"--target 1/3,2/3 --draft -1/3,4/3 --gamma 2 --method token", "--draft"},
       {"--target 1/3,2/3 --draft 1/3,1/3,1/3 --gamma 2 --method token", "--draft"},
-      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical", "--method"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method medusa", "--method"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method tree-iid", "--branches K"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method token --branches 2", "--branches"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method kseq --branches 0", "--branches"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method kseq --branches two", "--branches"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method tree-swor --branches 3", "--branches"},
+      {"--target 1/3,2/3 --draft 1,0 --gamma 2 --method tree-swor --branches 2", "support"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method tree-topk --branches 3", "vocabulary"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical --epsilon 0", "--epsilon"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical --delta -1", "--delta"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method block --epsilon 0.1", "--epsilon"},
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 0", "--leniency"},
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 5/4", "--leniency"},
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method token --leniency 1/2", "--leniency"},

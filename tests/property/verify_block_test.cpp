@@ -1,0 +1,240 @@
+// RapidCheck properties of the block verifier (SPEC.md V5; TESTING.md "Properties that must hold"),
+// and its weights w_i, h_i against the rational formulas to 1e-12.
+#include "core/verify_block.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/exact.hpp"
+#include "tests/support/chain_fixture.hpp"
+
+namespace speclab {
+namespace {
+
+using testing::fill_row;
+using testing::OwnedChainBatch;
+
+std::vector<int> gen_weights(int64_t vocab) {
+  auto w = *rc::gen::container<std::vector<int>>(vocab, rc::gen::inRange(0, 5));
+  if (std::accumulate(w.begin(), w.end(), 0) == 0) w[*rc::gen::inRange<int64_t>(0, vocab)] = 1;
+  return w;
+}
+
+struct Instance {
+  OwnedChainBatch batch;
+  BlockParams params;
+};
+
+// B 1..4, γ 0..4, V 2..6, ragged n_draft, request ids, drafts drawn from q.
+Instance gen_instance() {
+  const int64_t b = *rc::gen::inRange<int64_t>(1, 5);
+  const int64_t g = *rc::gen::inRange<int64_t>(0, 5);
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 7);
+  Instance inst{OwnedChainBatch(b, g, v), {}};
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t i = 0; i <= g; ++i) fill_row(inst.batch.target_row(r, i), gen_weights(v));
+    for (int64_t i = 0; i < g; ++i) fill_row(inst.batch.draft_row(r, i), gen_weights(v));
+  }
+  inst.params.seed = *rc::gen::arbitrary<uint64_t>();
+  inst.params.step = *rc::gen::arbitrary<uint32_t>();
+  inst.batch.draw_drafts(inst.params.seed);
+  if (*rc::gen::arbitrary<bool>()) {
+    inst.batch.n_draft = *rc::gen::container<std::vector<int32_t>>(
+        b, rc::gen::inRange<int32_t>(0, static_cast<int32_t>(g) + 1));
+  }
+  if (*rc::gen::arbitrary<bool>()) {
+    inst.batch.request_ids =
+        *rc::gen::container<std::vector<uint32_t>>(b, rc::gen::arbitrary<uint32_t>());
+  }
+  return inst;
+}
+
+int64_t n_draft_of(const OwnedChainBatch& b, int64_t r) {
+  return b.n_draft.empty() ? b.gamma : b.n_draft[r];
+}
+
+RC_GTEST_PROP(VerifyBlockProperty, OutputIsAcceptedPrefixPlusOneToken, ()) {
+  const auto inst = gen_instance();
+  const auto& b = inst.batch;
+  const auto res = verify_block(b.view(), inst.params);
+  RC_ASSERT_FALSE(res.lossy);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    const int64_t n = res.n_accepted[r];
+    RC_ASSERT(n >= 0);
+    RC_ASSERT(n <= n_draft_of(b, r));
+    for (int64_t i = 0; i < b.gamma; ++i) {
+      RC_ASSERT(res.accept_mask[r * b.gamma + i] == (i < n ? 1 : 0));
+    }
+    for (int64_t i = 0; i <= b.gamma; ++i) {
+      const int32_t t = res.emitted_tokens[r * (b.gamma + 1) + i];
+      if (i < n) RC_ASSERT(t == b.draft_tokens[r * b.gamma + i]);
+      if (i == n) RC_ASSERT(t >= 0 && t < b.vocab);
+      if (i > n) RC_ASSERT(t == -1);
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyBlockProperty, ZeroProbabilityTokenIsNeverEmitted, ()) {
+  auto inst = gen_instance();
+  auto& b = inst.batch;
+  const auto res = verify_block(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i <= res.n_accepted[r]; ++i) {
+      const int32_t t = res.emitted_tokens[r * (b.gamma + 1) + i];
+      RC_ASSERT(b.target_row(r, i)[t] > 0.0f);
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyBlockProperty, DraftEqualToTargetAcceptsEverything, ()) {
+  auto inst = gen_instance();
+  auto& b = inst.batch;
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i < b.gamma; ++i)
+      std::copy_n(b.target_row(r, i), b.vocab, b.draft_row(r, i));
+  }
+  b.draw_drafts(inst.params.seed);
+  const auto res = verify_block(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) RC_ASSERT(res.n_accepted[r] == n_draft_of(b, r));
+}
+
+RC_GTEST_PROP(VerifyBlockProperty, DisjointSupportsAcceptNothing, ()) {
+  auto inst = gen_instance();
+  auto& b = inst.batch;
+  const int64_t k = *rc::gen::inRange<int64_t>(1, b.vocab);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i <= b.gamma; ++i) {
+      auto w = gen_weights(b.vocab - k);
+      std::vector<int> full(k, 0);
+      full.insert(full.end(), w.begin(), w.end());
+      fill_row(b.target_row(r, i), full);
+    }
+    for (int64_t i = 0; i < b.gamma; ++i) {
+      auto w = gen_weights(k);
+      w.resize(b.vocab, 0);
+      fill_row(b.draft_row(r, i), w);
+    }
+  }
+  b.draw_drafts(inst.params.seed);
+  const auto res = verify_block(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    RC_ASSERT(res.n_accepted[r] == 0);
+    RC_ASSERT(res.emitted_tokens[r * (b.gamma + 1)] >= k);
+  }
+}
+
+RC_GTEST_PROP(VerifyBlockProperty, RaggedBatchEqualsEachRequestAlone, ()) {
+  const auto inst = gen_instance();
+  const auto& b = inst.batch;
+  const auto together = verify_block(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    const int64_t g = n_draft_of(b, r);
+    OwnedChainBatch alone(1, g, b.vocab);
+    std::copy_n(&b.probs_target[r * (b.gamma + 1) * b.vocab], (g + 1) * b.vocab,
+                alone.probs_target.begin());
+    std::copy_n(&b.probs_draft[r * b.gamma * b.vocab], g * b.vocab, alone.probs_draft.begin());
+    std::copy_n(&b.draft_tokens[r * b.gamma], g, alone.draft_tokens.begin());
+    alone.request_ids = {b.request_ids.empty() ? static_cast<uint32_t>(r) : b.request_ids[r]};
+    const auto single = verify_block(alone.view(), inst.params);
+    RC_ASSERT(single.n_accepted[0] == together.n_accepted[r]);
+    for (int64_t i = 0; i <= g; ++i) {
+      RC_ASSERT(single.emitted_tokens[i] == together.emitted_tokens[r * (b.gamma + 1) + i]);
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyBlockProperty, ResultsDoNotDependOnBatchOrder, ()) {
+  auto inst = gen_instance();
+  auto& b = inst.batch;
+  if (b.request_ids.empty()) {
+    b.request_ids.resize(b.batch);
+    std::iota(b.request_ids.begin(), b.request_ids.end(), 0u);
+  }
+  if (b.n_draft.empty()) b.n_draft.assign(b.batch, static_cast<int32_t>(b.gamma));
+  std::vector<int64_t> order(b.batch);
+  for (int64_t s = 0; s < b.batch; ++s) order[s] = b.batch - 1 - s;
+  OwnedChainBatch reversed(b.batch, b.gamma, b.vocab);
+  reversed.n_draft.resize(b.batch);
+  reversed.request_ids.resize(b.batch);
+  for (int64_t s = 0; s < b.batch; ++s) {
+    const int64_t r = order[s];
+    std::copy_n(&b.probs_target[r * (b.gamma + 1) * b.vocab], (b.gamma + 1) * b.vocab,
+                &reversed.probs_target[s * (b.gamma + 1) * b.vocab]);
+    std::copy_n(&b.probs_draft[r * b.gamma * b.vocab], b.gamma * b.vocab,
+                &reversed.probs_draft[s * b.gamma * b.vocab]);
+    std::copy_n(&b.draft_tokens[r * b.gamma], b.gamma, &reversed.draft_tokens[s * b.gamma]);
+    reversed.n_draft[s] = b.n_draft[r];
+    reversed.request_ids[s] = b.request_ids[r];
+  }
+  const auto a = verify_block(b.view(), inst.params);
+  const auto c = verify_block(reversed.view(), inst.params);
+  for (int64_t s = 0; s < b.batch; ++s) {
+    const int64_t r = order[s];
+    RC_ASSERT(c.n_accepted[s] == a.n_accepted[r]);
+    RC_ASSERT(std::equal(&c.emitted_tokens[s * (b.gamma + 1)],
+                         &c.emitted_tokens[(s + 1) * (b.gamma + 1)],
+                         &a.emitted_tokens[r * (b.gamma + 1)]));
+  }
+}
+
+RC_GTEST_PROP(VerifyBlockProperty, SameSeedGivesSameOutput, ()) {
+  const auto inst = gen_instance();
+  const auto a = verify_block(inst.batch.view(), inst.params);
+  const auto c = verify_block(inst.batch.view(), inst.params);
+  RC_ASSERT(a.emitted_tokens == c.emitted_tokens);
+  RC_ASSERT(a.n_accepted == c.n_accepted);
+}
+
+RC_GTEST_PROP(VerifyBlockProperty, WeightsMatchRationalFormulas, ()) {
+  // TESTING.md: the thin random layer sits on pure functions checked against rationals. Every
+  // float is a rational, so the formulas of SPEC.md V5 are evaluated exactly on the very rows the
+  // verifier reads; w agrees to 1e-12, h (a ratio of sums) to 1e-9.
+  auto inst = gen_instance();
+  auto& b = inst.batch;
+  using exact::Q;
+  const auto row = [&](const float* values) {
+    exact::Row out;
+    for (int64_t t = 0; t < b.vocab; ++t) out.push_back(Q(static_cast<double>(values[t])));
+    return out;
+  };
+  for (int64_t r = 0; r < b.batch; ++r) {
+    const int64_t n = n_draft_of(b, r);
+    const BlockWeights weights = block_weights(b.view(), r);
+    std::vector<Q> w{Q(1)};
+    for (int64_t i = 1; i <= n; ++i) {
+      const exact::Row p = row(b.target_row(r, i - 1));
+      const exact::Row q = row(b.draft_row(r, i - 1));
+      const int32_t x = b.draft_tokens[r * b.gamma + i - 1];
+      w.push_back(q[x] == 0 ? Q(0) : std::min(Q(1), Q(w.back() * p[x] / q[x])));
+      RC_ASSERT(std::abs(weights.w[i] - w[i].convert_to<double>()) < 1e-12);
+    }
+    for (int64_t i = 1; i < n; ++i) {
+      const exact::Row p = row(b.target_row(r, i));
+      const exact::Row q = row(b.draft_row(r, i));
+      Q z = 0;
+      for (size_t a = 0; a < p.size(); ++a) z += std::max(Q(0), Q(w[i] * p[a] - q[a]));
+      const Q den = z + 1 - w[i];
+      const Q h = den == 0 ? Q(1) : Q(z / den);
+      RC_ASSERT(std::abs(weights.h[i] - h.convert_to<double>()) < 1e-9);
+    }
+    if (n > 0) RC_ASSERT(weights.h[n] == weights.w[n]);
+  }
+}
+
+TEST(VerifyBlockProperty, DifferentSeedGivesDifferentStream) {
+  OwnedChainBatch b(64, 4, 8);
+  for (int64_t r = 0; r < 64; ++r) {
+    for (int64_t i = 0; i <= 4; ++i) fill_row(b.target_row(r, i), {1, 2, 3, 4, 4, 3, 2, 1});
+    for (int64_t i = 0; i < 4; ++i) fill_row(b.draft_row(r, i), {4, 3, 2, 1, 1, 2, 3, 4});
+  }
+  b.draw_drafts(11);
+  EXPECT_NE(verify_block(b.view(), {.seed = 1}).emitted_tokens,
+            verify_block(b.view(), {.seed = 2}).emitted_tokens);
+}
+
+}  // namespace
+}  // namespace speclab

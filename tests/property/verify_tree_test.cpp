@@ -1,0 +1,237 @@
+// RapidCheck properties of the tree verifier (SPEC.md V6; TESTING.md "Properties that must hold"):
+// structure of the output, padding and batching invariance, seeds, and a one-branch tree that is
+// V1 token for token.
+#include "core/verify_tree.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/verify_chain.hpp"
+#include "tests/support/chain_fixture.hpp"
+#include "tests/support/tree_fixture.hpp"
+
+namespace speclab {
+namespace {
+
+using testing::fill_kary_tree;
+using testing::fill_row;
+using testing::kary_nodes;
+using testing::OwnedTreeBatch;
+
+// Integer weights 0..4 with at least `support` positive entries.
+std::vector<int> gen_weights(int64_t vocab, int64_t support = 1) {
+  auto w = *rc::gen::container<std::vector<int>>(vocab, rc::gen::inRange(0, 5));
+  for (int64_t t = 0; std::count_if(w.begin(), w.end(), [](int x) { return x > 0; }) < support;
+       ++t) {
+    if (w[t] == 0) w[t] = 1;
+  }
+  return w;
+}
+
+std::vector<float> as_row(const std::vector<int>& w) {
+  std::vector<float> row(w.size());
+  fill_row(row.data(), w);
+  return row;
+}
+
+struct Instance {
+  OwnedTreeBatch batch;
+  TreeParams params;
+  std::vector<int64_t> depth;  // [B] tree depth γ_b (the K-ary tree's, 0 when empty)
+};
+
+TreeMethod gen_method() {
+  return *rc::gen::element(TreeMethod::kIid, TreeMethod::kSwor, TreeMethod::kTopk,
+                           TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq);
+}
+
+// B 1..3 K-ary trees (K 1..3 ≤ V, depth 0..2) padded to a common N, rows from a pool picked by
+// (parent token, depth) so they depend on the context; a per-request method half of the time.
+Instance gen_instance(bool lossless_only = false) {
+  const int64_t b = *rc::gen::inRange<int64_t>(1, 4);
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 6);
+  const int64_t k = *rc::gen::inRange<int64_t>(1, std::min<int64_t>(v, 3) + 1);
+  const int64_t max_depth = *rc::gen::inRange<int64_t>(0, 3);
+  const int64_t pool = 2 * v + 1;
+  std::vector<std::vector<float>> targets, drafts;
+  for (int64_t i = 0; i < pool; ++i) {
+    targets.push_back(as_row(gen_weights(v)));
+    drafts.push_back(as_row(gen_weights(v, k)));
+  }
+  Instance inst{OwnedTreeBatch(b, kary_nodes(k, max_depth), v), {}, {}};
+  inst.params.seed = *rc::gen::arbitrary<uint64_t>();
+  inst.params.step = *rc::gen::arbitrary<uint32_t>();
+  inst.params.method = lossless_only ? *rc::gen::element(TreeMethod::kIid, TreeMethod::kSwor,
+                                                         TreeMethod::kTopk, TreeMethod::kKseq)
+                                     : gen_method();
+  const bool own_methods = !lossless_only && *rc::gen::arbitrary<bool>();
+  inst.batch.n_nodes.resize(b);
+  for (int64_t r = 0; r < b; ++r) {
+    const TreeMethod method = own_methods ? gen_method() : inst.params.method;
+    if (own_methods) inst.batch.methods.push_back(method);
+    const int64_t depth = *rc::gen::inRange<int64_t>(0, max_depth + 1);
+    inst.depth.push_back(depth);
+    inst.batch.n_nodes[r] = static_cast<int32_t>(kary_nodes(k, depth));
+    fill_kary_tree(
+        inst.batch, r, method, k, depth, targets, drafts,
+        [&](int32_t token, int64_t d) { return (token + 1 + d * v) % pool; }, inst.params.seed,
+        static_cast<uint32_t>(r), 0);
+  }
+  if (*rc::gen::arbitrary<bool>()) {
+    inst.batch.request_ids =
+        *rc::gen::container<std::vector<uint32_t>>(b, rc::gen::arbitrary<uint32_t>());
+  }
+  return inst;
+}
+
+RC_GTEST_PROP(VerifyTreeProperty, OutputIsAcceptedPathPlusOneToken, ()) {
+  const auto inst = gen_instance();
+  auto b = inst.batch;
+  const auto res = verify_tree(b.view(), inst.params);
+  const int64_t width = b.max_nodes + 1;
+  for (int64_t r = 0; r < b.batch; ++r) {
+    const int64_t n = res.n_accepted[r];
+    RC_ASSERT(n >= 0);
+    RC_ASSERT(n <= inst.depth[r]);
+    int32_t previous = 0;
+    for (int64_t i = 0; i < width; ++i) {
+      const int32_t node = res.accepted_nodes[r * width + i];
+      const int32_t token = res.emitted_tokens[r * width + i];
+      if (i < n) {
+        RC_ASSERT(node >= 1 && node <= b.n_nodes[r]);
+        RC_ASSERT(b.parent(r, node) == previous);
+        RC_ASSERT(token == b.token(r, node));
+        previous = node;
+      } else {
+        RC_ASSERT(node == -1);
+        if (i == n) RC_ASSERT(token >= 0 && token < b.vocab);
+        if (i > n) RC_ASSERT(token == -1);
+      }
+    }
+  }
+  bool any_lossy = false;
+  for (int64_t r = 0; r < b.batch; ++r) {
+    any_lossy = any_lossy || is_lossy(b.methods.empty() ? inst.params.method : b.methods[r]);
+  }
+  RC_ASSERT(res.lossy == any_lossy);
+}
+
+RC_GTEST_PROP(VerifyTreeProperty, ZeroProbabilityTokenIsNeverEmitted, ()) {
+  const auto inst = gen_instance(/*lossless_only=*/true);
+  auto b = inst.batch;
+  const auto res = verify_tree(b.view(), inst.params);
+  const int64_t width = b.max_nodes + 1;
+  for (int64_t r = 0; r < b.batch; ++r) {
+    int32_t node = 0;
+    for (int64_t i = 0; i <= res.n_accepted[r]; ++i) {
+      RC_ASSERT(b.target_row(r, node)[res.emitted_tokens[r * width + i]] > 0.0f);
+      if (i < res.n_accepted[r]) node = res.accepted_nodes[r * width + i];
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyTreeProperty, DraftEqualToTargetAcceptsFirstChild, ()) {
+  // p = q at every node: the first candidate (drawn from q, so q(c) > 0) passes u·q(c) ≤ p(c)
+  // under i.i.d. (whatever law built the tree; duplicates are allowed) and K-SEQ has ρ = 1; the
+  // walk reaches a leaf.
+  auto inst = gen_instance();
+  auto& b = inst.batch;
+  b.methods.clear();
+  inst.params.method = *rc::gen::element(TreeMethod::kIid, TreeMethod::kKseq);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i <= b.max_nodes; ++i) {
+      std::copy_n(b.draft_row(r, i), b.vocab, b.target_row(r, i));
+    }
+  }
+  const auto res = verify_tree(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) RC_ASSERT(res.n_accepted[r] == inst.depth[r]);
+}
+
+RC_GTEST_PROP(VerifyTreeProperty, PaddedBatchEqualsEachRequestAlone, ()) {
+  const auto inst = gen_instance();
+  const auto& b = inst.batch;
+  const auto together = verify_tree(b.view(), inst.params);
+  const int64_t width = b.max_nodes + 1;
+  for (int64_t r = 0; r < b.batch; ++r) {
+    const int64_t n = b.n_nodes[r];
+    OwnedTreeBatch alone(1, n, b.vocab);
+    std::copy_n(&b.probs_target[r * width * b.vocab], (n + 1) * b.vocab,
+                alone.probs_target.begin());
+    std::copy_n(&b.probs_draft[r * width * b.vocab], (n + 1) * b.vocab, alone.probs_draft.begin());
+    std::copy_n(&b.parents[r * width], n + 1, alone.parents.begin());
+    std::copy_n(&b.tokens[r * width], n + 1, alone.tokens.begin());
+    alone.request_ids = {b.request_ids.empty() ? static_cast<uint32_t>(r) : b.request_ids[r]};
+    TreeParams params = inst.params;
+    if (!b.methods.empty()) params.method = b.methods[r];
+    const auto single = verify_tree(alone.view(), params);
+    RC_ASSERT(single.n_accepted[0] == together.n_accepted[r]);
+    for (int64_t i = 0; i <= single.n_accepted[0]; ++i) {
+      RC_ASSERT(single.emitted_tokens[i] == together.emitted_tokens[r * width + i]);
+      RC_ASSERT(single.accepted_nodes[i] == together.accepted_nodes[r * width + i]);
+    }
+  }
+}
+
+RC_GTEST_PROP(VerifyTreeProperty, SameSeedGivesSameOutput, ()) {
+  const auto inst = gen_instance();
+  const auto a = verify_tree(inst.batch.view(), inst.params);
+  const auto c = verify_tree(inst.batch.view(), inst.params);
+  RC_ASSERT(a.emitted_tokens == c.emitted_tokens);
+  RC_ASSERT(a.accepted_nodes == c.accepted_nodes);
+}
+
+RC_GTEST_PROP(VerifyTreeProperty, OneBranchIidChainIsTokenLevel, ()) {
+  // A tree with one child per node is a chain; i.i.d. with K = 1 is V1 with the same uniform
+  // addresses (position = depth, kAcceptTest, index 0), so the tokens agree with verify_chain.
+  // Integer-weight rows keep p − q exact in double, so both residuals round alike.
+  const int64_t b = *rc::gen::inRange<int64_t>(1, 4);
+  const int64_t g = *rc::gen::inRange<int64_t>(0, 5);
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 7);
+  testing::OwnedChainBatch chain(b, g, v);
+  OwnedTreeBatch tree(b, g, v);
+  const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t i = 0; i <= g; ++i) {
+      fill_row(chain.target_row(r, i), gen_weights(v));
+      std::copy_n(chain.target_row(r, i), v, tree.target_row(r, i));
+    }
+    for (int64_t i = 0; i < g; ++i) {
+      fill_row(chain.draft_row(r, i), gen_weights(v));
+      std::copy_n(chain.draft_row(r, i), v, tree.draft_row(r, i));
+    }
+  }
+  chain.draw_drafts(seed);
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t i = 1; i <= g; ++i) {
+      tree.parent(r, i) = static_cast<int32_t>(i - 1);
+      tree.token(r, i) = chain.token(r, i - 1);
+    }
+  }
+  const auto c =
+      verify_chain_reference(chain.view(), {.method = ChainMethod::kToken, .seed = seed});
+  const auto t = verify_tree(tree.view(), {.method = TreeMethod::kIid, .seed = seed});
+  RC_ASSERT(c.n_accepted == t.n_accepted);
+  RC_ASSERT(c.emitted_tokens == t.emitted_tokens);
+}
+
+TEST(VerifyTreeProperty, DifferentSeedGivesDifferentStream) {
+  // 64 binary trees of depth 2 over V = 8 with p ≠ q.
+  const int64_t b = 64, k = 2, depth = 2, v = 8;
+  OwnedTreeBatch batch(b, kary_nodes(k, depth), v);
+  const std::vector<std::vector<float>> targets{as_row({1, 2, 3, 4, 4, 3, 2, 1})};
+  const std::vector<std::vector<float>> drafts{as_row({4, 3, 2, 1, 1, 2, 3, 4})};
+  for (int64_t r = 0; r < b; ++r) {
+    fill_kary_tree(
+        batch, r, TreeMethod::kIid, k, depth, targets, drafts, [](int32_t, int64_t) { return 0; },
+        11, static_cast<uint32_t>(r), 0);
+  }
+  EXPECT_NE(verify_tree(batch.view(), {.seed = 1}).emitted_tokens,
+            verify_tree(batch.view(), {.seed = 2}).emitted_tokens);
+}
+
+}  // namespace
+}  // namespace speclab
