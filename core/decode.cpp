@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/decode_detail.hpp"
 #include "core/error.hpp"
 #include "core/philox.hpp"
+#include "core/verify_block.hpp"
+#include "core/verify_typical.hpp"
 
 namespace speclab {
-namespace {
+namespace detail {
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -64,7 +67,87 @@ int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tok
   return n;
 }
 
+void check_same_vocabulary(const LanguageModel& target, const LanguageModel& draft) {
+  if (target.vocab() != draft.vocab()) {
+    throw InvalidInput(fmt::format(
+        "draft {} has vocabulary size {} but target {} has {}; speculative decoding needs the "
+        "same vocabulary",
+        draft.name(), draft.vocab(), target.name(), target.vocab()));
+  }
+}
+
+ModelStats stats_since(ModelStats after, const ModelStats& before) {
+  after.calls -= before.calls;
+  after.sequences -= before.sequences;
+  after.positions -= before.positions;
+  after.seconds -= before.seconds;
+  return after;
+}
+
+}  // namespace detail
+
+namespace {
+using namespace detail;
+
+// One verification step of a draft chain with the configured chain-shaped verifier.
+ChainResult verify_step(const ChainBatch& chain, const DecodeConfig& config, uint32_t step) {
+  switch (config.verifier) {
+    case VerifierFamily::kBlock:
+      return verify_block(chain, {.seed = config.seed, .step = step});
+    case VerifierFamily::kTypical:
+      return verify_typical(chain, {.epsilon = config.typical_epsilon,
+                                    .delta = config.typical_delta,
+                                    .seed = config.seed,
+                                    .step = step});
+    case VerifierFamily::kChain:
+    case VerifierFamily::kTree:
+      break;
+  }
+  return verify_chain(
+      chain,
+      {.method = config.method, .leniency = config.leniency, .seed = config.seed, .step = step});
+}
+
 }  // namespace
+
+std::vector<std::string> verifier_names() {
+  return {"token",     "greedy",    "lenient",
+          "block",     "typical",   "tree-iid",
+          "tree-swor", "tree-topk", "tree-topk-softmax-q",
+          "kseq"};
+}
+
+void set_verifier(DecodeConfig& config, std::string_view name) {
+  if (name == "block") {
+    config.verifier = VerifierFamily::kBlock;
+  } else if (name == "typical") {
+    config.verifier = VerifierFamily::kTypical;
+  } else if (name == "token" || name == "greedy" || name == "lenient") {
+    config.verifier = VerifierFamily::kChain;
+    config.method = parse_chain_method(name);
+  } else if (name.starts_with("tree-") || name == "kseq") {
+    config.verifier = VerifierFamily::kTree;
+    config.tree_method = parse_tree_method(name);
+  } else {
+    std::string names;
+    for (const auto& n : verifier_names()) names += (names.empty() ? "\"" : ", \"") + n + "\"";
+    throw InvalidInput(fmt::format("verifier is \"{}\"; expected one of {}", name, names));
+  }
+}
+
+std::string verifier_name(const DecodeConfig& config) {
+  switch (config.verifier) {
+    case VerifierFamily::kBlock:
+      return "block";
+    case VerifierFamily::kTypical:
+      return "typical";
+    case VerifierFamily::kTree:
+      return std::string(to_string(config.tree_method));
+    case VerifierFamily::kChain:
+      break;
+  }
+  return std::string(to_string(config.method));
+}
 
 DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
                           const DecodeConfig& config) {
@@ -106,11 +189,7 @@ DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int3
     }
   }
   for (int64_t b = 0; b < batch; ++b) model.release(b);
-  m.target = model.stats();
-  m.target.calls -= stats_before.calls;
-  m.target.sequences -= stats_before.sequences;
-  m.target.positions -= stats_before.positions;
-  m.target.seconds -= stats_before.seconds;
+  m.target = stats_since(model.stats(), stats_before);
   m.seconds = now_seconds() - start;
   return result;
 }
@@ -118,12 +197,10 @@ DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int3
 DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
                                 std::span<const std::vector<int32_t>> prompts,
                                 const DecodeConfig& config) {
-  if (target.vocab() != draft.vocab()) {
-    throw InvalidInput(fmt::format(
-        "draft {} has vocabulary size {} but target {} has {}; speculative decoding needs the "
-        "same vocabulary",
-        draft.name(), draft.vocab(), target.name(), target.vocab()));
+  if (config.verifier == VerifierFamily::kTree) {
+    return tree_speculative_decode(target, draft, prompts, config);
   }
+  check_same_vocabulary(target, draft);
   validate_config(config, prompts, target.vocab(), true);
   const double start = now_seconds();
   const int64_t batch = static_cast<int64_t>(prompts.size()), v = target.vocab();
@@ -245,15 +322,8 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
     target.release(b);
     draft.release(b);
   }
-  auto diff = [](ModelStats after, const ModelStats& before) {
-    after.calls -= before.calls;
-    after.sequences -= before.sequences;
-    after.positions -= before.positions;
-    after.seconds -= before.seconds;
-    return after;
-  };
-  m.target = diff(target.stats(), target_before);
-  m.draft = diff(draft.stats(), draft_before);
+  m.target = stats_since(target.stats(), target_before);
+  m.draft = stats_since(draft.stats(), draft_before);
   m.seconds = now_seconds() - start;
   return result;
 }

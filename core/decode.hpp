@@ -6,13 +6,24 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model.hpp"
 #include "core/sampling.hpp"
 #include "core/verify_chain.hpp"
+#include "core/verify_tree.hpp"
 
 namespace speclab {
+
+/// Which verifier a speculative step uses (SPEC.md V1-V6).
+enum class VerifierFamily {
+  kChain,    ///< V1-V3 by DecodeConfig::method
+  kBlock,    ///< V5 block verification of a draft chain
+  kTypical,  ///< V4 typical acceptance (lossy)
+  kTree,     ///< V6 over a drafted token tree, by DecodeConfig::tree_method and branches
+};
 
 struct DecodeConfig {
   int64_t max_new_tokens = 64;    ///< tokens generated per request (fewer if EOS comes first)
@@ -22,7 +33,24 @@ struct DecodeConfig {
   int64_t gamma = 4;  ///< draft tokens per step (speculative only)
   ChainMethod method = ChainMethod::kToken;
   double leniency = 1.0;
+  VerifierFamily verifier = VerifierFamily::kChain;
+  double typical_epsilon = 0.09;  ///< V4 ε
+  double typical_delta = 0.3;     ///< V4 δ
+  TreeMethod tree_method = TreeMethod::kIid;
+  /// Tree shape for kTree: candidates drafted under each node at depth 0, 1, ... (e.g. {2, 2, 1}
+  /// drafts 2 children of the root, 2 under each of those, 1 under each of the 4). Its length is
+  /// the tree depth, which plays γ's role.
+  std::vector<int64_t> branches;
 };
+
+/// Sets config.verifier (and method / tree_method) from a name: "token", "greedy", "lenient",
+/// "block", "typical", "tree-iid", "tree-swor", "tree-topk", "tree-topk-softmax-q", "kseq".
+/// Throws InvalidInput listing the names.
+void set_verifier(DecodeConfig& config, std::string_view name);
+/// The name set_verifier accepts for the config's verifier.
+std::string verifier_name(const DecodeConfig& config);
+/// Every name set_verifier accepts.
+std::vector<std::string> verifier_names();
 
 /// Everything SPEC.md asks a run to record. "accepted" never counts the bonus token; "emitted"
 /// counts every token appended (accepted drafts plus the residual or bonus token, cut at EOS).
@@ -64,12 +92,26 @@ struct DecodeResult {
 DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
                           const DecodeConfig& config);
 
-/// Speculative decoding. Step s of request b: γ_b = min(γ, tokens left - 1) draft tokens, each
+/// Speculative decoding (chain verifiers V1-V5; with VerifierFamily::kTree, tree decoding as
+/// below). Step s of request b: γ_b = min(γ, tokens left - 1) draft tokens, each
 /// x_i ~ q_i with the uniform at (seed; b, s, i, kDraftSample); one target call over γ_b+1
 /// positions; verify_chain with request id b and step s; append the accepted prefix and one
 /// token, cutting after EOS; truncate both models to the new length.
 DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
                                 std::span<const std::vector<int32_t>> prompts,
                                 const DecodeConfig& config);
+
+/// Tree decoding (SPEC.md V6), what speculative_decode runs for VerifierFamily::kTree. Step s of
+/// request b drafts a tree of depth D_b = min(depth, tokens left - 1) breadth-first: one draft
+/// call per depth over every frontier node of every request; the children of a node are drawn
+/// from its q by the tree method's law (i.i.d. and K-SEQ: independent draws; without replacement:
+/// sequential draws with drawn tokens removed; top-k: the k most probable, lowest id on ties),
+/// each draw with the uniform at (seed; b, s, depth, kDraftSample, index = draws so far in the
+/// step). Then one target call over all nodes of all trees (each node's context is its path,
+/// which is what a tree attention mask computes), verify_tree, append the accepted path and one
+/// token. "Drafted" per step is the tree depth; position i counts depth-i candidates.
+DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft,
+                                     std::span<const std::vector<int32_t>> prompts,
+                                     const DecodeConfig& config);
 
 }  // namespace speclab

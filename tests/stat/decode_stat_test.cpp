@@ -9,6 +9,7 @@
 #include "core/decode.hpp"
 #include "core/exact.hpp"
 #include "core/models/markov.hpp"
+#include "core/verify_tree.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {
@@ -18,8 +19,8 @@ using testing::fits;
 using testing::report_chi_square;
 using testing::stat_seed;
 
-// Three checks in this suite share the 1e-6 budget (Bonferroni).
-const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 3);
+// Seven checks in this suite share the 1e-6 budget (Bonferroni).
+const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 7);
 
 constexpr int kVocab = 3;
 constexpr int kLength = 4;
@@ -48,14 +49,15 @@ MarkovModel model(const char* name, const int (&w)[kVocab][kVocab]) {
   return MarkovModel(name, kVocab, 1, table);
 }
 
-// Samples kSamples sequences of kLength tokens after token 0 and tests them against `expected`.
-void check_stream(const char* label, const exact::Distribution& expected,
-                  const DecodeConfig& base) {
+// Samples kSamples sequences of kLength tokens after token 0 and returns the χ² test of them
+// against `expected`.
+ChiSquareResult test_stream(const char* label, const exact::Distribution& expected,
+                            const DecodeConfig& base, uint64_t& seed) {
   auto target = model("target", kTargetWeights);
   auto draft = model("draft", kDraftWeights);
   DecodeConfig config = base;
   config.max_new_tokens = kLength;
-  config.seed = stat_seed(label);
+  config.seed = seed = stat_seed(label);
   const std::vector<std::vector<int32_t>> prompts(kSamples, std::vector<int32_t>{0});
   const DecodeResult result = speculative_decode(target, draft, prompts, config);
 
@@ -70,20 +72,45 @@ void check_stream(const char* label, const exact::Distribution& expected,
   }
   std::vector<int64_t> observed(bins, 0);
   for (const auto& tokens : result.tokens) {
-    ASSERT_EQ(tokens.size(), static_cast<size_t>(kLength));
+    EXPECT_EQ(tokens.size(), static_cast<size_t>(kLength));
     int64_t index = 0;
     for (int32_t t : tokens) index = index * kVocab + t;
     ++observed[index];
   }
-  const ChiSquareResult r = chi_square_test(observed, probs);
-  report_chi_square(label, r, kAlpha, config.seed);
-  EXPECT_TRUE(fits(r, kAlpha, config.seed));
+  return chi_square_test(observed, probs);
+}
+
+void check_stream(const char* label, const exact::Distribution& expected,
+                  const DecodeConfig& base) {
+  uint64_t seed = 0;
+  const ChiSquareResult r = test_stream(label, expected, base, seed);
+  report_chi_square(label, r, kAlpha, seed);
+  EXPECT_TRUE(fits(r, kAlpha, seed));
 }
 
 TEST(DecodeStat, TokenLevelStreamIsTheTargetChain) {
   const auto expected = exact::chain_distribution(exact_chain(kTargetWeights), 0, kLength);
   check_stream("v1-gamma2", expected, {.gamma = 2, .method = ChainMethod::kToken});
   check_stream("v1-gamma3", expected, {.gamma = 3, .method = ChainMethod::kToken});
+}
+
+TEST(DecodeStat, TreeStreamsAreTheTargetChain) {
+  // Tree decoding end to end (drafting the tree from the draft chain, one target call over every
+  // node, recursive rejection): each lossless candidate law gives the target chain's stream.
+  const auto expected = exact::chain_distribution(exact_chain(kTargetWeights), 0, kLength);
+  for (const char* method : {"tree-iid", "tree-swor", "tree-topk", "kseq"}) {
+    DecodeConfig config{.branches = {2, 2}};
+    set_verifier(config, method);
+    check_stream(method, expected, config);
+  }
+  // Positive control: the draft softmax used as q for deterministic top-k picks is lossy
+  // (SPEC.md V6), and the same test must see it.
+  DecodeConfig lossy{.branches = {2, 2}};
+  set_verifier(lossy, "tree-topk-softmax-q");
+  uint64_t seed = 0;
+  const ChiSquareResult r = test_stream("tree-topk-softmax-q", expected, lossy, seed);
+  report_chi_square("tree-topk-softmax-q (must reject)", r, kAlpha, seed);
+  EXPECT_FALSE(fits(r, kAlpha, seed)) << "the lossy tree method was not detected";
 }
 
 TEST(DecodeStat, LenientStreamIsItsExactLossyLaw) {

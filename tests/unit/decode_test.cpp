@@ -166,3 +166,80 @@ TEST(DecodeEngine, RejectsBadInput) {
 
 }  // namespace
 }  // namespace speclab
+
+namespace speclab {
+namespace {
+
+TEST(DecodeEngine, VerifierNamesRoundTrip) {
+  for (const auto& name : verifier_names()) {
+    DecodeConfig config;
+    set_verifier(config, name);
+    EXPECT_EQ(verifier_name(config), name);
+  }
+  DecodeConfig config;
+  EXPECT_THAT(testing::error_of([&] { set_verifier(config, "medusa"); }),
+              HasSubstr("verifier is \"medusa\"; expected one of \"token\""));
+}
+
+TEST(DecodeEngine, EveryVerifierEqualsPlainGreedyAtTemperatureZero) {
+  // p one-hot at the argmax: every lossless verifier (and V4, whose threshold a one-hot row
+  // passes only at its argmax) emits the greedy chain.
+  auto target = random_markov("target", 5, 2, 41);
+  auto draft = random_markov("draft", 5, 1, 42);
+  const auto ps = prompts(6, 5);
+  DecodeConfig config{
+      .max_new_tokens = 15, .sampling = {.temperature = 0.0}, .seed = 8, .gamma = 3};
+  const auto plain = plain_decode(target, ps, config);
+  config.branches = {2, 2};
+  for (const auto& name : verifier_names()) {
+    set_verifier(config, name);
+    const auto spec = speculative_decode(target, draft, ps, config);
+    EXPECT_EQ(spec.tokens, plain.tokens) << name;
+  }
+}
+
+TEST(DecodeEngine, TreeDecodingAcceptsEverythingWhenDraftEqualsTarget) {
+  auto model = random_markov("m", 4, 2, 51);
+  const auto ps = prompts(5, 4);
+  for (const char* name : {"tree-iid", "tree-swor", "kseq"}) {
+    DecodeConfig config{.max_new_tokens = 12, .seed = 2, .branches = {2, 2, 1}};
+    set_verifier(config, name);
+    const auto r = speculative_decode(model, model, ps, config);
+    EXPECT_EQ(r.metrics.acceptance_rate(), 1.0) << name;
+    // Depth 3: 4 tokens per step, 12 tokens in exactly 3 steps per request.
+    EXPECT_EQ(r.metrics.steps, 5 * 3) << name;
+    for (const auto& t : r.tokens) EXPECT_EQ(t.size(), 12u) << name;
+  }
+}
+
+TEST(DecodeEngine, TreeDecodingCountsOneTargetCallPerStep) {
+  auto target = random_markov("target", 6, 1, 61);
+  auto draft = random_markov("draft", 6, 1, 62);
+  const auto ps = prompts(3, 6);
+  DecodeConfig config{.max_new_tokens = 20, .seed = 3, .branches = {3, 2}};
+  set_verifier(config, "tree-topk");
+  const auto r = speculative_decode(target, draft, ps, config);
+  // Requests run in lock step: one target call and one draft call per depth per round.
+  const int64_t rounds = r.metrics.target.calls;
+  EXPECT_GT(rounds, 0);
+  EXPECT_LE(r.metrics.draft.calls, 2 * rounds);
+  int64_t total = 0;
+  for (const auto& t : r.tokens) total += static_cast<int64_t>(t.size());
+  EXPECT_EQ(total, 3 * 20);
+  EXPECT_EQ(r.metrics.tokens, total);
+}
+
+TEST(DecodeEngine, TreeShapeIsValidated) {
+  auto model = random_markov("m", 4, 1, 71);
+  const auto ps = prompts(1, 4);
+  DecodeConfig config;
+  set_verifier(config, "tree-iid");
+  EXPECT_THAT(testing::error_of([&] { speculative_decode(model, model, ps, config); }),
+              HasSubstr("decode.branches is empty"));
+  config.branches = {2, 0};
+  EXPECT_THAT(testing::error_of([&] { speculative_decode(model, model, ps, config); }),
+              HasSubstr("decode.branches[1] is 0; expected 1 ≤ k ≤ V = 4"));
+}
+
+}  // namespace
+}  // namespace speclab
