@@ -8,6 +8,7 @@
 
 #include "core/decode_detail.hpp"
 #include "core/error.hpp"
+#include "core/mutants.hpp"
 #include "core/philox.hpp"
 #include "core/verify_block.hpp"
 #include "core/verify_typical.hpp"
@@ -57,6 +58,7 @@ int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tok
                          bool& finished) {
   int64_t n = 0;
   for (int32_t t : tokens) {
+    if (t < 0) break;  // padding: the verifier emitted fewer tokens
     out.push_back(t);
     ++n;
     if (t == eos) {
@@ -247,9 +249,14 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
         requests.push_back({seqs[active[k]], 1, active[k]});
       }
       const std::vector<float> q = draft.score(requests, config.draft_sampling);
+      // Mutant: verify against the draft's T = 1 distribution, not the one it sampled from.
+      const std::vector<float> q_verify = mutant(Mutant::kDraftWarpingMismatch)
+                                              ? draft.score(requests, SamplingParams{})
+                                              : std::vector<float>{};
+      const std::vector<float>& q_rows = q_verify.empty() ? q : q_verify;
       for (size_t j = 0; j < who.size(); ++j) {
         const int64_t k = who[j], b = active[k];
-        std::copy_n(&q[j * v], v, &probs_draft[(k * gamma + i) * v]);
+        std::copy_n(&q_rows[j * v], v, &probs_draft[(k * gamma + i) * v]);
         const RandomAddress a{config.seed,
                               static_cast<uint32_t>(b),
                               step,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/mutants.hpp"
 #include "core/philox.hpp"
 #include "core/sampling.hpp"
 #include "core/verify_chain_detail.hpp"
@@ -48,7 +49,11 @@ void verify_request(const ChainBatch& batch, const BlockParams& params, int64_t 
   int64_t tau = 0;
   for (int64_t i = 1; i <= n_draft; ++i) {
     address.position = static_cast<uint32_t>(i);
-    if (philox_uniform(address) <= weights.h[i]) tau = i;  // the largest passing i
+    if (philox_uniform(address) <= weights.h[i]) {
+      tau = i;  // the largest passing i
+    } else if (mutant(Mutant::kBlockFirstFailure)) {
+      break;
+    }
   }
   for (int64_t i = 0; i < tau; ++i) {
     out.accept_mask[r * g + i] = 1;

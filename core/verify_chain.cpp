@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/mutants.hpp"
 #include "core/philox.hpp"
 #include "core/rules.hpp"
 #include "core/sampling.hpp"
@@ -163,7 +164,7 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
       accepted = x == argmax_lowest(p);
     } else {
       const auto q = detail::draft_row(batch, r, n);
-      address.position = static_cast<uint32_t>(n + 1);
+      address.position = mutant(Mutant::kReusedUniform) ? 1u : static_cast<uint32_t>(n + 1);
       address.purpose = Purpose::kAcceptTest;
       const double u = philox_uniform(address);
       accepted = params.method == ChainMethod::kToken
@@ -183,6 +184,7 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
   if (params.method == ChainMethod::kGreedy) {
     last = argmax_lowest(p);
   } else if (n == n_draft) {
+    if (mutant(Mutant::kMissingBonus) && n > 0) return;
     address.purpose = Purpose::kBonusSample;
     last = sample_categorical(p, philox_bits(address));
   } else {
@@ -193,7 +195,8 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
     std::vector<uint64_t> residual(batch.vocab);
     uint64_t mass = 0;
     for (int64_t t = 0; t < batch.vocab; ++t) {
-      residual[t] = residual_fixed(p[t], q[t], leniency);
+      residual[t] = mutant(Mutant::kResidualFromTarget) ? to_fixed(p[t])
+                                                        : residual_fixed(p[t], q[t], leniency);
       mass += residual[t];
     }
     if (mass == 0) {
@@ -206,6 +209,12 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
     }
   }
   out.emitted_tokens[r * (g + 1) + n] = last;
+  if (mutant(Mutant::kAcceptedOffByOne) && n < n_draft) {
+    out.accept_mask[r * g + n] = 1;
+    out.emitted_tokens[r * (g + 1) + n] = batch.draft_tokens[r * g + n];
+    out.emitted_tokens[r * (g + 1) + n + 1] = last;
+    out.n_accepted[r] = static_cast<int32_t>(n + 1);
+  }
 }
 
 }  // namespace

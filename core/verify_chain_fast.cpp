@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/mutants.hpp"
 #include "core/philox.hpp"
 #include "core/rules.hpp"
 #include "core/sampling.hpp"
@@ -165,7 +166,7 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
       const float pv = p[x], qv = detail::draft_row(batch, r, n)[x];
       validate_probability_value(pv, x, target_where(n));
       validate_probability_value(qv, x, draft_where(n));
-      address.position = static_cast<uint32_t>(n + 1);
+      address.position = mutant(Mutant::kReusedUniform) ? 1u : static_cast<uint32_t>(n + 1);
       const double u = philox_uniform(address);
       accepted = lenient_accepts(u, leniency, qv, pv);  // l = 1 is bit-for-bit V1's test
     }
@@ -182,8 +183,9 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
     last = checked_argmax(p, target_where(n));
   } else {
     const bool bonus = n == n_draft;
+    if (bonus && mutant(Mutant::kMissingBonus) && n > 0) return;
     const float* q = bonus ? nullptr : detail::draft_row(batch, r, n).data();
-    if (bonus) {
+    if (bonus || mutant(Mutant::kResidualFromTarget)) {
       weight_pass<false>(p.data(), nullptr, leniency, v, pass);
     } else {
       weight_pass<true>(p.data(), q, leniency, v, pass);
@@ -200,10 +202,17 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
       out.residual_fallback[r] = 1;  // SPEC.md V1: sample p and count the event
       last = sample_categorical(p, bits);
     } else {
-      last = locate(p.data(), q, leniency, v, pass, bits);
+      last = locate(p.data(), mutant(Mutant::kResidualFromTarget) ? nullptr : q, leniency, v, pass,
+                    bits);
     }
   }
   out.emitted_tokens[r * (g + 1) + n] = last;
+  if (mutant(Mutant::kAcceptedOffByOne) && !greedy && n < n_draft) {
+    out.accept_mask[r * g + n] = 1;
+    out.emitted_tokens[r * (g + 1) + n] = batch.draft_tokens[r * g + n];
+    out.emitted_tokens[r * (g + 1) + n + 1] = last;
+    out.n_accepted[r] = static_cast<int32_t>(n + 1);
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/mutants.hpp"
 #include "core/philox.hpp"
 #include "core/rules.hpp"
 #include "core/sampling.hpp"
@@ -56,7 +57,9 @@ uint32_t request_id(const TreeBatch& batch, int64_t r) {
 }
 
 TreeMethod method_of(const TreeBatch& batch, const TreeParams& params, int64_t r) {
-  return batch.methods.empty() ? params.method : batch.methods[r];
+  const TreeMethod method = batch.methods.empty() ? params.method : batch.methods[r];
+  return method == TreeMethod::kTopk && mutant(Mutant::kTopkSoftmaxQ) ? TreeMethod::kTopkSoftmaxQ
+                                                                      : method;
 }
 
 int64_t row_index(const TreeBatch& batch, int64_t r, int64_t node) {
