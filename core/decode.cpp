@@ -287,9 +287,7 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
     const ChainBatch chain{n_active,    gamma,        v,       probs_target,
                            probs_draft, draft_tokens, n_draft, request_ids};
     const double verify_start = now_seconds();
-    const ChainResult verdict = verify_chain(
-        chain,
-        {.method = config.method, .leniency = config.leniency, .seed = config.seed, .step = step});
+    const ChainResult verdict = verify_step(chain, config, step);
     m.verify_seconds += now_seconds() - verify_start;
 
     for (int64_t k = 0; k < n_active; ++k) {

@@ -20,6 +20,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// HDF5's atexit handler closes every file still open at exit. A file whose flush or close failed
+// (a full disk, a file-size limit) stays open inside the library, and closing it again at exit
+// crashes HDF5 1.10 (a segfault in H5F__close_cb), turning a clean "exit 2" into SIGSEGV. Every
+// file this wrapper owns is closed by its RAII handle, so the handler is not needed; it must be
+// disabled before the library initialises, hence at static-initialisation time.
+[[maybe_unused]] const bool kHdf5AtexitDisabled = [] {
+  H5dont_atexit();
+  return true;
+}();
+
 // The thread-safe HDF5 build keeps error-stack settings per thread, so each thread that calls in
 // must switch the automatic printing off for itself.
 void silence_hdf5_errors() {
@@ -42,6 +52,12 @@ std::string hdf5_detail() {
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_innermost, &desc);
   H5Eclear2(H5E_DEFAULT);
   return desc.empty() ? std::string() : fmt::format(" (HDF5: {})", desc);
+}
+
+// ": <strerror(errno)>" when the last system call failed (ENOSPC, EFBIG), else "".
+std::string system_detail() {
+  return errno != 0 ? fmt::format(": {}", std::error_code(errno, std::generic_category()).message())
+                    : std::string();
 }
 
 // File locking stays on, but a filesystem without flock (NFS, Lustre on a cluster) is not an
@@ -90,7 +106,7 @@ struct OpenDataset {
   size_t count = 0;
 };
 
-enum class ElementKind { kFloat32, kInteger };
+enum class ElementKind { kFloat32, kFloatAny, kInteger };
 
 OpenDataset open_dataset(const Hdf5Reader& reader, hid_t file, std::string_view name,
                          ElementKind kind, std::string_view expected_type, int expected_rank,
@@ -117,6 +133,8 @@ OpenDataset open_dataset(const Hdf5Reader& reader, hid_t file, std::string_view 
   const H5T_class_t type_class = H5Tget_class(open.type.get());
   const bool type_ok = kind == ElementKind::kFloat32
                            ? type_class == H5T_FLOAT && H5Tget_size(open.type.get()) == 4
+                       : kind == ElementKind::kFloatAny
+                           ? type_class == H5T_FLOAT && H5Tget_size(open.type.get()) <= 8
                            : type_class == H5T_INTEGER;
   if (!type_ok) {
     throw InvalidInput(fmt::format("{}: dataset '{}' has dtype {}; expected {}{}", file_name, name,
@@ -327,6 +345,115 @@ Hdf5Array<uint8_t> Hdf5Reader::read_uint8(std::string_view name, int expected_ra
                                dims_hint);
 }
 
+Hdf5Array<int64_t> Hdf5Reader::read_int64(std::string_view name, int expected_rank,
+                                          std::string_view dims_hint) const {
+  silence_hdf5_errors();
+  return read_integer<int64_t>(*this, file_.get(), name, "an integer type (int64)", expected_rank,
+                               dims_hint);
+}
+
+Hdf5Array<double> Hdf5Reader::read_double(std::string_view name, int expected_rank,
+                                          std::string_view dims_hint) const {
+  silence_hdf5_errors();
+  OpenDataset open = open_dataset(*this, file_.get(), name, ElementKind::kFloatAny,
+                                  "float32 or float64", expected_rank, dims_hint);
+  Hdf5Array<double> array{std::move(open.shape), std::vector<double>(open.count)};
+  if (open.count > 0 && H5Dread(open.dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
+                                H5P_DEFAULT, array.values.data()) < 0) {
+    throw IoError(
+        fmt::format("{}: cannot read dataset '{}'{}", path_.string(), name, hdf5_detail()));
+  }
+  return array;
+}
+
+namespace {
+
+herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* client) {
+  if (info->type == H5O_TYPE_DATASET)
+    static_cast<std::vector<std::string>*>(client)->push_back(name);
+  return 0;
+}
+
+herr_t collect_attribute(hid_t, const char* name, const H5A_info_t*, void* client) {
+  static_cast<std::vector<std::string>*>(client)->push_back(name);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> Hdf5Reader::dataset_names() const {
+  silence_hdf5_errors();
+  std::vector<std::string> names;
+  if (H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names, H5O_INFO_BASIC) <
+      0) {
+    throw IoError(fmt::format("{}: cannot list datasets{}", path_.string(), hdf5_detail()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Hdf5DatasetInfo Hdf5Reader::dataset_info(std::string_view name) const {
+  silence_hdf5_errors();
+  if (!has_dataset(name)) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' is missing", path_.string(), name));
+  }
+  const std::string c_name(name);
+  Hdf5Handle dataset(H5Dopen2(file_.get(), c_name.c_str(), H5P_DEFAULT), H5Dclose);
+  Hdf5Handle space(dataset.valid() ? H5Dget_space(dataset.get()) : H5I_INVALID_HID, H5Sclose);
+  Hdf5Handle type(dataset.valid() ? H5Dget_type(dataset.get()) : H5I_INVALID_HID, H5Tclose);
+  Hdf5Handle dcpl(dataset.valid() ? H5Dget_create_plist(dataset.get()) : H5I_INVALID_HID, H5Pclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0 || !type.valid() || !dcpl.valid()) {
+    throw IoError(fmt::format("{}: cannot read the layout of dataset '{}'{}", path_.string(), name,
+                              hdf5_detail()));
+  }
+  std::vector<hsize_t> dims(static_cast<size_t>(rank)), max_dims(static_cast<size_t>(rank));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), max_dims.data());
+  Hdf5DatasetInfo info;
+  info.shape.assign(dims.begin(), dims.end());
+  info.dtype = describe_type(type.get());
+  info.chunked = H5Pget_layout(dcpl.get()) == H5D_CHUNKED;
+  const int n_filters = H5Pget_nfilters(dcpl.get());
+  for (int f = 0; f < n_filters; ++f) {
+    unsigned flags = 0, config = 0;
+    size_t n_values = 0;
+    if (H5Pget_filter2(dcpl.get(), static_cast<unsigned>(f), &flags, &n_values, nullptr, 0, nullptr,
+                       &config) == H5Z_FILTER_DEFLATE) {
+      info.deflate = true;
+    }
+  }
+  info.extendable =
+      std::any_of(max_dims.begin(), max_dims.end(), [](hsize_t d) { return d == H5S_UNLIMITED; });
+  return info;
+}
+
+std::vector<std::string> Hdf5Reader::attribute_names() const {
+  silence_hdf5_errors();
+  std::vector<std::string> names;
+  hsize_t index = 0;
+  if (H5Aiterate2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &names) < 0) {
+    throw IoError(fmt::format("{}: cannot list root attributes{}", path_.string(), hdf5_detail()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Hdf5AttributeKind Hdf5Reader::attribute_kind(std::string_view name) const {
+  silence_hdf5_errors();
+  const OpenAttribute open = open_attribute(*this, file_.get(), name);
+  switch (H5Tget_class(open.type.get())) {
+    case H5T_STRING:
+      return Hdf5AttributeKind::kString;
+    case H5T_INTEGER:
+      return H5Tget_sign(open.type.get()) == H5T_SGN_NONE ? Hdf5AttributeKind::kUnsigned
+                                                          : Hdf5AttributeKind::kSigned;
+    case H5T_FLOAT:
+      return Hdf5AttributeKind::kFloat;
+    default:
+      return Hdf5AttributeKind::kOther;
+  }
+}
+
 bool Hdf5Reader::has_attribute(std::string_view name) const {
   silence_hdf5_errors();
   check_name(name, path_);
@@ -493,6 +620,141 @@ void Hdf5Writer::write(std::string_view name, std::span<const uint8_t> values,
   write_dataset(name, H5T_STD_U8LE, H5T_NATIVE_UINT8, values.data(), values.size(), shape, options);
 }
 
+void Hdf5Writer::write(std::string_view name, std::span<const int64_t> values,
+                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  write_dataset(name, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data(), values.size(), shape,
+                options);
+}
+
+void Hdf5Writer::write(std::string_view name, std::span<const uint64_t> values,
+                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  write_dataset(name, H5T_STD_U64LE, H5T_NATIVE_UINT64, values.data(), values.size(), shape,
+                options);
+}
+
+template <>
+void Hdf5Writer::create_extendable<int32_t>(std::string_view name, int64_t chunk,
+                                            int deflate_level) {
+  create_extendable_dataset(name, H5T_STD_I32LE, H5T_NATIVE_INT32, chunk, deflate_level);
+}
+template <>
+void Hdf5Writer::create_extendable<int64_t>(std::string_view name, int64_t chunk,
+                                            int deflate_level) {
+  create_extendable_dataset(name, H5T_STD_I64LE, H5T_NATIVE_INT64, chunk, deflate_level);
+}
+template <>
+void Hdf5Writer::create_extendable<uint64_t>(std::string_view name, int64_t chunk,
+                                             int deflate_level) {
+  create_extendable_dataset(name, H5T_STD_U64LE, H5T_NATIVE_UINT64, chunk, deflate_level);
+}
+template <>
+void Hdf5Writer::create_extendable<float>(std::string_view name, int64_t chunk, int deflate_level) {
+  create_extendable_dataset(name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, chunk, deflate_level);
+}
+template <>
+void Hdf5Writer::create_extendable<double>(std::string_view name, int64_t chunk,
+                                           int deflate_level) {
+  create_extendable_dataset(name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, chunk, deflate_level);
+}
+
+void Hdf5Writer::append(std::string_view name, std::span<const int32_t> values) {
+  append_values(name, H5T_NATIVE_INT32, values.data(), values.size());
+}
+void Hdf5Writer::append(std::string_view name, std::span<const int64_t> values) {
+  append_values(name, H5T_NATIVE_INT64, values.data(), values.size());
+}
+void Hdf5Writer::append(std::string_view name, std::span<const uint64_t> values) {
+  append_values(name, H5T_NATIVE_UINT64, values.data(), values.size());
+}
+void Hdf5Writer::append(std::string_view name, std::span<const float> values) {
+  append_values(name, H5T_NATIVE_FLOAT, values.data(), values.size());
+}
+void Hdf5Writer::append(std::string_view name, std::span<const double> values) {
+  append_values(name, H5T_NATIVE_DOUBLE, values.data(), values.size());
+}
+
+void Hdf5Writer::create_extendable_dataset(std::string_view name, hid_t file_type,
+                                           hid_t memory_type, int64_t chunk, int deflate_level) {
+  silence_hdf5_errors();
+  check_name(name, path_);
+  check_open(fmt::format("dataset '{}'", name));
+  const std::string file_name = path_.string();
+  if (chunk < 1) {
+    throw InvalidInput(
+        fmt::format("{}: dataset '{}' chunk is {}; expected ≥ 1", file_name, name, chunk));
+  }
+  if (deflate_level < 0 || deflate_level > 9) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' deflate_level = {}; expected 0..9", file_name,
+                                   name, deflate_level));
+  }
+  const std::string c_name(name);
+  if (H5Lexists(file_.get(), c_name.c_str(), H5P_DEFAULT) > 0) {
+    throw Error(fmt::format("{}: dataset '{}' is written twice", file_name, name));
+  }
+  H5Eclear2(H5E_DEFAULT);
+  const hsize_t dims[1] = {0}, max_dims[1] = {H5S_UNLIMITED};
+  const hsize_t chunk_dims[1] = {static_cast<hsize_t>(chunk)};
+  Hdf5Handle space(H5Screate_simple(1, dims, max_dims), H5Sclose);
+  Hdf5Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  Hdf5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  if (!space.valid() || !dcpl.valid() || !lcpl.valid() ||
+      H5Pset_chunk(dcpl.get(), 1, chunk_dims) < 0 ||
+      (deflate_level > 0 && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level)) < 0)) {
+    throw IoError(fmt::format("{}: cannot prepare dataset '{}'{}", file_name, name, hdf5_detail()));
+  }
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  Hdf5Handle dataset(H5Dcreate2(file_.get(), c_name.c_str(), file_type, space.get(), lcpl.get(),
+                                dcpl.get(), H5P_DEFAULT),
+                     H5Dclose);
+  if (!dataset.valid() || !dataset.close()) {
+    throw IoError(fmt::format("{}: cannot create dataset '{}'{}", file_name, name, hdf5_detail()));
+  }
+  extendable_types_.emplace(c_name, memory_type);
+}
+
+void Hdf5Writer::append_values(std::string_view name, hid_t memory_type, const void* data,
+                               size_t count) {
+  silence_hdf5_errors();
+  check_open(fmt::format("dataset '{}'", name));
+  const std::string file_name = path_.string();
+  const auto it = extendable_types_.find(name);
+  if (it == extendable_types_.end()) {
+    throw Error(fmt::format("{}: dataset '{}' was not made by create_extendable(); cannot append",
+                            file_name, name));
+  }
+  if (H5Tequal(it->second, memory_type) <= 0) {
+    throw Error(
+        fmt::format("{}: dataset '{}' appended with another element type than it was "
+                    "created with",
+                    file_name, name));
+  }
+  if (count == 0) return;
+  errno = 0;
+  const std::string c_name(name);
+  Hdf5Handle dataset(H5Dopen2(file_.get(), c_name.c_str(), H5P_DEFAULT), H5Dclose);
+  Hdf5Handle old_space(dataset.valid() ? H5Dget_space(dataset.get()) : H5I_INVALID_HID, H5Sclose);
+  hsize_t old_size = 0;
+  if (!old_space.valid() || H5Sget_simple_extent_dims(old_space.get(), &old_size, nullptr) != 1) {
+    throw IoError(
+        fmt::format("{}: cannot open dataset '{}' to append{}", file_name, name, hdf5_detail()));
+  }
+  const hsize_t start[1] = {old_size}, n[1] = {count}, new_size[1] = {old_size + count};
+  if (H5Dset_extent(dataset.get(), new_size) < 0) {
+    throw IoError(fmt::format("{}: cannot extend dataset '{}' to {} elements{}", file_name, name,
+                              new_size[0], hdf5_detail()));
+  }
+  Hdf5Handle file_space(H5Dget_space(dataset.get()), H5Sclose);
+  Hdf5Handle memory_space(H5Screate_simple(1, n, nullptr), H5Sclose);
+  if (!file_space.valid() || !memory_space.valid() ||
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, n, nullptr) < 0 ||
+      H5Dwrite(dataset.get(), memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT,
+               data) < 0 ||
+      !dataset.close()) {
+    throw IoError(fmt::format("{}: cannot append {} values to dataset '{}'{}{}", file_name, count,
+                              name, system_detail(), hdf5_detail()));
+  }
+}
+
 void Hdf5Writer::write_dataset(std::string_view name, hid_t file_type, hid_t memory_type,
                                const void* data, size_t count, std::span<const int64_t> shape,
                                const Hdf5WriteOptions& options) {
@@ -564,17 +826,21 @@ void Hdf5Writer::write_dataset(std::string_view name, hid_t file_type, hid_t mem
                                 name, hdf5_detail()));
     }
   }
+  errno = 0;
   Hdf5Handle dataset(H5Dcreate2(file_.get(), c_name.c_str(), file_type, space.get(), lcpl.get(),
                                 dcpl.get(), H5P_DEFAULT),
                      H5Dclose);
   if (!dataset.valid()) {
-    throw IoError(fmt::format("{}: cannot create dataset '{}'{}", file_name, name, hdf5_detail()));
+    throw IoError(fmt::format("{}: cannot create dataset '{}'{}{}", file_name, name,
+                              system_detail(), hdf5_detail()));
   }
   if (count > 0 && H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-    throw IoError(fmt::format("{}: cannot write dataset '{}'{}", file_name, name, hdf5_detail()));
+    throw IoError(fmt::format("{}: cannot write dataset '{}'{}{}", file_name, name, system_detail(),
+                              hdf5_detail()));
   }
   if (!dataset.close()) {
-    throw IoError(fmt::format("{}: cannot close dataset '{}'{}", file_name, name, hdf5_detail()));
+    throw IoError(fmt::format("{}: cannot close dataset '{}'{}{}", file_name, name, system_detail(),
+                              hdf5_detail()));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,18 @@ inline constexpr int kAnyRank = -1;
 /// "[4, 3, 10]".
 std::string format_shape(std::span<const int64_t> shape);
 
+/// How a dataset is stored, for inspection and tests.
+struct Hdf5DatasetInfo {
+  std::vector<int64_t> shape;
+  std::string dtype;  ///< "int32", "float64", "string", ...
+  bool chunked = false;
+  bool deflate = false;     ///< has the deflate filter
+  bool extendable = false;  ///< some dimension has an unlimited maximum
+};
+
+/// The type of a root attribute, as read_*_attribute sees it.
+enum class Hdf5AttributeKind { kString, kSigned, kUnsigned, kFloat, kOther };
+
 /// An existing HDF5 file opened read-only. Every error names the file (as given) and the dataset
 /// or attribute.
 class Hdf5Reader {
@@ -74,6 +87,21 @@ class Hdf5Reader {
   /// Reads any integer dataset as uint8, rejecting floats and values outside [0, 255].
   Hdf5Array<uint8_t> read_uint8(std::string_view name, int expected_rank = kAnyRank,
                                 std::string_view dims_hint = {}) const;
+  /// Reads any integer dataset as int64 (unsigned values above int64's range are rejected).
+  Hdf5Array<int64_t> read_int64(std::string_view name, int expected_rank = kAnyRank,
+                                std::string_view dims_hint = {}) const;
+  /// Reads a float32 or float64 dataset as double (widening is exact; integers are rejected).
+  Hdf5Array<double> read_double(std::string_view name, int expected_rank = kAnyRank,
+                                std::string_view dims_hint = {}) const;
+
+  /// Every dataset in the file, as full paths without the leading '/' ("steps/accepted"), sorted.
+  std::vector<std::string> dataset_names() const;
+  /// Shape, type and storage of a dataset; throws InvalidInput when it is missing.
+  Hdf5DatasetInfo dataset_info(std::string_view name) const;
+  /// Names of the root group's attributes, sorted.
+  std::vector<std::string> attribute_names() const;
+  /// Throws InvalidInput when the attribute is missing.
+  Hdf5AttributeKind attribute_kind(std::string_view name) const;
 
   /// Attributes of the root group. Integer reads accept any integer type whose value fits;
   /// read_double accepts floats and integers; read_string accepts fixed and variable length.
@@ -119,6 +147,23 @@ class Hdf5Writer {
              const Hdf5WriteOptions& options = {});
   void write(std::string_view name, std::span<const uint8_t> values, std::span<const int64_t> shape,
              const Hdf5WriteOptions& options = {});
+  void write(std::string_view name, std::span<const int64_t> values, std::span<const int64_t> shape,
+             const Hdf5WriteOptions& options = {});
+  void write(std::string_view name, std::span<const uint64_t> values,
+             std::span<const int64_t> shape, const Hdf5WriteOptions& options = {});
+
+  /// Creates an empty 1-D dataset of unlimited length, chunked (`chunk` elements per chunk) and
+  /// deflate-compressed (level 1..9; 0 stores chunks uncompressed), to be grown with append():
+  /// step logs whose length is known only at the end. T is the element type of the later
+  /// appends: int32_t, int64_t, uint64_t, float or double.
+  template <typename T>
+  void create_extendable(std::string_view name, int64_t chunk = 4096, int deflate_level = 4);
+  /// Appends values to a dataset made by create_extendable<T> with the same T.
+  void append(std::string_view name, std::span<const int32_t> values);
+  void append(std::string_view name, std::span<const int64_t> values);
+  void append(std::string_view name, std::span<const uint64_t> values);
+  void append(std::string_view name, std::span<const float> values);
+  void append(std::string_view name, std::span<const double> values);
 
   /// Root attributes; an existing attribute of the same name is replaced.
   void write_string_attribute(std::string_view name, std::string_view value);
@@ -136,10 +181,25 @@ class Hdf5Writer {
                      size_t count, std::span<const int64_t> shape, const Hdf5WriteOptions& options);
   void write_attribute(std::string_view name, hid_t file_type, hid_t memory_type, const void* data);
   void check_open(std::string_view what) const;
+  void create_extendable_dataset(std::string_view name, hid_t file_type, hid_t memory_type,
+                                 int64_t chunk, int deflate_level);
+  void append_values(std::string_view name, hid_t memory_type, const void* data, size_t count);
 
   std::filesystem::path path_;
   Hdf5Handle file_;
   bool committed_ = false;
+  std::map<std::string, hid_t, std::less<>> extendable_types_;  ///< name -> memory type
 };
+
+template <>
+void Hdf5Writer::create_extendable<int32_t>(std::string_view, int64_t, int);
+template <>
+void Hdf5Writer::create_extendable<int64_t>(std::string_view, int64_t, int);
+template <>
+void Hdf5Writer::create_extendable<uint64_t>(std::string_view, int64_t, int);
+template <>
+void Hdf5Writer::create_extendable<float>(std::string_view, int64_t, int);
+template <>
+void Hdf5Writer::create_extendable<double>(std::string_view, int64_t, int);
 
 }  // namespace speclab

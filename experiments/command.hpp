@@ -20,6 +20,12 @@ struct CommandEntry {
 
 std::vector<CommandEntry>& command_registry();
 
+/// Thrown by a command that finished normally but must exit with a non-zero status (e.g. a
+/// verification that found a difference): main prints nothing more and returns `code`.
+struct ExitStatus {
+  int code = 0;
+};
+
 /// Registers a subcommand at static-initialisation time:
 ///   static const speclab::cli::CommandRegistrar kRegistrar{"exact", &setup_exact};
 struct CommandRegistrar {

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  } catch (const speclab::cli::ExitStatus& status) {
+    return status.code;
   } catch (const speclab::InvalidInput& e) {
     std::fprintf(stderr, "speclab: error: %s\n", e.what());
     return 2;

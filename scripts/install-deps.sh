@@ -15,7 +15,7 @@ packages=(
   libgtest-dev libgmock-dev
   librapidcheck-dev
   libbenchmark-dev
-  python3-h5py python3-numpy
+  python3-h5py python3-numpy python3-pandas
 )
 
 missing=()

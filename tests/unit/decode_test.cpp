@@ -198,6 +198,23 @@ TEST(DecodeEngine, EveryVerifierEqualsPlainGreedyAtTemperatureZero) {
   }
 }
 
+TEST(DecodeEngine, EachVerifierIsTheOneThatRuns) {
+  // Same models, seed and shape: V1, V5 and V4 consume different uniforms and accept
+  // differently, so their streams differ; a dispatch that ignored the verifier would not.
+  auto target = random_markov("target", 6, 1, 81);
+  auto draft = random_markov("draft", 6, 1, 82);
+  const auto ps = prompts(32, 6);
+  std::vector<std::vector<std::vector<int32_t>>> streams;
+  for (const char* name : {"token", "block", "typical"}) {
+    DecodeConfig config{.max_new_tokens = 16, .seed = 5, .gamma = 3};
+    set_verifier(config, name);
+    streams.push_back(speculative_decode(target, draft, ps, config).tokens);
+  }
+  EXPECT_NE(streams[0], streams[1]);
+  EXPECT_NE(streams[0], streams[2]);
+  EXPECT_NE(streams[1], streams[2]);
+}
+
 TEST(DecodeEngine, TreeDecodingAcceptsEverythingWhenDraftEqualsTarget) {
   auto model = random_markov("m", 4, 2, 51);
   const auto ps = prompts(5, 4);

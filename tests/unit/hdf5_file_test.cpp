@@ -291,5 +291,79 @@ TEST(Hdf5File, WriterRejectsBadUse) {
   EXPECT_THROW(writer.commit(), Error);
 }
 
+TEST(Hdf5File, ExtendableDatasetsGrowByAppend) {
+  const fs::path path = test_dir() / "log.h5";
+  {
+    Hdf5Writer writer(path);
+    writer.create_extendable<int32_t>("steps/accepted", 4);
+    writer.create_extendable<double>("steps/seconds", 4, 0);
+    writer.create_extendable<uint64_t>("seeds");
+    writer.append("steps/accepted", std::vector<int32_t>{1, 2, 3});
+    writer.append("steps/accepted", std::vector<int32_t>{});
+    writer.append("steps/accepted", std::vector<int32_t>{4, 5, 6, 7, 8});
+    writer.append("steps/seconds", std::vector<double>{0.5});
+    writer.append("seeds", std::vector<uint64_t>{UINT64_MAX});
+    // Appending another element type or to a fixed dataset is a programming error.
+    EXPECT_THROW(writer.append("steps/accepted", std::vector<double>{1.0}), Error);
+    writer.write("fixed", std::vector<int64_t>{1, -2}, std::vector<int64_t>{2});
+    EXPECT_THROW(writer.append("fixed", std::vector<int64_t>{3}), Error);
+    EXPECT_THROW(writer.create_extendable<int32_t>("steps/accepted"), Error);
+    EXPECT_THROW(writer.create_extendable<int32_t>("bad_chunk", 0), InvalidInput);
+    writer.commit();
+  }
+  const Hdf5Reader reader(path);
+  EXPECT_EQ(reader.read_int32("steps/accepted", 1).values,
+            (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(reader.read_double("steps/seconds").values, std::vector<double>{0.5});
+  EXPECT_EQ(reader.read_int64("fixed").values, (std::vector<int64_t>{1, -2}));
+  const Hdf5DatasetInfo info = reader.dataset_info("steps/accepted");
+  EXPECT_EQ(info.shape, std::vector<int64_t>{8});
+  EXPECT_EQ(info.dtype, "int32");
+  EXPECT_TRUE(info.chunked);
+  EXPECT_TRUE(info.deflate);
+  EXPECT_TRUE(info.extendable);
+  EXPECT_FALSE(reader.dataset_info("steps/seconds").deflate);
+  const Hdf5DatasetInfo fixed = reader.dataset_info("fixed");
+  EXPECT_FALSE(fixed.chunked || fixed.extendable);
+  EXPECT_EQ(reader.dataset_names(),
+            (std::vector<std::string>{"fixed", "seeds", "steps/accepted", "steps/seconds"}));
+}
+
+TEST(Hdf5File, ReadDoubleWidensFloatsAndRejectsIntegers) {
+  const fs::path path = test_dir() / "d.h5";
+  {
+    Hdf5Writer writer(path);
+    writer.write("f32", std::vector<float>{0.25f}, std::vector<int64_t>{1});
+    writer.write("f64", std::vector<double>{0.1}, std::vector<int64_t>{1});
+    writer.write("i32", std::vector<int32_t>{1}, std::vector<int64_t>{1});
+    writer.commit();
+  }
+  const Hdf5Reader reader(path);
+  EXPECT_EQ(reader.read_double("f32").values, std::vector<double>{0.25});
+  EXPECT_EQ(reader.read_double("f64").values, std::vector<double>{0.1});
+  expect_error<InvalidInput>([&] { reader.read_double("i32"); },
+                             {"'i32' has dtype int32; expected float32 or float64"});
+  expect_error<InvalidInput>([&] { reader.read_int64("f64"); }, {"'f64' has dtype float64"});
+}
+
+TEST(Hdf5File, ListsAttributesWithTheirKinds) {
+  const fs::path path = test_dir() / "a.h5";
+  {
+    Hdf5Writer writer(path);
+    writer.write_string_attribute("s", "text");
+    writer.write_int64_attribute("i", -1);
+    writer.write_uint64_attribute("u", 1);
+    writer.write_double_attribute("x", 0.5);
+    writer.commit();
+  }
+  const Hdf5Reader reader(path);
+  EXPECT_EQ(reader.attribute_names(), (std::vector<std::string>{"i", "s", "u", "x"}));
+  EXPECT_EQ(reader.attribute_kind("s"), Hdf5AttributeKind::kString);
+  EXPECT_EQ(reader.attribute_kind("i"), Hdf5AttributeKind::kSigned);
+  EXPECT_EQ(reader.attribute_kind("u"), Hdf5AttributeKind::kUnsigned);
+  EXPECT_EQ(reader.attribute_kind("x"), Hdf5AttributeKind::kFloat);
+  EXPECT_THROW(reader.attribute_kind("missing"), InvalidInput);
+}
+
 }  // namespace
 }  // namespace speclab

@@ -1,0 +1,592 @@
+// Experiment configs: the key schema, typed reads with source locations, range and cross-field
+// checks, and the resolved TOML text of a point (see config.hpp).
+#include "experiments/config.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/model_registry.hpp"
+#include "core/models/ngram.hpp"
+
+namespace speclab::experiments {
+namespace {
+
+constexpr std::array<KeySpec, 24> kKeys = {{
+    {"name", ValueKind::kString, "label of the experiment; default: the config file's stem"},
+    {"seed", ValueKind::kInteger, "base seed, ≥ 0; batch k decodes with a mix of (seed, k)"},
+    {"target.model", ValueKind::kString, "target model name (speclab make_model), required"},
+    {"draft.model", ValueKind::kString, "draft model name; no [draft] table: plain decoding only"},
+    {"draft.temperature", ValueKind::kNumber, "draft's temperature; default sampling.temperature"},
+    {"draft.top_k", ValueKind::kInteger, "draft's top-k; default sampling.top_k"},
+    {"draft.top_p", ValueKind::kNumber, "draft's top-p; default sampling.top_p"},
+    {"draft.min_p", ValueKind::kNumber, "draft's min-p; default sampling.min_p"},
+    {"verifier.method", ValueKind::kString,
+     "token | greedy | lenient | block | typical | tree-iid | tree-swor | tree-topk | "
+     "tree-topk-softmax-q | kseq; default token"},
+    {"verifier.leniency", ValueKind::kNumber, "l in (0, 1] of lenient verification; default 1"},
+    {"verifier.typical_epsilon", ValueKind::kNumber, "ε > 0 of typical acceptance; default 0.09"},
+    {"verifier.typical_delta", ValueKind::kNumber, "δ > 0 of typical acceptance; default 0.3"},
+    {"sampling.temperature", ValueKind::kNumber, "≥ 0, 0 = greedy; default 1"},
+    {"sampling.top_k", ValueKind::kInteger, "≥ 0, 0 = off; default 0"},
+    {"sampling.top_p", ValueKind::kNumber, "in (0, 1]; default 1"},
+    {"sampling.min_p", ValueKind::kNumber, "in [0, 1]; default 0"},
+    {"decode.gamma", ValueKind::kInteger, "draft tokens per step, 1..256; default 4"},
+    {"decode.branches", ValueKind::kIntegerList,
+     "tree verifiers: candidates per depth, e.g. [2, 2, 1]; the depth plays γ's role"},
+    {"decode.batch_size", ValueKind::kInteger, "requests decoded together; default 1"},
+    {"decode.sequences", ValueKind::kInteger, "requests in all; default batch_size"},
+    {"decode.max_new_tokens", ValueKind::kInteger, "tokens generated per request; default 64"},
+    {"decode.prompt_length", ValueKind::kInteger, "prompt tokens per request; default 16"},
+    {"decode.prompt_source", ValueKind::kString, "random | corpus; default random"},
+    {"decode.baseline", ValueKind::kBoolean, "also run plain decoding for the speedup"},
+}};
+
+constexpr std::array<std::string_view, 6> kTables = {"target",   "draft",  "verifier",
+                                                     "sampling", "decode", "sweep"};
+
+constexpr int64_t kMaxGamma = 256;
+constexpr int64_t kMaxCount = 1'000'000;
+constexpr int64_t kMaxTokensPerPoint = 1'000'000'000;
+constexpr int64_t kMaxTreeNodes = 4096;  // as core/decode_tree.cpp
+
+std::string_view kind_name(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kString:
+      return "a string";
+    case ValueKind::kInteger:
+      return "an integer";
+    case ValueKind::kNumber:
+      return "a number";
+    case ValueKind::kBoolean:
+      return "a boolean (true or false)";
+    case ValueKind::kIntegerList:
+      return "a list of integers";
+  }
+  return "a value";
+}
+
+std::string_view node_type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date or time";
+  }
+}
+
+// Typed access to one point's leaves; every type or range problem goes to the diagnostics.
+class LeafReader {
+ public:
+  LeafReader(const LeafValues& values, std::string_view fallback, Diagnostics& diagnostics)
+      : values_(values), fallback_(fallback), diagnostics_(diagnostics) {}
+
+  const toml::node* node(std::string_view key) const {
+    const auto it = values_.find(key);
+    return it == values_.end() ? nullptr : it->second;
+  }
+
+  void error(std::string_view key, std::string_view message) const {
+    if (const toml::node* n = node(key)) {
+      diagnostics_.error_at(*n, message);
+    } else {
+      diagnostics_.error(fallback_, message);
+    }
+  }
+
+  template <typename T>
+  std::optional<T> read(std::string_view key) const {
+    const toml::node* n = node(key);
+    if (n == nullptr) return std::nullopt;
+    std::optional<T> value;
+    ValueKind kind = ValueKind::kString;
+    if constexpr (std::is_same_v<T, std::string>) {
+      value = n->value_exact<std::string>();
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      kind = ValueKind::kInteger;
+      value = n->value_exact<int64_t>();
+    } else if constexpr (std::is_same_v<T, double>) {
+      kind = ValueKind::kNumber;
+      if (n->is_integer()) {
+        value = static_cast<double>(*n->value_exact<int64_t>());
+      } else {
+        value = n->value_exact<double>();
+      }
+    } else {
+      kind = ValueKind::kBoolean;
+      value = n->value_exact<bool>();
+    }
+    if (!value) {
+      diagnostics_.error_at(*n, fmt::format("{} is {} ({}); expected {}", key, render_value(*n),
+                                            node_type_name(*n), kind_name(kind)));
+    }
+    return value;
+  }
+
+  int64_t integer(std::string_view key, int64_t fallback, int64_t lo, int64_t hi) const {
+    const std::optional<int64_t> value = read<int64_t>(key);
+    if (!value) return fallback;
+    if (*value < lo || *value > hi) {
+      error(key, fmt::format("{} is {}; expected an integer in [{}, {}]", key, *value, lo, hi));
+      return fallback;
+    }
+    return *value;
+  }
+
+  // A finite number in [lo, hi] (or (lo, hi] when lo_open).
+  double number(std::string_view key, double fallback, double lo, bool lo_open, double hi) const {
+    const std::optional<double> value = read<double>(key);
+    if (!value) return fallback;
+    const bool ok = std::isfinite(*value) && (lo_open ? *value > lo : *value >= lo) && *value <= hi;
+    if (!ok) {
+      const std::string range =
+          std::isinf(hi) ? fmt::format("a finite number {} {}", lo_open ? ">" : "≥", lo)
+                         : fmt::format("a number in {}{}, {}]", lo_open ? "(" : "[", lo, hi);
+      error(key, fmt::format("{} is {}; expected {}", key, render_value(*node(key)), range));
+      return fallback;
+    }
+    return *value;
+  }
+
+  std::optional<std::string> choice(std::string_view key,
+                                    const std::vector<std::string>& choices) const {
+    const std::optional<std::string> value = read<std::string>(key);
+    if (!value) return std::nullopt;
+    if (std::find(choices.begin(), choices.end(), *value) == choices.end()) {
+      error(key, fmt::format("{} is \"{}\"; expected one of: {}{}", key, *value,
+                             fmt::join(choices, ", "), did_you_mean(*value, choices)));
+      return std::nullopt;
+    }
+    return value;
+  }
+
+ private:
+  const LeafValues& values_;
+  std::string_view fallback_;
+  Diagnostics& diagnostics_;
+};
+
+SamplingParams read_sampling(const LeafReader& r, std::string_view prefix,
+                             const SamplingParams& defaults) {
+  const auto key = [&](std::string_view field) { return fmt::format("{}.{}", prefix, field); };
+  const double inf = std::numeric_limits<double>::infinity();
+  SamplingParams p;
+  p.temperature = r.number(key("temperature"), defaults.temperature, 0.0, false, inf);
+  p.top_k = r.integer(key("top_k"), defaults.top_k, 0, std::numeric_limits<int32_t>::max());
+  p.top_p = r.number(key("top_p"), defaults.top_p, 0.0, true, 1.0);
+  p.min_p = r.number(key("min_p"), defaults.min_p, 0.0, false, 1.0);
+  return p;
+}
+
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+}  // namespace
+
+std::span<const KeySpec> config_keys() { return kKeys; }
+
+const KeySpec* find_key(std::string_view key) {
+  for (const KeySpec& spec : kKeys) {
+    if (spec.key == key) return &spec;
+  }
+  return nullptr;
+}
+
+bool is_config_table(std::string_view key) {
+  return std::find(kTables.begin(), kTables.end(), key) != kTables.end();
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  const std::string* best = nullptr;
+  size_t best_distance = std::numeric_limits<size_t>::max();
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best = &c;
+      best_distance = d;
+    }
+  }
+  // Close enough: about a third of the word's length (at least 2 edits).
+  if (best != nullptr && best_distance > 0 &&
+      best_distance <= std::max<size_t>(2, (word.size() + 2) / 3)) {
+    return fmt::format(" (did you mean \"{}\"?)", *best);
+  }
+  // "gamma" or "sampling.gamma" for "decode.gamma": the same last component elsewhere.
+  const std::string_view tail = word.substr(word.rfind('.') + 1);
+  std::vector<std::string> tails;
+  for (const std::string& c : candidates) {
+    const size_t dot = c.rfind('.');
+    if (dot != std::string::npos && c != word && std::string_view(c).substr(dot + 1) == tail) {
+      tails.push_back(fmt::format("\"{}\"", c));
+    }
+  }
+  if (!tails.empty()) return fmt::format(" (did you mean {}?)", fmt::join(tails, " or "));
+  return {};
+}
+
+std::string source_location(const toml::source_region& region) {
+  const std::string path = region.path ? *region.path : std::string("<config>");
+  if (path.starts_with("--set ")) return path;
+  return fmt::format("{}:{}:{}", path, region.begin.line, region.begin.column);
+}
+
+std::string render_value(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string:
+      return fmt::format("\"{}\"", *node.value_exact<std::string>());
+    case toml::node_type::integer:
+      return fmt::format("{}", *node.value_exact<int64_t>());
+    case toml::node_type::floating_point:
+      return fmt::format("{}", *node.value_exact<double>());
+    case toml::node_type::boolean:
+      return *node.value_exact<bool>() ? "true" : "false";
+    case toml::node_type::array: {
+      std::vector<std::string> parts;
+      for (const toml::node& element : *node.as_array()) parts.push_back(render_value(element));
+      return fmt::format("[{}]", fmt::join(parts, ", "));
+    }
+    default: {
+      std::ostringstream out;
+      node.visit([&](const auto& n) { out << toml::toml_formatter{n}; });
+      std::string text = out.str();
+      std::replace(text.begin(), text.end(), '\n', ' ');
+      return text;
+    }
+  }
+}
+
+std::string plain_value(const toml::node& node) {
+  if (const auto s = node.value_exact<std::string>()) return *s;
+  return render_value(node);
+}
+
+void Diagnostics::add(Entry entry) {
+  for (const Entry& e : entries_) {
+    if (e.text == entry.text) return;
+  }
+  entries_.push_back(std::move(entry));
+}
+
+void Diagnostics::error(std::string_view location, std::string_view message) {
+  add({0, 0, location.empty() ? std::string(message) : fmt::format("{}: {}", location, message)});
+}
+
+void Diagnostics::error_at(const toml::node& node, std::string_view message) {
+  const toml::source_region& region = node.source();
+  const bool from_set = region.path && region.path->starts_with("--set ");
+  add({from_set ? 0 : region.begin.line, from_set ? 0 : region.begin.column,
+       fmt::format("{}: {}", source_location(region), message)});
+}
+
+void Diagnostics::merge(const Diagnostics& other) {
+  for (const Entry& e : other.entries_) add(e);
+}
+
+std::vector<std::string> Diagnostics::messages() const {
+  std::vector<Entry> sorted = entries_;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Entry& a, const Entry& b) {
+    const auto key = [](const Entry& e) {
+      return std::pair{e.line == 0 ? UINT64_MAX : e.line, e.column};
+    };
+    return key(a) < key(b);
+  });
+  std::vector<std::string> messages;
+  for (const Entry& e : sorted) messages.push_back(e.text);
+  return messages;
+}
+
+void Diagnostics::throw_if_any(std::string_view source) const {
+  if (entries_.empty()) return;
+  throw InvalidInput(fmt::format("{}: {} error{}:\n{}", source, entries_.size(),
+                                 entries_.size() == 1 ? "" : "s", fmt::join(messages(), "\n")));
+}
+
+std::string_view to_string(PromptSource source) {
+  return source == PromptSource::kCorpus ? "corpus" : "random";
+}
+
+std::optional<RunSettings> resolve_settings(const LeafValues& values, std::string_view default_name,
+                                            std::string_view fallback_location,
+                                            Diagnostics& diagnostics) {
+  Diagnostics local;
+  const LeafReader r(values, fallback_location, local);
+  RunSettings s;
+  s.name = r.read<std::string>("name").value_or(std::string(default_name));
+  if (s.name.empty()) r.error("name", "name is \"\"; expected a non-empty label");
+  s.seed = static_cast<uint64_t>(r.integer("seed", 0, 0, std::numeric_limits<int64_t>::max()));
+
+  const std::vector<std::string> models = model_names();
+  const auto model = [&](std::string_view key) -> std::string {
+    const std::optional<std::string> name = r.read<std::string>(key);
+    if (!name) return {};
+    if (std::find(models.begin(), models.end(), *name) == models.end()) {
+      r.error(key, fmt::format("{} is \"{}\"; expected a model name{}; known models: {}", key,
+                               *name, did_you_mean(*name, models), fmt::join(models, ", ")));
+      return {};
+    }
+    return *name;
+  };
+  s.target_model = model("target.model");
+  if (r.node("target.model") == nullptr) {
+    r.error("target.model",
+            fmt::format("target.model is missing; expected [target] model = \"NAME\" with NAME "
+                        "one of: {}",
+                        fmt::join(models, ", ")));
+  }
+  const bool has_draft = r.node("draft.model") != nullptr;
+  s.draft_model = model("draft.model");
+
+  if (const auto method = r.choice("verifier.method", verifier_names())) s.verifier = *method;
+  const double inf = std::numeric_limits<double>::infinity();
+  s.leniency = r.number("verifier.leniency", 1.0, 0.0, true, 1.0);
+  s.typical_epsilon = r.number("verifier.typical_epsilon", 0.09, 0.0, true, inf);
+  s.typical_delta = r.number("verifier.typical_delta", 0.3, 0.0, true, inf);
+  if (const toml::node* node = r.node("decode.branches")) {
+    const toml::array* list = node->as_array();
+    bool ok = list != nullptr && !list->empty();
+    if (ok) {
+      for (const toml::node& k : *list) {
+        const auto value = k.value_exact<int64_t>();
+        ok = ok && value.has_value() && *value >= 1;
+        if (value) s.branches.push_back(*value);
+      }
+    }
+    if (!ok) {
+      s.branches.clear();
+      r.error("decode.branches",
+              fmt::format("decode.branches is {}; expected a non-empty list of integers ≥ 1, "
+                          "e.g. [2, 2, 1]",
+                          render_value(*node)));
+    }
+  }
+
+  s.sampling = read_sampling(r, "sampling", SamplingParams{});
+  s.draft_sampling = read_sampling(r, "draft", s.sampling);
+  if (!has_draft) {
+    for (std::string_view key :
+         {"draft.temperature", "draft.top_k", "draft.top_p", "draft.min_p"}) {
+      if (r.node(key) != nullptr) {
+        r.error(key, fmt::format("{} is set but draft.model is missing; add draft.model to "
+                                 "[draft] or remove {}",
+                                 key, key));
+      }
+    }
+  }
+
+  s.gamma = r.integer("decode.gamma", 4, 1, kMaxGamma);
+  s.batch_size = r.integer("decode.batch_size", 1, 1, kMaxCount);
+  s.sequences = r.integer("decode.sequences", s.batch_size, 1, kMaxCount);
+  s.max_new_tokens = r.integer("decode.max_new_tokens", 64, 1, kMaxCount);
+  s.prompt_length = r.integer("decode.prompt_length", 16, 1, kMaxCount);
+  if (const auto source = r.choice("decode.prompt_source", {"random", "corpus"})) {
+    s.prompt_source = *source == "corpus" ? PromptSource::kCorpus : PromptSource::kRandom;
+  }
+  s.baseline = r.read<bool>("decode.baseline").value_or(false);
+
+  // Cross-field constraints, once every field is known to be well formed.
+  if (local.empty()) {
+    if (s.batch_size > s.sequences) {
+      r.error("decode.batch_size",
+              fmt::format("decode.batch_size is {} but decode.sequences is {}; expected "
+                          "batch_size ≤ sequences",
+                          s.batch_size, s.sequences));
+    }
+    if (s.sequences * s.max_new_tokens > kMaxTokensPerPoint) {
+      r.error("decode.max_new_tokens",
+              fmt::format("decode.sequences × decode.max_new_tokens is {} × {}; expected at most "
+                          "{} tokens per sweep point",
+                          s.sequences, s.max_new_tokens, kMaxTokensPerPoint));
+    }
+    if (s.baseline && !s.speculative()) {
+      r.error("decode.baseline",
+              "decode.baseline = true needs a [draft]: without one the run is plain decoding "
+              "already");
+    }
+    if (s.speculative() && s.tree()) {
+      if (s.branches.empty()) {
+        r.error("verifier.method",
+                fmt::format("verifier.method \"{}\" is a tree verifier and needs "
+                            "decode.branches, the candidates per depth, e.g. [2, 2, 1]",
+                            s.verifier));
+      }
+      int64_t nodes = 0, level = 1;
+      for (const int64_t k : s.branches) {
+        level = std::min(level * k, kMaxTreeNodes + 1);
+        nodes += level;
+      }
+      if (nodes > kMaxTreeNodes) {
+        r.error("decode.branches",
+                fmt::format("decode.branches {} makes a tree of more than {} nodes",
+                            render_value(*r.node("decode.branches")), kMaxTreeNodes));
+      }
+    }
+    const int64_t target_vocab = model_vocab(s.target_model);
+    if (s.speculative()) {
+      const int64_t draft_vocab = model_vocab(s.draft_model);
+      if (draft_vocab != target_vocab) {
+        r.error("draft.model",
+                fmt::format("draft.model \"{}\" has vocabulary size {} but target.model \"{}\" "
+                            "has {}; speculative decoding needs the same vocabulary",
+                            s.draft_model, draft_vocab, s.target_model, target_vocab));
+      }
+    }
+    for (const int64_t k : s.branches) {
+      if (s.tree() && k > target_vocab) {
+        r.error("decode.branches",
+                fmt::format("decode.branches holds {}; expected candidates per node ≤ the "
+                            "vocabulary size {}",
+                            k, target_vocab));
+        break;
+      }
+    }
+    if (s.prompt_source == PromptSource::kCorpus && target_vocab != kByteVocab) {
+      r.error("decode.prompt_source",
+              fmt::format("decode.prompt_source is \"corpus\" but target.model \"{}\" has "
+                          "vocabulary size {}; corpus prompts are bytes and need a model of "
+                          "vocabulary {} (ngram-*, prompt-lookup); use \"random\"",
+                          s.target_model, target_vocab, kByteVocab));
+    }
+    for (const auto& [key, params] :
+         {std::pair{"sampling", s.sampling}, std::pair{"draft", s.draft_sampling}}) {
+      try {
+        validate_sampling_params(params);
+      } catch (const InvalidInput& e) {
+        r.error(fmt::format("{}.temperature", key), fmt::format("[{}]: {}", key, e.what()));
+      }
+    }
+  }
+  diagnostics.merge(local);
+  if (!local.empty()) return std::nullopt;
+  return s;
+}
+
+toml::table settings_to_toml(const RunSettings& s, bool include_name) {
+  toml::table root;
+  if (include_name) root.insert("name", s.name);
+  root.insert("seed", static_cast<int64_t>(s.seed));
+  root.insert("target", toml::table{{"model", s.target_model}});
+  if (s.speculative()) {
+    root.insert("draft", toml::table{{"model", s.draft_model},
+                                     {"temperature", s.draft_sampling.temperature},
+                                     {"top_k", s.draft_sampling.top_k},
+                                     {"top_p", s.draft_sampling.top_p},
+                                     {"min_p", s.draft_sampling.min_p}});
+  }
+  root.insert("verifier", toml::table{{"method", s.verifier},
+                                      {"leniency", s.leniency},
+                                      {"typical_epsilon", s.typical_epsilon},
+                                      {"typical_delta", s.typical_delta}});
+  root.insert("sampling", toml::table{{"temperature", s.sampling.temperature},
+                                      {"top_k", s.sampling.top_k},
+                                      {"top_p", s.sampling.top_p},
+                                      {"min_p", s.sampling.min_p}});
+  root.insert("decode", toml::table{{"gamma", s.gamma},
+                                    {"batch_size", s.batch_size},
+                                    {"sequences", s.sequences},
+                                    {"max_new_tokens", s.max_new_tokens},
+                                    {"prompt_length", s.prompt_length},
+                                    {"prompt_source", std::string(to_string(s.prompt_source))},
+                                    {"baseline", s.baseline}});
+  if (s.tree()) {
+    toml::array branches;
+    for (const int64_t k : s.branches) branches.push_back(k);
+    root["decode"].as_table()->insert("branches", std::move(branches));
+  }
+  return root;
+}
+
+std::string settings_to_toml_text(const RunSettings& settings, bool include_name) {
+  std::ostringstream out;
+  out << toml::toml_formatter{settings_to_toml(settings, include_name)} << "\n";
+  return out.str();
+}
+
+std::vector<std::pair<std::string, const toml::node*>> flatten_table(const toml::table& table) {
+  std::vector<std::pair<std::string, const toml::node*>> leaves;
+  const auto walk = [&](const auto& self, const toml::table& t, const std::string& prefix) -> void {
+    for (const auto& [key, node] : t) {
+      const std::string dotted =
+          prefix.empty() ? std::string(key.str()) : fmt::format("{}.{}", prefix, key.str());
+      if (const toml::table* sub = node.as_table()) {
+        self(self, *sub, dotted);
+      } else {
+        leaves.emplace_back(dotted, &node);
+      }
+    }
+  };
+  walk(walk, table, "");
+  return leaves;
+}
+
+int64_t model_vocab(const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, int64_t, std::less<>> cache;
+  {
+    const std::lock_guard lock(mutex);
+    if (const auto it = cache.find(name); it != cache.end()) return it->second;
+  }
+  const int64_t vocab = make_model(name)->vocab();
+  const std::lock_guard lock(mutex);
+  cache[name] = vocab;
+  return vocab;
+}
+
+DecodeConfig decode_config(const RunSettings& s, int64_t batch) {
+  DecodeConfig config;
+  config.max_new_tokens = s.max_new_tokens;
+  config.sampling = s.sampling;
+  config.draft_sampling = s.draft_sampling;
+  config.seed = batch_seed(s.seed, batch);
+  config.gamma = s.gamma;
+  set_verifier(config, s.verifier);
+  config.leniency = s.leniency;
+  config.typical_epsilon = s.typical_epsilon;
+  config.typical_delta = s.typical_delta;
+  if (s.tree()) config.branches = s.branches;
+  return config;
+}
+
+uint64_t batch_seed(uint64_t seed, int64_t batch) {
+  return mix64(seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(batch + 1));
+}
+
+}  // namespace speclab::experiments

@@ -1,0 +1,558 @@
+// Result files and the summary table (see results.hpp; the schema is in experiments/README.md).
+#include "experiments/results.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <limits>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/hdf5_file.hpp"
+#include "core/stats.hpp"
+
+// The project version; the build may define it from CMake's PROJECT_VERSION.
+#ifndef SPECLAB_VERSION
+#define SPECLAB_VERSION "0.1.0"
+#endif
+
+namespace speclab::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+using Kind = MetricSpec::Kind;
+
+constexpr MetricSpec kMetrics[] = {
+    {"sequences", Kind::kInteger, false, "requests decoded"},
+    {"tokens", Kind::kInteger, false, "tokens generated over all requests"},
+    {"steps", Kind::kInteger, false,
+     "per-request steps: verifications (speculative) or tokens (plain)"},
+    {"accepted", Kind::kInteger, false, "accepted draft tokens over all steps, bonus not counted"},
+    {"mean_accepted", Kind::kNumber, false, "accepted draft tokens per step, bonus not counted"},
+    {"emitted_per_step", Kind::kNumber, false,
+     "tokens appended per step: accepted + 1 (the residual or bonus token), cut at EOS"},
+    {"acceptance_rate", Kind::kNumber, false, "accepted / tested draft positions"},
+    {"acceptance_rate_lower95", Kind::kNumber, false, "95% Wilson interval of acceptance_rate"},
+    {"acceptance_rate_upper95", Kind::kNumber, false, "95% Wilson interval of acceptance_rate"},
+    {"alpha_estimate", Kind::kNumber, false,
+     "alpha_sum_min / tested_positions: the mean of sum_x min(p, q) (SPEC.md)"},
+    {"alpha_sum_min", Kind::kNumber, false, "sum over tested positions of sum_x min(p, q)"},
+    {"tested_positions", Kind::kInteger, false, "draft positions the verifier tested"},
+    {"accepted_positions", Kind::kInteger, false, "tested positions accepted (before any EOS cut)"},
+    {"residual_fallbacks", Kind::kInteger, false,
+     "rejections whose residual had zero mass (token drawn from p)"},
+    {"target_calls", Kind::kInteger, false, "target score() calls"},
+    {"target_positions", Kind::kInteger, false, "distribution rows the target produced"},
+    {"draft_calls", Kind::kInteger, false, "draft score() calls"},
+    {"draft_positions", Kind::kInteger, false, "distribution rows the draft produced"},
+    {"seconds", Kind::kNumber, true, "wall time of decoding, summed over batches"},
+    {"target_seconds", Kind::kNumber, true, "time inside the target's score()"},
+    {"draft_seconds", Kind::kNumber, true, "time inside the draft's score()"},
+    {"verify_seconds", Kind::kNumber, true, "time inside verify_chain"},
+    {"tokens_per_second", Kind::kNumber, true, "tokens / seconds"},
+    {"baseline_seconds", Kind::kNumber, true, "wall time of the plain-decoding baseline"},
+    {"baseline_tokens_per_second", Kind::kNumber, true, "the baseline's tokens / seconds"},
+    {"speedup", Kind::kNumber, true, "tokens_per_second / baseline_tokens_per_second"},
+    {"started", Kind::kText, true, "UTC ISO-8601 time the point started"},
+    {"finished", Kind::kText, true, "UTC ISO-8601 time the point finished"},
+};
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double ratio(double a, double b) { return b > 0 ? a / b : kNaN; }
+
+std::string shell_output(const std::string& command) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {};
+  std::string out;
+  char buffer[256];
+  while (const size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  if (pclose(pipe) != 0) return {};
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+std::string git_commit() {
+  // The source tree this file was compiled from; a copied binary may find none.
+  const fs::path root = fs::path(__FILE__).parent_path().parent_path();
+  std::error_code ec;
+  if (!fs::exists(root / ".git", ec)) return "unknown";
+  const std::string commit =
+      shell_output(fmt::format("git -C '{}' rev-parse HEAD 2>/dev/null", root.string()));
+  return commit.size() == 40 ? commit : "unknown";
+}
+
+// Writes `total` int64 entries named `name` from a vector (the fixed-size curves).
+void write_int64(Hdf5Writer& file, std::string_view name, const std::vector<int64_t>& values) {
+  const int64_t shape[] = {static_cast<int64_t>(values.size())};
+  file.write(name, std::span<const int64_t>(values), shape);
+}
+
+void write_double(Hdf5Writer& file, std::string_view name, const std::vector<double>& values) {
+  const int64_t shape[] = {static_cast<int64_t>(values.size())};
+  file.write(name, std::span<const double>(values), shape);
+}
+
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+void fsync_directory(const fs::path& path) {
+  const fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+// Writes all bytes of a buffer to fd; false on failure (errno set).
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// PATH.partial opened for writing; commit() fsyncs and renames it; otherwise it is removed.
+class AtomicFile {
+ public:
+  explicit AtomicFile(fs::path path)
+      : path_(std::move(path)), partial_(path_.string() + ".partial") {
+    fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail("cannot create");
+  }
+  ~AtomicFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(partial_.c_str());
+  }
+  void write(const char* data, size_t size) {
+    if (!write_all(fd_, data, size)) fail("cannot write");
+  }
+  void commit() {
+    if (::fsync(fd_) != 0) fail("cannot fsync");
+    const int status = ::close(fd_);
+    fd_ = -1;
+    if (status != 0) fail("cannot close");
+    if (std::rename(partial_.c_str(), path_.c_str()) != 0) fail("cannot rename onto");
+    committed_ = true;
+    fsync_directory(path_);
+  }
+
+ private:
+  [[noreturn]] void fail(std::string_view what) {
+    throw IoError(fmt::format("{}: {} '{}' ({})", path_.string(), what, partial_, errno_text()));
+  }
+  fs::path path_;
+  std::string partial_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+const RunMetadata& run_metadata() {
+  static const RunMetadata metadata = [] {
+    RunMetadata m;
+    m.git_commit = git_commit();
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
+    m.host = host;
+    unsigned major = 0, minor = 0, release = 0;
+    H5get_libversion(&major, &minor, &release);
+    m.hdf5_version = fmt::format("{}.{}.{}", major, minor, release);
+    m.speclab_version = SPECLAB_VERSION;
+    m.library_versions = fmt::format(
+        "hdf5 {}; toml++ {}.{}.{}; fmt {}.{}.{}", m.hdf5_version, TOML_LIB_MAJOR, TOML_LIB_MINOR,
+        TOML_LIB_PATCH, FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
+    return m;
+  }();
+  return metadata;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+std::span<const MetricSpec> summary_metrics() { return kMetrics; }
+
+void PointTotals::add(const DecodeMetrics& m) {
+  sequences += m.requests;
+  steps += m.steps;
+  tokens += m.tokens;
+  for (const int32_t a : m.step_accepted) accepted += a;
+  const auto add_vector = [](std::vector<int64_t>& into, const std::vector<int64_t>& from) {
+    if (into.size() < from.size()) into.resize(from.size(), 0);
+    for (size_t i = 0; i < from.size(); ++i) into[i] += from[i];
+  };
+  add_vector(position_reached, m.position_reached);
+  add_vector(position_accepted, m.position_accepted);
+  add_vector(position_offered, m.position_offered);
+  add_vector(histogram, m.accepted_length_histogram);
+  residual_fallbacks += m.residual_fallbacks;
+  tested_positions += m.tested_positions;
+  accepted_positions += m.accepted_positions;
+  alpha_sum_min += m.alpha_sum_min;
+  for (auto [into, from] : {std::pair{&target, &m.target}, std::pair{&draft, &m.draft}}) {
+    into->calls += from->calls;
+    into->sequences += from->sequences;
+    into->positions += from->positions;
+    into->seconds += from->seconds;
+  }
+  verify_seconds += m.verify_seconds;
+  seconds += m.seconds;
+}
+
+void PointTotals::add_baseline(const DecodeMetrics& m) {
+  baseline_tokens += m.tokens;
+  baseline_seconds += m.seconds;
+}
+
+PointWriter::PointWriter(const fs::path& path, const SweepPoint& point, int64_t n_points)
+    : point_(point), file_(std::make_unique<Hdf5Writer>(path)) {
+  Hdf5Writer& f = *file_;
+  f.write_string_attribute("started", utc_now());
+  f.write_int64_attribute("n_points", n_points);
+  for (std::string_view name : {"steps/accepted", "steps/emitted", "steps/drafted", "steps/batch",
+                                "sequences/prompt_tokens", "sequences/prompt_length",
+                                "sequences/tokens", "sequences/length"}) {
+    f.create_extendable<int32_t>(name, 16384);
+  }
+  f.create_extendable<uint64_t>("batches/seed", 1024);
+  for (std::string_view name :
+       {"batches/requests", "batches/steps", "batches/tokens", "batches/accepted",
+        "batches/tested_positions", "batches/accepted_positions", "batches/target_calls",
+        "batches/draft_calls"}) {
+    f.create_extendable<int64_t>(name, 1024);
+  }
+  for (std::string_view name :
+       {"batches/alpha_sum_min", "batches/seconds", "batches/target_seconds",
+        "batches/draft_seconds", "batches/verify_seconds"}) {
+    f.create_extendable<double>(name, 1024);
+  }
+  if (point.settings.baseline) {
+    f.create_extendable<int32_t>("baseline/sequences/tokens", 16384);
+    f.create_extendable<int32_t>("baseline/sequences/length", 16384);
+    f.create_extendable<int64_t>("baseline/batches/tokens", 1024);
+    f.create_extendable<double>("baseline/batches/seconds", 1024);
+  }
+}
+
+PointWriter::~PointWriter() = default;
+
+void PointWriter::add_batch(int64_t batch, uint64_t seed,
+                            std::span<const std::vector<int32_t>> prompts,
+                            const DecodeResult& result) {
+  Hdf5Writer& f = *file_;
+  const DecodeMetrics& m = result.metrics;
+  totals_.add(m);
+  f.append("steps/accepted", std::span<const int32_t>(m.step_accepted));
+  f.append("steps/emitted", std::span<const int32_t>(m.step_emitted));
+  f.append("steps/drafted", std::span<const int32_t>(m.step_drafted));
+  const std::vector<int32_t> step_batch(m.step_accepted.size(), static_cast<int32_t>(batch));
+  f.append("steps/batch", std::span<const int32_t>(step_batch));
+  std::vector<int32_t> prompt_tokens, prompt_lengths, tokens, lengths;
+  for (const auto& p : prompts) {
+    prompt_tokens.insert(prompt_tokens.end(), p.begin(), p.end());
+    prompt_lengths.push_back(static_cast<int32_t>(p.size()));
+  }
+  for (const auto& t : result.tokens) {
+    tokens.insert(tokens.end(), t.begin(), t.end());
+    lengths.push_back(static_cast<int32_t>(t.size()));
+  }
+  f.append("sequences/prompt_tokens", std::span<const int32_t>(prompt_tokens));
+  f.append("sequences/prompt_length", std::span<const int32_t>(prompt_lengths));
+  f.append("sequences/tokens", std::span<const int32_t>(tokens));
+  f.append("sequences/length", std::span<const int32_t>(lengths));
+  int64_t accepted = 0;
+  for (const int32_t a : m.step_accepted) accepted += a;
+  const uint64_t seeds[] = {seed};
+  f.append("batches/seed", std::span<const uint64_t>(seeds));
+  const auto one = [&](std::string_view name, auto value) {
+    const decltype(value) values[] = {value};
+    f.append(name, std::span<const decltype(value)>(values));
+  };
+  one("batches/requests", m.requests);
+  one("batches/steps", m.steps);
+  one("batches/tokens", m.tokens);
+  one("batches/accepted", accepted);
+  one("batches/tested_positions", m.tested_positions);
+  one("batches/accepted_positions", m.accepted_positions);
+  one("batches/target_calls", m.target.calls);
+  one("batches/draft_calls", m.draft.calls);
+  one("batches/alpha_sum_min", m.alpha_sum_min);
+  one("batches/seconds", m.seconds);
+  one("batches/target_seconds", m.target.seconds);
+  one("batches/draft_seconds", m.draft.seconds);
+  one("batches/verify_seconds", m.verify_seconds);
+}
+
+void PointWriter::add_baseline_batch(const DecodeResult& result) {
+  Hdf5Writer& f = *file_;
+  totals_.add_baseline(result.metrics);
+  std::vector<int32_t> tokens, lengths;
+  for (const auto& t : result.tokens) {
+    tokens.insert(tokens.end(), t.begin(), t.end());
+    lengths.push_back(static_cast<int32_t>(t.size()));
+  }
+  f.append("baseline/sequences/tokens", std::span<const int32_t>(tokens));
+  f.append("baseline/sequences/length", std::span<const int32_t>(lengths));
+  const int64_t n[] = {result.metrics.tokens};
+  const double seconds[] = {result.metrics.seconds};
+  f.append("baseline/batches/tokens", std::span<const int64_t>(n));
+  f.append("baseline/batches/seconds", std::span<const double>(seconds));
+}
+
+void PointWriter::commit() {
+  Hdf5Writer& f = *file_;
+  const PointTotals& t = totals_;
+  const RunSettings& s = point_.settings;
+  if (s.speculative()) {
+    write_int64(f, "position/reached", t.position_reached);
+    write_int64(f, "position/accepted", t.position_accepted);
+    write_int64(f, "position/offered", t.position_offered);
+    std::vector<double> rate, lower, upper;
+    for (size_t i = 0; i < t.position_reached.size(); ++i) {
+      const int64_t r = t.position_reached[i], a = t.position_accepted[i];
+      rate.push_back(ratio(static_cast<double>(a), static_cast<double>(r)));
+      const Interval ci = r > 0 ? wilson_interval(a, r, 0.95) : Interval{kNaN, kNaN};
+      lower.push_back(ci.lower);
+      upper.push_back(ci.upper);
+    }
+    write_double(f, "position/acceptance_rate", rate);
+    write_double(f, "position/acceptance_rate_lower95", lower);
+    write_double(f, "position/acceptance_rate_upper95", upper);
+    write_int64(f, "accepted_length_histogram", t.histogram);
+  }
+
+  const RunMetadata& meta = run_metadata();
+  f.write_string_attribute("schema", kRunSchema);
+  f.write_int64_attribute("schema_version", kRunSchemaVersion);
+  f.write_string_attribute("id", point_.id);
+  f.write_int64_attribute("index", point_.index);
+  f.write_string_attribute("name", s.name);
+  f.write_string_attribute("config_toml", point_.config_toml);
+  f.write_uint64_attribute("seed", s.seed);
+  f.write_string_attribute("git_commit", meta.git_commit);
+  f.write_string_attribute("host", meta.host);
+  f.write_string_attribute("hdf5_version", meta.hdf5_version);
+  f.write_string_attribute("speclab_version", meta.speclab_version);
+  f.write_string_attribute("library_versions", meta.library_versions);
+  std::string swept_keys;
+  for (const SweptValue& v : point_.swept) {
+    if (!swept_keys.empty()) swept_keys += ',';
+    swept_keys += v.key;
+    const std::string name = "param." + v.key;
+    std::visit(
+        [&](const auto& value) {
+          using T = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            f.write_string_attribute(name, value);
+          } else if constexpr (std::is_same_v<T, double>) {
+            f.write_double_attribute(name, value);
+          } else {
+            f.write_int64_attribute(name, static_cast<int64_t>(value));
+          }
+        },
+        v.value);
+  }
+  f.write_string_attribute("swept_keys", swept_keys);
+
+  const bool spec = s.speculative();
+  const double tokens_per_second = ratio(static_cast<double>(t.tokens), t.seconds);
+  const double baseline_tps = ratio(static_cast<double>(t.baseline_tokens), t.baseline_seconds);
+  const Interval ci = t.tested_positions > 0
+                          ? wilson_interval(t.accepted_positions, t.tested_positions, 0.95)
+                          : Interval{kNaN, kNaN};
+  f.write_int64_attribute("sequences", t.sequences);
+  f.write_int64_attribute("tokens", t.tokens);
+  f.write_int64_attribute("steps", t.steps);
+  f.write_int64_attribute("accepted", t.accepted);
+  f.write_double_attribute("mean_accepted",
+                           spec ? ratio(static_cast<double>(t.accepted), t.steps) : kNaN);
+  f.write_double_attribute("emitted_per_step", ratio(static_cast<double>(t.tokens), t.steps));
+  f.write_double_attribute("acceptance_rate", ratio(static_cast<double>(t.accepted_positions),
+                                                    static_cast<double>(t.tested_positions)));
+  f.write_double_attribute("acceptance_rate_lower95", ci.lower);
+  f.write_double_attribute("acceptance_rate_upper95", ci.upper);
+  f.write_double_attribute("alpha_estimate",
+                           ratio(t.alpha_sum_min, static_cast<double>(t.tested_positions)));
+  f.write_double_attribute("alpha_sum_min", t.alpha_sum_min);
+  f.write_int64_attribute("tested_positions", t.tested_positions);
+  f.write_int64_attribute("accepted_positions", t.accepted_positions);
+  f.write_int64_attribute("residual_fallbacks", t.residual_fallbacks);
+  f.write_int64_attribute("target_calls", t.target.calls);
+  f.write_int64_attribute("target_positions", t.target.positions);
+  f.write_int64_attribute("draft_calls", t.draft.calls);
+  f.write_int64_attribute("draft_positions", t.draft.positions);
+  f.write_double_attribute("seconds", t.seconds);
+  f.write_double_attribute("target_seconds", t.target.seconds);
+  f.write_double_attribute("draft_seconds", t.draft.seconds);
+  f.write_double_attribute("verify_seconds", t.verify_seconds);
+  f.write_double_attribute("tokens_per_second", tokens_per_second);
+  f.write_double_attribute("baseline_seconds", s.baseline ? t.baseline_seconds : kNaN);
+  f.write_double_attribute("baseline_tokens_per_second", s.baseline ? baseline_tps : kNaN);
+  f.write_double_attribute("speedup", s.baseline ? ratio(tokens_per_second, baseline_tps) : kNaN);
+  f.write_string_attribute("finished", utc_now());
+  f.commit();
+}
+
+std::string read_result_id(const fs::path& path) {
+  const Hdf5Reader reader(path);
+  if (!reader.has_attribute("schema") || reader.read_string_attribute("schema") != kRunSchema) {
+    throw InvalidInput(fmt::format(
+        "{}: not a speclab result file (root attribute 'schema' is {}; "
+        "expected \"{}\")",
+        path.string(),
+        reader.has_attribute("schema") ? "\"" + reader.read_string_attribute("schema") + "\""
+                                       : std::string("missing"),
+        kRunSchema));
+  }
+  const int64_t version = reader.read_int64_attribute("schema_version");
+  if (version < 1 || version > kRunSchemaVersion) {
+    throw InvalidInput(fmt::format("{}: schema_version is {}; this speclab reads versions 1..{}",
+                                   path.string(), version, kRunSchemaVersion));
+  }
+  return reader.read_string_attribute("id");
+}
+
+SummaryRow read_summary_row(const fs::path& path) {
+  const std::string id = read_result_id(path);
+  const Hdf5Reader reader(path);
+  SummaryRow row;
+  row.emplace_back("id", id);
+  row.emplace_back("index", fmt::format("{}", reader.read_int64_attribute("index")));
+  row.emplace_back("name", reader.read_string_attribute("name"));
+  const std::string config_text = reader.read_string_attribute("config_toml");
+  toml::table config;
+  try {
+    config = toml::parse(config_text, path.string() + ":config_toml");
+  } catch (const toml::parse_error& e) {
+    throw InvalidInput(fmt::format("{}: attribute config_toml is not valid TOML ({})",
+                                   path.string(), e.description()));
+  }
+  std::map<std::string, std::string> values;
+  for (const auto& [key, node] : flatten_table(config)) values[key] = plain_value(*node);
+  for (const KeySpec& spec : config_keys()) {
+    if (spec.key == "name") continue;
+    const auto it = values.find(std::string(spec.key));
+    row.emplace_back(spec.key, it == values.end() ? std::string() : it->second);
+    if (it != values.end()) values.erase(it);
+  }
+  values.erase("name");
+  for (const auto& [key, value] : values) row.emplace_back(key, value);  // newer schema keys
+  for (const MetricSpec& metric : kMetrics) {
+    std::string cell;
+    if (reader.has_attribute(metric.name)) {
+      switch (metric.kind) {
+        case Kind::kInteger:
+          cell = fmt::format("{}", reader.read_int64_attribute(metric.name));
+          break;
+        case Kind::kNumber: {
+          const double x = reader.read_double_attribute(metric.name);
+          if (std::isfinite(x)) cell = fmt::format("{}", x);
+          break;
+        }
+        case Kind::kText:
+          cell = reader.read_string_attribute(metric.name);
+          break;
+      }
+    }
+    row.emplace_back(metric.name, cell);
+  }
+  row.emplace_back("file", path.filename().string());
+  return row;
+}
+
+void write_summary_csv(const fs::path& path, std::span<const SummaryRow> rows) {
+  std::vector<std::string> columns;
+  for (const SummaryRow& row : rows) {
+    for (const auto& [column, cell] : row) {
+      if (std::find(columns.begin(), columns.end(), column) == columns.end()) {
+        columns.push_back(column);
+      }
+    }
+  }
+  std::string text;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (c) text += ',';
+    text += csv_cell(columns[c]);
+  }
+  text += '\n';
+  for (const SummaryRow& row : rows) {
+    for (size_t c = 0; c < columns.size(); ++c) {
+      if (c) text += ',';
+      for (const auto& [column, cell] : row) {
+        if (column == columns[c]) {
+          text += csv_cell(cell);
+          break;
+        }
+      }
+    }
+    text += '\n';
+  }
+  write_file_atomically(path, text);
+}
+
+void write_file_atomically(const fs::path& path, std::string_view text) {
+  AtomicFile file(path);
+  file.write(text.data(), text.size());
+  file.commit();
+}
+
+void copy_file_atomically(const fs::path& from, const fs::path& to) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    throw IoError(fmt::format("{}: cannot open to copy ({})", from.string(), errno_text()));
+  }
+  AtomicFile file(to);
+  std::vector<char> buffer(1 << 20);
+  for (;;) {
+    const ssize_t n = ::read(in, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string message =
+          fmt::format("{}: cannot read to copy ({})", from.string(), errno_text());
+      ::close(in);
+      throw IoError(message);
+    }
+    if (n == 0) break;
+    try {
+      file.write(buffer.data(), static_cast<size_t>(n));
+    } catch (...) {
+      ::close(in);
+      throw;
+    }
+  }
+  ::close(in);
+  file.commit();
+}
+
+}  // namespace speclab::experiments

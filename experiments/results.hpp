@@ -1,0 +1,112 @@
+// Result files of DESIGN.md "Results in HDF5": one HDF5 file per sweep point (schema
+// "speclab.run", documented in experiments/README.md) streamed batch by batch into NAME.h5.partial
+// and committed by rename; and the summary table, one CSV row per point, built from those files.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/decode.hpp"
+#include "experiments/sweep.hpp"
+
+namespace speclab {
+class Hdf5Writer;
+}
+
+namespace speclab::experiments {
+
+inline constexpr std::string_view kRunSchema = "speclab.run";
+inline constexpr int64_t kRunSchemaVersion = 1;
+inline constexpr std::string_view kSummaryFile = "summary.csv";
+
+/// Facts about the build and machine recorded in every file.
+struct RunMetadata {
+  std::string git_commit;  ///< `git rev-parse HEAD` of the source tree, or "unknown"
+  std::string host;
+  std::string hdf5_version;
+  std::string speclab_version;
+  std::string library_versions;  ///< "hdf5 1.10.8; toml++ 3.3.0; fmt 9.1.0"
+};
+/// Computed once per process.
+const RunMetadata& run_metadata();
+
+/// Current UTC time as ISO-8601, e.g. "2026-01-31T12:00:00Z".
+std::string utc_now();
+
+/// A summary metric: a root attribute of every result file and a column of summary.csv.
+struct MetricSpec {
+  std::string_view name;
+  enum class Kind { kInteger, kNumber, kText } kind;
+  bool time_valued;  ///< differs between reruns of the same config and seed
+  std::string_view help;
+};
+std::span<const MetricSpec> summary_metrics();
+
+/// Sums of the DecodeMetrics of a point's batches.
+struct PointTotals {
+  int64_t sequences = 0, steps = 0, tokens = 0, accepted = 0;
+  std::vector<int64_t> position_reached, position_accepted, position_offered, histogram;
+  int64_t residual_fallbacks = 0, tested_positions = 0, accepted_positions = 0;
+  double alpha_sum_min = 0.0;
+  ModelStats target, draft;
+  double verify_seconds = 0.0, seconds = 0.0;
+  int64_t baseline_tokens = 0;
+  double baseline_seconds = 0.0;
+
+  void add(const DecodeMetrics& metrics);
+  void add_baseline(const DecodeMetrics& metrics);
+};
+
+/// Streams one sweep point's results into PATH.partial; commit() writes the fixed-size curves and
+/// the summary attributes and renames the file onto PATH. Destroying an uncommitted writer (an
+/// error, an interrupt) removes PATH.partial, so PATH is either absent or complete.
+class PointWriter {
+ public:
+  /// Throws InvalidInput when the directory is missing, IoError when the file cannot be made.
+  PointWriter(const std::filesystem::path& path, const SweepPoint& point, int64_t n_points);
+  ~PointWriter();
+  PointWriter(const PointWriter&) = delete;
+  PointWriter& operator=(const PointWriter&) = delete;
+
+  /// One batch of requests decoded with seed `seed`.
+  void add_batch(int64_t batch, uint64_t seed, std::span<const std::vector<int32_t>> prompts,
+                 const DecodeResult& result);
+  /// The plain-decoding baseline of the same batch (decode.baseline).
+  void add_baseline_batch(const DecodeResult& result);
+  const PointTotals& totals() const { return totals_; }
+  /// Writes the curves and attributes and commits; throws IoError on failure.
+  void commit();
+
+ private:
+  const SweepPoint& point_;
+  std::unique_ptr<Hdf5Writer> file_;
+  PointTotals totals_;
+};
+
+/// One row of the summary: column name -> cell text (empty for a missing or NaN value).
+using SummaryRow = std::vector<std::pair<std::string, std::string>>;
+
+/// Reads a result file's summary row: id, index, name, every resolved config key (dotted), every
+/// summary metric, file. Throws InvalidInput naming the file when it is not a speclab.run file.
+SummaryRow read_summary_row(const std::filesystem::path& path);
+
+/// The id attribute of a finished result file; throws InvalidInput naming the file (and saying
+/// what is wrong) when it is missing, corrupt or of another schema.
+std::string read_result_id(const std::filesystem::path& path);
+
+/// Writes rows as CSV (header = the union of columns in first-seen order) atomically: PATH.partial,
+/// fsync, rename. Throws IoError on failure.
+void write_summary_csv(const std::filesystem::path& path, std::span<const SummaryRow> rows);
+
+/// Writes text to PATH via PATH.partial + fsync + rename; throws IoError naming the path.
+void write_file_atomically(const std::filesystem::path& path, std::string_view text);
+/// Copies a file the same way.
+void copy_file_atomically(const std::filesystem::path& from, const std::filesystem::path& to);
+
+}  // namespace speclab::experiments

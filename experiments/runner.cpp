@@ -1,0 +1,324 @@
+// The experiment runner (see runner.hpp).
+#include "experiments/runner.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/decode.hpp"
+#include "core/error.hpp"
+#include "core/model_registry.hpp"
+#include "core/models/ngram.hpp"
+#include "experiments/results.hpp"
+
+namespace speclab::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+fs::path partial_path(const fs::path& path) { return path.string() + ".partial"; }
+
+int64_t planned_work(const RunSettings& s) {
+  return s.sequences * s.max_new_tokens * (s.baseline ? 2 : 1);
+}
+
+// Creates the directory and proves it writable, so that a bad --out fails before any work.
+void prepare_out_dir(const fs::path& out) {
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out)) {
+    throw InvalidInput(
+        fmt::format("--out {}: cannot create the results directory ({}); choose "
+                    "another --out",
+                    out.string(), ec ? ec.message() : "exists and is a file"));
+  }
+  const fs::path probe = out / fmt::format(".speclab-write-test-{}", ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw InvalidInput(
+        fmt::format("--out {}: the directory is not writable ({}); choose another "
+                    "--out",
+                    out.string(), std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+// One worker's models, built with make_model and reused while consecutive points use them.
+class ModelCache {
+ public:
+  LanguageModel& get(const std::string& role, const std::string& name) {
+    auto& slot = models_[role];
+    if (!slot.second || slot.first != name) {
+      slot.second.reset();  // free the old model first
+      slot = {name, make_model(name)};
+    }
+    return *slot.second;
+  }
+
+ private:
+  std::map<std::string, std::pair<std::string, std::unique_ptr<LanguageModel>>> models_;
+};
+
+// Runs one point into `path`; false when stopped before it finished (nothing is left behind).
+bool run_point(const SweepPoint& point, int64_t n_points, const fs::path& path, ModelCache& models,
+               const std::atomic<bool>* stop, Progress& progress) {
+  const RunSettings& s = point.settings;
+  LanguageModel& target = models.get("target", s.target_model);
+  LanguageModel* draft = s.speculative() ? &models.get("draft", s.draft_model) : nullptr;
+  const std::vector<std::vector<int32_t>> prompts = make_prompts(s, target.vocab());
+  PointWriter writer(path, point, n_points);
+  int64_t reported = 0;
+  for (int64_t batch = 0; batch < s.batches(); ++batch) {
+    if (stop != nullptr && stop->load()) return false;
+    const int64_t begin = batch * s.batch_size;
+    const int64_t end = std::min(s.sequences, begin + s.batch_size);
+    const std::span<const std::vector<int32_t>> batch_prompts(prompts.data() + begin,
+                                                              static_cast<size_t>(end - begin));
+    const DecodeConfig config = decode_config(s, batch);
+    const DecodeResult result = draft != nullptr
+                                    ? speculative_decode(target, *draft, batch_prompts, config)
+                                    : plain_decode(target, batch_prompts, config);
+    writer.add_batch(batch, config.seed, batch_prompts, result);
+    progress.add(result.metrics.tokens, result.metrics.accepted_positions,
+                 result.metrics.tested_positions);
+    reported += result.metrics.tokens;
+    if (s.baseline) {
+      const DecodeResult plain = plain_decode(target, batch_prompts, config);
+      writer.add_baseline_batch(plain);
+      progress.add(plain.metrics.tokens, 0, 0);
+      reported += plain.metrics.tokens;
+    }
+  }
+  writer.commit();
+  progress.point_finished(planned_work(s), reported);
+  return true;
+}
+
+std::string describe(const std::vector<std::string>& names, size_t limit = 3) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < limit; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > limit) text += fmt::format(", … ({} in all)", names.size());
+  return text;
+}
+
+}  // namespace
+
+fs::path default_out_dir(const Sweep& sweep) { return fs::path("results") / sweep.name; }
+
+fs::path point_path(const fs::path& out, const SweepPoint& point) {
+  return out / (point.id + ".h5");
+}
+
+std::string summary_file_name(const Shard& shard) {
+  if (shard.whole()) return std::string(kSummaryFile);
+  return fmt::format("summary.shard-{}-of-{}.csv", shard.index, shard.count);
+}
+
+std::vector<std::vector<int32_t>> make_prompts(const RunSettings& s, int64_t vocab) {
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(s.sequences));
+  const uint64_t stream = mix64(s.seed ^ 0x70726f6d70747321ULL);  // "prompts!"
+  if (s.prompt_source == PromptSource::kCorpus) {
+    const auto corpus = load_corpus(default_corpus_path());
+    const auto held_out = static_cast<int64_t>(corpus->held_out_text().size());
+    if (held_out < s.prompt_length) {
+      throw InvalidInput(
+          fmt::format("decode.prompt_length is {} but the held-out corpus text of "
+                      "{} has {} bytes",
+                      s.prompt_length, corpus->path, held_out));
+    }
+    const auto starts = static_cast<uint64_t>(held_out - s.prompt_length + 1);
+    for (int64_t j = 0; j < s.sequences; ++j) {
+      const uint64_t offset = mix64(stream + static_cast<uint64_t>(j)) % starts;
+      prompts[j] = corpus_prompt(static_cast<int64_t>(offset), s.prompt_length);
+    }
+    return prompts;
+  }
+  for (int64_t j = 0; j < s.sequences; ++j) {
+    prompts[j].resize(static_cast<size_t>(s.prompt_length));
+    for (int64_t i = 0; i < s.prompt_length; ++i) {
+      const uint64_t bits = mix64(stream + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(j + 1) +
+                                  0xc2b2ae3d27d4eb4fULL * static_cast<uint64_t>(i + 1));
+      prompts[j][i] = static_cast<int32_t>(bits % static_cast<uint64_t>(vocab));
+    }
+  }
+  return prompts;
+}
+
+RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
+  const fs::path& out = options.out;
+  if (options.jobs < 1) {
+    throw InvalidInput(fmt::format("--jobs is {}; expected ≥ 1", options.jobs));
+  }
+  prepare_out_dir(out);
+  const std::vector<const SweepPoint*> points = shard_points(sweep, options.shard);
+  const fs::path summary = out / summary_file_name(options.shard);
+  RunReport report;
+  report.points = static_cast<int64_t>(points.size());
+
+  // What is already there: finished points, stale .partial files of a killed run.
+  std::vector<const SweepPoint*> todo;
+  std::vector<std::string> existing, corrupt;
+  std::error_code ec;
+  for (const SweepPoint* p : points) {
+    const fs::path path = point_path(out, *p);
+    const bool finished = fs::exists(path, ec);
+    const bool partial = fs::exists(partial_path(path), ec);
+    if (!options.resume) {
+      if (finished || partial) existing.push_back((finished ? path : partial_path(path)).string());
+      todo.push_back(p);
+      continue;
+    }
+    if (partial) {
+      fs::remove(partial_path(path), ec);
+      ++report.removed_partials;
+    }
+    if (!finished) {
+      todo.push_back(p);
+      continue;
+    }
+    try {
+      const std::string id = read_result_id(path);
+      if (id != p->id) {
+        corrupt.push_back(
+            fmt::format("{}: holds point '{}'; expected '{}'", path.string(), id, p->id));
+      }
+      ++report.skipped;
+    } catch (const Error& e) {
+      corrupt.push_back(e.what());
+    }
+  }
+  if (!options.resume && (!existing.empty() || fs::exists(summary, ec))) {
+    if (fs::exists(summary, ec)) existing.push_back(summary.string());
+    throw InvalidInput(fmt::format(
+        "--out {} already holds results of this sweep ({}); pass --resume to run only the "
+        "missing points, or choose another --out",
+        out.string(), describe(existing)));
+  }
+  if (!corrupt.empty()) {
+    throw InvalidInput(fmt::format(
+        "--resume: {} result file{} cannot be used:\n{}\ndelete {} to "
+        "run {} again",
+        corrupt.size(), corrupt.size() == 1 ? "" : "s", fmt::join(corrupt, "\n"),
+        corrupt.size() == 1 ? "it" : "them", corrupt.size() == 1 ? "its point" : "their points"));
+  }
+
+  int64_t work = 0;
+  for (const SweepPoint* p : todo) work += planned_work(p->settings);
+  Progress progress(static_cast<int64_t>(todo.size()), work, options.progress);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::atomic<int64_t> ran{0};
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+  std::string failed_point;
+  // A worker stops between batches when the user asks or another worker failed.
+  std::atomic<bool> stop{false};
+  const auto worker = [&] {
+    ModelCache models;
+    for (;;) {
+      if ((options.stop != nullptr && options.stop->load()) || failed.load()) return;
+      const size_t i = next.fetch_add(1);
+      if (i >= todo.size()) return;
+      const SweepPoint& p = *todo[i];
+      try {
+        if (run_point(p, static_cast<int64_t>(sweep.points.size()), point_path(out, p), models,
+                      &stop, progress)) {
+          ++ran;
+        }
+      } catch (...) {
+        const std::lock_guard lock(error_mutex);
+        if (!first_error) {
+          first_error = std::current_exception();
+          failed_point = p.id;
+        }
+        failed = true;
+        stop = true;
+        return;
+      }
+    }
+  };
+  // The external stop flag is polled here and forwarded, so workers watch a single flag.
+  std::atomic<bool> done{false};
+  std::thread watcher;
+  if (options.stop != nullptr) {
+    watcher = std::thread([&] {
+      while (!done.load()) {
+        if (options.stop->load()) stop = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  const int64_t jobs = std::min<int64_t>(options.jobs, std::max<size_t>(todo.size(), 1));
+  if (jobs <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> threads;
+    for (int64_t j = 0; j < jobs; ++j) threads.emplace_back(worker);
+    for (std::thread& t : threads) t.join();
+  }
+  done = true;
+  if (watcher.joinable()) watcher.join();
+  progress.finish();
+  report.ran = ran.load();
+  report.interrupted = report.skipped + report.ran < report.points;
+
+  // The summary covers every finished point of the shard, whatever happened above.
+  std::vector<SummaryRow> rows;
+  std::string summary_error;
+  try {
+    for (const SweepPoint* p : points) {
+      const fs::path path = point_path(out, *p);
+      if (fs::exists(path, ec)) rows.push_back(read_summary_row(path));
+    }
+    if (!rows.empty()) {
+      write_summary_csv(summary, rows);
+      report.summary = summary;
+    }
+  } catch (const Error& e) {
+    summary_error = e.what();
+  }
+
+  if (first_error) {
+    try {
+      std::rethrow_exception(first_error);
+    } catch (const IoError& e) {
+      throw InvalidInput(fmt::format(
+          "sweep point {}: {}\nthe {} finished points are kept in {}; free disk space or fix "
+          "the directory, then rerun with --resume",
+          failed_point, e.what(), report.skipped + report.ran, out.string()));
+    } catch (const InvalidInput& e) {
+      throw InvalidInput(fmt::format("sweep point {}: {}", failed_point, e.what()));
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("sweep point {}: {}", failed_point, e.what()));
+    }
+  }
+  if (!summary_error.empty()) {
+    throw InvalidInput(
+        fmt::format("cannot write the summary: {}\nthe finished points are kept "
+                    "in {}; rerun with --resume to write it",
+                    summary_error, out.string()));
+  }
+  return report;
+}
+
+}  // namespace speclab::experiments

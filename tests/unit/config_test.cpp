@@ -1,0 +1,291 @@
+// Unit tests of experiments/config (DESIGN.md "experiments/"): the schema's defaults, typed reads,
+// ranges and cross-field checks, every error at once as FILE:LINE:COLUMN with "did you mean"
+// suggestions, and --set overrides that keep their TOML types.
+#include "experiments/config.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "experiments/sweep.hpp"
+#include "tests/unit/experiment_fixture.hpp"
+
+namespace speclab::experiments {
+namespace {
+
+using speclab::testing::fresh_test_dir;
+using speclab::testing::invalid_input_message;
+using speclab::testing::write_text;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+Sweep load(const std::string& text, std::vector<std::string> sets = {}) {
+  const auto path = write_text(fresh_test_dir() / "c.toml", text);
+  return load_sweep(path, sets);
+}
+
+std::string error_of(const std::string& text, std::vector<std::string> sets = {}) {
+  return invalid_input_message([&] { load(text, sets); });
+}
+
+TEST(Config, EditDistanceCountsInsertionsDeletionsAndSubstitutions) {
+  EXPECT_EQ(edit_distance("", ""), 0u);
+  EXPECT_EQ(edit_distance("gamma", "gamma"), 0u);
+  EXPECT_EQ(edit_distance("gama", "gamma"), 1u);
+  EXPECT_EQ(edit_distance("gamma", "gamme"), 1u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("abc", ""), 3u);
+}
+
+TEST(Config, DidYouMeanSuggestsOnlyCloseCandidates) {
+  const std::vector<std::string> keys = {"decode.gamma", "decode.batch_size", "seed"};
+  EXPECT_EQ(did_you_mean("decode.gama", keys), " (did you mean \"decode.gamma\"?)");
+  EXPECT_EQ(did_you_mean("gamma", keys), " (did you mean \"decode.gamma\"?)");
+  EXPECT_EQ(did_you_mean("sampling.gamma", keys), " (did you mean \"decode.gamma\"?)");
+  EXPECT_EQ(did_you_mean("completely_unrelated", keys), "");
+  EXPECT_EQ(did_you_mean("temperature", {"draft.temperature", "sampling.temperature"}),
+            " (did you mean \"draft.temperature\" or \"sampling.temperature\"?)");
+  EXPECT_EQ(did_you_mean("seed", keys), "");  // an exact match needs no suggestion
+}
+
+TEST(Config, DefaultsFillEveryKey) {
+  const Sweep sweep = load("[target]\nmodel = \"lsm-tiny-target\"\n");
+  ASSERT_EQ(sweep.points.size(), 1u);
+  const RunSettings& s = sweep.points[0].settings;
+  EXPECT_EQ(s.name, "c");  // the file's stem
+  EXPECT_EQ(s.seed, 0u);
+  EXPECT_FALSE(s.speculative());
+  EXPECT_EQ(s.verifier, "token");
+  EXPECT_EQ(s.sampling.temperature, 1.0);
+  EXPECT_EQ(s.gamma, 4);
+  EXPECT_EQ(s.batch_size, 1);
+  EXPECT_EQ(s.sequences, 1);
+  EXPECT_EQ(s.max_new_tokens, 64);
+  EXPECT_EQ(s.prompt_source, PromptSource::kRandom);
+  EXPECT_THAT(sweep.points[0].config_toml, HasSubstr("max_new_tokens = 64"));
+  EXPECT_THAT(sweep.points[0].config_toml, Not(HasSubstr("[draft]")));
+}
+
+TEST(Config, DraftSamplingDefaultsToTheTargetsAndCanDiffer) {
+  const Sweep sweep = load(R"([target]
+model = "lsm-tiny-target"
+[draft]
+model = "lsm-tiny-draft"
+top_k = 3
+[sampling]
+temperature = 0.5
+top_p = 0.9
+)");
+  const RunSettings& s = sweep.points[0].settings;
+  EXPECT_EQ(s.draft_sampling.temperature, 0.5);
+  EXPECT_EQ(s.draft_sampling.top_p, 0.9);
+  EXPECT_EQ(s.draft_sampling.top_k, 3);
+  EXPECT_EQ(s.sampling.top_k, 0);
+}
+
+TEST(Config, ReportsEveryErrorAtOnceWithFileLineAndColumn) {
+  const std::string message = error_of(R"(seed = -1
+[target]
+model = "lsm-targt"
+[sampling]
+top_p = 1.5
+top_k = "ten"
+[decode]
+gama = 4
+)");
+  EXPECT_THAT(message, HasSubstr("c.toml: 5 errors:"));
+  EXPECT_THAT(message, HasSubstr("c.toml:1:8: seed is -1; expected an integer in [0, "));
+  EXPECT_THAT(message, HasSubstr("c.toml:3:9: target.model is \"lsm-targt\"; expected a model "
+                                 "name (did you mean \"lsm-target\"?)"));
+  EXPECT_THAT(message, HasSubstr("c.toml:5:9: sampling.top_p is 1.5; expected a number in (0, 1]"));
+  EXPECT_THAT(message,
+              HasSubstr("c.toml:6:9: sampling.top_k is \"ten\" (a string); expected an integer"));
+  EXPECT_THAT(message, HasSubstr("c.toml:8:8: unknown key decode.gama (did you mean "
+                                 "\"decode.gamma\"?)"));
+  // In file order.
+  EXPECT_LT(message.find("c.toml:1:8"), message.find("c.toml:8:8"));
+}
+
+TEST(Config, UnknownTopLevelKeysAndTablesAreRejectedWithSuggestions) {
+  const std::string message = error_of(R"(nmae = "x"
+[target]
+model = "lsm-tiny-target"
+[sampler]
+temperature = 1.0
+)");
+  EXPECT_THAT(message, HasSubstr("unknown key nmae (did you mean \"name\"?)"));
+  EXPECT_THAT(message, HasSubstr("unknown key sampler (did you mean \"sampling\"?)"));
+}
+
+TEST(Config, MissingTargetIsAnError) {
+  EXPECT_THAT(error_of("seed = 1\n"), HasSubstr("target.model is missing"));
+}
+
+TEST(Config, DraftAndTargetMustShareTheVocabulary) {
+  const std::string message = error_of(R"([target]
+model = "lsm-tiny-target"
+[draft]
+model = "ngram-2"
+)");
+  EXPECT_THAT(message, HasSubstr("c.toml:4:9: draft.model \"ngram-2\" has vocabulary size 256 but "
+                                 "target.model \"lsm-tiny-target\" has 16"));
+}
+
+TEST(Config, CrossFieldConstraints) {
+  EXPECT_THAT(error_of(R"([target]
+model = "lsm-tiny-target"
+[decode]
+batch_size = 8
+sequences = 4
+)"),
+              HasSubstr("decode.batch_size is 8 but decode.sequences is 4"));
+  EXPECT_THAT(error_of(R"([target]
+model = "lsm-tiny-target"
+[decode]
+baseline = true
+)"),
+              HasSubstr("decode.baseline = true needs a [draft]"));
+  EXPECT_THAT(error_of(R"([target]
+model = "lsm-tiny-target"
+[decode]
+prompt_source = "corpus"
+)"),
+              HasSubstr("corpus prompts are bytes"));
+  EXPECT_THAT(error_of(R"([target]
+model = "lsm-tiny-target"
+[draft]
+temperature = 0.5
+)"),
+              HasSubstr("draft.temperature is set but draft.model is missing"));
+}
+
+TEST(Config, RangesOfSamplingAndVerifierParameters) {
+  const std::string message = error_of(R"([target]
+model = "lsm-tiny-target"
+[draft]
+model = "lsm-tiny-draft"
+[verifier]
+method = "lenient"
+leniency = 0
+[sampling]
+temperature = -1
+top_p = 0
+min_p = 2
+[decode]
+gamma = 0
+)");
+  EXPECT_THAT(message, HasSubstr("verifier.leniency is 0; expected a number in (0, 1]"));
+  EXPECT_THAT(message, HasSubstr("sampling.temperature is -1; expected a finite number ≥ 0"));
+  EXPECT_THAT(message, HasSubstr("sampling.top_p is 0; expected a number in (0, 1]"));
+  EXPECT_THAT(message, HasSubstr("sampling.min_p is 2; expected a number in [0, 1]"));
+  EXPECT_THAT(message, HasSubstr("decode.gamma is 0; expected an integer in [1, 256]"));
+}
+
+TEST(Config, InvalidTomlNamesTheLine) {
+  const std::string message = error_of("[target\nmodel = 1\n");
+  EXPECT_THAT(message, HasSubstr("c.toml:1:"));
+  EXPECT_THAT(message, HasSubstr("not valid TOML"));
+}
+
+TEST(Config, MissingFileIsInvalidInput) {
+  const auto dir = fresh_test_dir();
+  EXPECT_THAT(invalid_input_message([&] { load_sweep(dir / "none.toml"); }),
+              HasSubstr("none.toml: no such file"));
+}
+
+TEST(Config, SetValuesParseAsTomlAndKeepTheirTypes) {
+  const std::string base = "[target]\nmodel = \"lsm-tiny-target\"\n";
+  const Sweep sweep = load(base, {"decode.max_new_tokens=7", "sampling.temperature=0",
+                                  "target.model=lsm-tiny-target", "name=\"x y\""});
+  const RunSettings& s = sweep.points[0].settings;
+  EXPECT_EQ(s.max_new_tokens, 7);
+  EXPECT_EQ(s.sampling.temperature, 0.0);  // an integer is accepted for a number
+  EXPECT_EQ(s.name, "x y");
+  // A string where an integer belongs stays a string and is reported.
+  EXPECT_THAT(error_of(base, {"decode.gamma=\"4\""}),
+              HasSubstr("--set decode.gamma=\"4\": decode.gamma is \"4\" (a string); expected an "
+                        "integer"));
+}
+
+TEST(Config, ConflictingOrUnknownSetsAreErrors) {
+  const std::string base =
+      "[target]\nmodel = \"lsm-tiny-target\"\n[sweep]\ndecode.gamma = [1, 2]\n";
+  const std::string message = error_of(base, {"decode.sequences=2", "decode.sequences=3",
+                                              "decode.sequnces=1", "novalue", "decode.gamma=4"});
+  EXPECT_THAT(message, HasSubstr("--set decode.sequences=3: conflicts with --set "
+                                 "decode.sequences=2"));
+  EXPECT_THAT(message, HasSubstr("--set decode.sequnces=1: unknown key decode.sequnces (did you "
+                                 "mean \"decode.sequences\"?)"));
+  EXPECT_THAT(message, HasSubstr("--set novalue: expected --set KEY=VALUE"));
+  EXPECT_THAT(message, HasSubstr("--set decode.gamma=4: decode.gamma is swept at "));
+  EXPECT_THAT(message, HasSubstr("use --set sweep.decode.gamma=[4]"));
+  // The same value twice is not a conflict.
+  EXPECT_EQ(load(base, {"seed=3", "seed=3"}).points[0].settings.seed, 3u);
+}
+
+TEST(Config, ResolvedTomlIsCompleteAndParsesBack) {
+  const Sweep sweep = load(R"([target]
+model = "lsm-tiny-target"
+[draft]
+model = "lsm-tiny-draft"
+)");
+  const toml::table table = toml::parse(sweep.points[0].config_toml);
+  std::vector<std::string> keys;
+  for (const auto& [key, node] : flatten_table(table)) keys.push_back(key);
+  for (const KeySpec& spec : config_keys()) {
+    if (spec.key == "decode.branches") continue;  // tree verifiers only
+    EXPECT_NE(std::find(keys.begin(), keys.end(), spec.key), keys.end()) << spec.key;
+  }
+}
+
+TEST(Config, BatchSeedsDifferPerBatchAndAreDeterministic) {
+  EXPECT_EQ(batch_seed(7, 0), batch_seed(7, 0));
+  EXPECT_NE(batch_seed(7, 0), batch_seed(7, 1));
+  EXPECT_NE(batch_seed(7, 0), batch_seed(8, 0));
+}
+
+TEST(Config, VerifierMethodAcceptsEveryDecodeVerifier) {
+  for (const std::string& method : verifier_names()) {
+    const Sweep sweep = load(R"([target]
+model = "lsm-tiny-target"
+[draft]
+model = "lsm-tiny-draft"
+[decode]
+branches = [2, 2]
+)",
+                             {"verifier.method=" + method});
+    EXPECT_EQ(sweep.points[0].settings.verifier, method);
+    const DecodeConfig config = decode_config(sweep.points[0].settings, 0);
+    EXPECT_EQ(verifier_name(config), method);
+  }
+}
+
+TEST(Config, TreeVerifiersNeedAValidTreeShape) {
+  const std::string base = R"([target]
+model = "lsm-tiny-target"
+[draft]
+model = "lsm-tiny-draft"
+[verifier]
+method = "tree-iid"
+)";
+  EXPECT_THAT(error_of(base), HasSubstr("verifier.method \"tree-iid\" is a tree verifier and "
+                                        "needs decode.branches"));
+  EXPECT_THAT(error_of(base, {"decode.branches=[2, 0]"}),
+              HasSubstr("decode.branches is [2, 0]; expected a non-empty list of integers ≥ 1"));
+  EXPECT_THAT(error_of(base, {"decode.branches=[17]"}),
+              HasSubstr("expected candidates per node ≤ the vocabulary size 16"));
+  EXPECT_THAT(error_of(base, {"decode.branches=[16, 16, 16]"}),
+              HasSubstr("makes a tree of more than 4096 nodes"));
+  const Sweep sweep = load(base, {"decode.branches=[3, 2]"});
+  EXPECT_EQ(sweep.points[0].settings.branches, (std::vector<int64_t>{3, 2}));
+  EXPECT_THAT(sweep.points[0].config_toml, HasSubstr("branches = [ 3, 2 ]"));
+  // Chain verifiers ignore a tree shape, and it is not part of their resolved config.
+  const Sweep chain = load(base, {"decode.branches=[3, 2]", "verifier.method=token"});
+  EXPECT_THAT(chain.points[0].config_toml, Not(HasSubstr("branches")));
+}
+
+}  // namespace
+}  // namespace speclab::experiments

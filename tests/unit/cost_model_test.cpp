@@ -1,0 +1,223 @@
+// The cost and memory planner (core/cost_model, core/hardware): Leviathan's closed forms
+// (SPEC.md V1, proofs/expected_emitted.md), the roofline regimes, KV-cache and weight bytes of the
+// presets, and the VRAM budget's errors.
+#include "core/cost_model.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/hardware.hpp"
+
+namespace speclab {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string read_text(const std::string& relative) {
+  std::ifstream in(std::string(SPECLAB_SOURCE_DIR) + "/" + relative);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string error_of(auto&& f) {
+  try {
+    f();
+  } catch (const InvalidInput& e) {
+    return e.what();
+  }
+  return "no InvalidInput thrown";
+}
+
+TEST(CostModel, ExpectedEmittedMatchesClosedForm) {
+  // E = (1 − α^{γ+1})/(1 − α): α = 0.8, γ = 8 gives 5·(1 − 0.8⁹) = 4.32891136.
+  EXPECT_NEAR(expected_emitted(0.8, 8), 4.32891136, 1e-12);
+  EXPECT_DOUBLE_EQ(expected_emitted(0.8, 0), 1.0);
+  EXPECT_DOUBLE_EQ(expected_emitted(1.0, 5), 6.0);  // every draft accepted: γ + 1
+  EXPECT_DOUBLE_EQ(expected_emitted(0.0, 5), 1.0);  // none accepted: the residual token only
+}
+
+TEST(CostModel, OptimalGammaIsEightWithGain309AtAlpha08C005) {
+  // proofs/expected_emitted.md §3: gain(γ) = E/(γc + 1) with E = 5(1 − 0.8^{γ+1}).
+  // γ = 7: 4.16114/1.35 = 3.0823; γ = 8: 4.32891/1.40 = 3.0921; γ = 9: 4.46313/1.45 = 3.0780,
+  // and for γ ≥ 15 the gain is below 5/1.75 = 2.857 since E < 1/(1 − α) = 5: γ = 8 is global.
+  const GammaChoice best = optimal_gamma(0.8, 0.05);
+  EXPECT_EQ(best.gamma, 8);
+  EXPECT_NEAR(best.gain, 4.32891136 / 1.4, 1e-9);
+  EXPECT_NEAR(walltime_gain(0.8, 7, 0.05), 3.0823, 1e-4);
+  EXPECT_NEAR(walltime_gain(0.8, 9, 0.05), 3.0780, 1e-4);
+}
+
+TEST(CostModel, RejectsAlphaOutsideUnitIntervalNamingIt) {
+  EXPECT_THAT(error_of([] { expected_emitted(1.2, 4); }), HasSubstr("alpha is 1.2"));
+  EXPECT_THAT(error_of([] { expected_emitted(std::nan(""), 4); }), HasSubstr("alpha"));
+  EXPECT_THAT(error_of([] { walltime_gain(0.8, 4, -0.1); }), HasSubstr("c is -0.1"));
+}
+
+TEST(CostModel, KvCacheOfLlama3_8bIs128KiBPerToken) {
+  // 32 layers × 8 KV heads × head dim 128 × 2 (K and V) × 2 bytes (bf16) = 131072 B = 128 KiB.
+  EXPECT_EQ(find_llm("llama3-8b").kv_bytes_per_token(), 131072);
+  // Llama-3.2-1B: 16 × 8 × 64 × 2 × 2 = 32768 B; Llama-2-13B (no GQA): 40 × 40 × 128 × 2 × 2.
+  EXPECT_EQ(find_llm("llama3.2-1b").kv_bytes_per_token(), 32768);
+  EXPECT_EQ(find_llm("llama2-13b-gptq").kv_bytes_per_token(), 819200);
+}
+
+TEST(CostModel, LayoutReproducesPublishedParameterCounts) {
+  // Llama-3-8B: 2 × 128256 × 4096 (embeddings, untied head) + 32 × (q 4096² + k, v 2 × 4096 ×
+  // 1024 + o 4096² + 3 × 4096 × 14336) + 65 × 4096 norms = 8,030,261,248.
+  EXPECT_EQ(find_llm("llama3-8b").layout_parameters(), 8030261248);
+  EXPECT_EQ(find_llm("llama3.2-1b").layout_parameters(), 1235814400);  // tied embeddings
+  for (const ModelSpec& m : llm_presets()) {
+    EXPECT_NEAR(static_cast<double>(m.layout_parameters()) / m.parameters, 1.0, 0.005) << m.name;
+  }
+}
+
+TEST(CostModel, Int4WeightsCountGptqGroupScales) {
+  // 4 bits plus one fp16 scale and one 4-bit zero per 128 weights: 0.5 + 2.5/128 bytes.
+  EXPECT_DOUBLE_EQ(bytes_per_weight(WeightDtype::kInt4, 128), 0.51953125);
+  EXPECT_DOUBLE_EQ(bytes_per_weight(WeightDtype::kFp8, 0), 1.0);
+  // Llama-2-13B: 12.688e9 quantised block weights × 0.5195 + 327.7e6 fp16 embeddings, head and
+  // norms × 2 = 7.25 GB (TheBloke's main-branch safetensors file is 7.26 GB).
+  const double bytes = find_llm("llama2-13b-gptq").weight_bytes();
+  EXPECT_GT(bytes, 7.2e9);
+  EXPECT_LT(bytes, 7.3e9);
+  EXPECT_NEAR(find_llm("llama3-8b").weight_bytes(), 2.0 * 8030261248.0, 1.0);
+}
+
+TEST(CostModel, RooflineIsMemoryBoundAtBatchOneAndComputeBoundAtLargeBatch) {
+  const PassProfile llama = pass_profile(find_llm("llama3-8b"));
+  const RooflineRates h100 = roofline_rates(find_gpu("h100-sxm"), WeightDtype::kBf16);
+  const PassTime one = forward_time(llama, h100, 1, 1, 1024);
+  EXPECT_FALSE(one.compute_bound);
+  // Batch 1 streams ~15 GB of weights at 3.35 TB/s: ~4.5 ms, dwarfing 15 GFLOP at 989 TFLOP/s.
+  EXPECT_NEAR(one.memory_seconds, 15.0e9 / 3.35e12, 0.2e-3);
+  // 1024 sequences at a short context (128 tokens, so that their KV reads, 17 GB, do not
+  // dominate): 1024 × 15 GFLOP = 15.4 TFLOP take 15.6 ms against 9.6 ms of memory traffic.
+  const PassTime many = forward_time(llama, h100, 1024, 1, 128);
+  EXPECT_TRUE(many.compute_bound);
+  EXPECT_GT(many.seconds, 3 * one.seconds);
+}
+
+TEST(CostModel, StepReducesToLeviathanWhenVerificationCostsOneStep) {
+  // No FLOPs, KV cache or overheads: every pass costs its weight bytes, so T(b, γ+1) = T(b, 1),
+  // c = draft bytes / target bytes, and the speedup is exactly E/(γc + 1).
+  const PassProfile target{.name = "t", .weight_bytes_read = 1e9, .vocab = 0};
+  const PassProfile draft{.name = "d", .weight_bytes_read = 5e7, .vocab = 0};
+  const RooflineRates rates{.bytes_per_second = 1e12, .flops_per_second = 1e12};
+  const PairCostModel model{
+      .target = target, .draft = draft, .target_rates = rates, .draft_rates = rates, .context = 0};
+  const StepCost s = step_cost(model, 0.8, 1, 8);
+  EXPECT_NEAR(s.c, 0.05, 1e-12);
+  EXPECT_NEAR(s.speedup, walltime_gain(0.8, 8, 0.05), 1e-9);
+  EXPECT_EQ(best_step(model, 0.8, 1, {}).gamma, 8);
+}
+
+TEST(CostModel, SpeculationStopsPayingAtLargeBatch) {
+  // At a short context the verification pass of b(γ+1) tokens turns compute-bound and the
+  // speedup falls with the batch until it is gone.
+  const ModelSpec& t = find_llm("llama3-8b");
+  const ModelSpec& d = find_llm("llama3.2-1b");
+  const HardwareSpec gpu = find_gpu("rtx3090");
+  const PairCostModel model{.target = pass_profile(t),
+                            .draft = pass_profile(d),
+                            .target_rates = roofline_rates(gpu, t.dtype),
+                            .draft_rates = roofline_rates(gpu, d.dtype),
+                            .context = 256};
+  const double b1 = best_step(model, 0.8, 1, {}).speedup;
+  const double b64 = best_step(model, 0.8, 64, {}).speedup;
+  EXPECT_GT(b1, 1.5);
+  EXPECT_LT(b64, b1);
+  const auto even = break_even_batch(model, 0.8, {});
+  ASSERT_TRUE(even.has_value());
+  EXPECT_LE(best_step(model, 0.8, *even, {}).speedup, 1.0);
+  EXPECT_GT(best_step(model, 0.8, *even - 1, {}).speedup, 1.0);
+}
+
+TEST(CostModel, DraftCostsConcurrentSequences) {
+  const MemoryPlan m =
+      plan_memory(find_llm("llama3-8b"), find_llm("llama3.2-1b"), find_gpu("a100-80gb"), 4096, 0.9);
+  EXPECT_NEAR(m.draft_weight_bytes, 2.0 * 1235814400.0, 1.0);
+  EXPECT_GT(m.max_sequences_without_draft, m.max_sequences_with_draft);
+  EXPECT_EQ(m.sequences_lost_to_draft(),
+            m.max_sequences_without_draft - m.max_sequences_with_draft);
+  // Each sequence holds 4096 × (128 + 32) KiB of KV cache with the draft.
+  const double per_sequence = 4096.0 * (131072 + 32768);
+  EXPECT_LT(m.headroom_with_draft, per_sequence);
+  EXPECT_GE(m.headroom_with_draft, 0.0);
+}
+
+TEST(CostModel, VramFitErrorsSayByHowMuch) {
+  // Llama-3-70B holds 141 GB of bf16 weights; an RTX 3090 offers 24 GiB × 0.9 = 23.2 GB.
+  const std::string too_big = error_of([] {
+    plan_memory(find_llm("llama3-70b"), find_llm("llama3.2-1b"), find_gpu("rtx3090"), 2048, 0.9);
+  });
+  EXPECT_THAT(too_big, HasSubstr("does not fit in rtx3090"));
+  EXPECT_THAT(too_big, HasSubstr("short by 118."));
+  const std::string no_sequence = error_of([] {
+    plan_memory(find_llm("llama3-8b"), find_llm("llama3.2-1b"), find_gpu("rtx3090"), 1 << 20, 0.9);
+  });
+  EXPECT_THAT(no_sequence, HasSubstr("no room for one sequence of 1048576 tokens"));
+  EXPECT_THAT(error_of([] {
+                plan_memory(find_llm("llama3-8b"), find_llm("llama3.2-1b"), find_gpu("h200"), 2048,
+                            1.5);
+              }),
+              HasSubstr("--memory-utilization is 1.5"));
+}
+
+TEST(CostModel, UnknownPresetListsKnownOnes) {
+  const std::string gpu = error_of([] { find_gpu("rtx9090"); });
+  EXPECT_THAT(gpu, HasSubstr("unknown GPU preset 'rtx9090'"));
+  EXPECT_THAT(gpu, HasSubstr("a100-80gb"));
+  EXPECT_THAT(gpu, HasSubstr("this-machine"));
+  EXPECT_THAT(error_of([] { find_llm("llama4"); }), HasSubstr("llama3.2-1b"));
+  EXPECT_EQ(find_gpu("H100-SXM").name, "h100-sxm");  // names are case-insensitive
+}
+
+TEST(CostModel, PresetsMatchDataFiles) {
+  const auto gpus = gpu_presets_from_toml(read_text("data/hardware.toml"), "data/hardware.toml");
+  ASSERT_EQ(gpus.size(), gpu_presets().size());
+  for (const HardwareSpec& g : gpus) {
+    const HardwareSpec builtin = find_gpu(g.name);
+    EXPECT_EQ(g.description, builtin.description) << g.name;
+    EXPECT_EQ(g.memory_gib, builtin.memory_gib) << g.name;
+    EXPECT_EQ(g.bandwidth_gbps, builtin.bandwidth_gbps) << g.name;
+    EXPECT_EQ(g.fp16_tflops, builtin.fp16_tflops) << g.name;
+    EXPECT_EQ(g.fp16_acc16_tflops, builtin.fp16_acc16_tflops) << g.name;
+    EXPECT_EQ(g.fp8_tflops, builtin.fp8_tflops) << g.name;
+    EXPECT_EQ(g.int8_tops, builtin.int8_tops) << g.name;
+    EXPECT_EQ(g.fp32_tflops, builtin.fp32_tflops) << g.name;
+  }
+  const auto models =
+      llm_presets_from_toml(read_text("data/llm_models.toml"), "data/llm_models.toml");
+  ASSERT_EQ(models.size(), llm_presets().size());
+  for (const ModelSpec& m : models) {
+    const ModelSpec& b = find_llm(m.name);
+    EXPECT_EQ(m.description, b.description) << m.name;
+    EXPECT_EQ(m.layers, b.layers) << m.name;
+    EXPECT_EQ(m.hidden, b.hidden) << m.name;
+    EXPECT_EQ(m.intermediate, b.intermediate) << m.name;
+    EXPECT_EQ(m.heads, b.heads) << m.name;
+    EXPECT_EQ(m.kv_heads, b.kv_heads) << m.name;
+    EXPECT_EQ(m.head_dim, b.head_dim) << m.name;
+    EXPECT_EQ(m.vocab, b.vocab) << m.name;
+    EXPECT_EQ(m.tied_embeddings, b.tied_embeddings) << m.name;
+    EXPECT_EQ(m.parameters, b.parameters) << m.name;
+    EXPECT_EQ(m.dtype, b.dtype) << m.name;
+    EXPECT_EQ(m.group_size, b.group_size) << m.name;
+    EXPECT_EQ(m.kv_dtype, b.kv_dtype) << m.name;
+  }
+}
+
+TEST(CostModel, DataFileErrorsNameTheKey) {
+  EXPECT_THAT(error_of([] { gpu_presets_from_toml("[gpus.x]\ndescription = \"x\"\n", "f.toml"); }),
+              HasSubstr("[gpus.x] has no 'memory_gib'"));
+  EXPECT_THAT(error_of([] { llm_presets_from_toml("[models", "m.toml"); }), HasSubstr("m.toml:1"));
+}
+
+}  // namespace
+}  // namespace speclab

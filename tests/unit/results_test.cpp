@@ -1,0 +1,394 @@
+// Unit tests of experiments/results, runner and merge (DESIGN.md "Results in HDF5"): the datasets
+// and attributes of a point's file, identical datasets for the same config and seed (whatever
+// --jobs), the summary table, --resume, stopping, and merging shards.
+#include "experiments/results.hpp"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/hdf5_file.hpp"
+#include "experiments/merge.hpp"
+#include "experiments/runner.hpp"
+#include "tests/unit/experiment_fixture.hpp"
+
+namespace speclab::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+using speclab::testing::fresh_test_dir;
+using speclab::testing::invalid_input_message;
+using speclab::testing::kTinySweep;
+using speclab::testing::read_text;
+using speclab::testing::write_text;
+using ::testing::HasSubstr;
+
+Sweep tiny_sweep(const fs::path& dir, const std::string& text = kTinySweep) {
+  return load_sweep(write_text(dir / "tiny.toml", text));
+}
+
+RunReport run_quietly(const Sweep& sweep, const fs::path& out, RunOptions options = {}) {
+  options.out = out;
+  options.progress.out = nullptr;
+  return run_sweep(sweep, options);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> cells;
+  std::istringstream in(line);
+  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+bool is_time_valued(const std::string& name) {
+  for (const MetricSpec& m : summary_metrics()) {
+    if (m.name == name) return m.time_valued;
+  }
+  return name.ends_with("seconds");
+}
+
+std::vector<fs::path> files_in(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(Results, PointFileHoldsStepLogsCurvesAndAttributes) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  const RunReport report = run_quietly(sweep, dir / "out");
+  EXPECT_EQ(report.ran, 4);
+  const SweepPoint& point = sweep.points[3];  // gamma 3, temperature 1.0
+  const Hdf5Reader file(point_path(dir / "out", point));
+  EXPECT_EQ(file.read_string_attribute("schema"), "speclab.run");
+  EXPECT_EQ(file.read_int64_attribute("schema_version"), 1);
+  EXPECT_EQ(file.read_string_attribute("id"), point.id);
+  EXPECT_EQ(file.read_string_attribute("config_toml"), point.config_toml);
+  EXPECT_EQ(file.read_uint64_attribute("seed"), 5u);
+  EXPECT_EQ(file.read_int64_attribute("param.decode.gamma"), 3);
+  EXPECT_EQ(file.read_double_attribute("param.sampling.temperature"), 1.0);
+  EXPECT_EQ(file.read_string_attribute("swept_keys"), "decode.gamma,sampling.temperature");
+  for (const char* name : {"started", "finished"}) {
+    EXPECT_THAT(file.read_string_attribute(name),
+                ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"));
+  }
+  for (const char* name : {"git_commit", "host", "hdf5_version", "speclab_version"}) {
+    EXPECT_FALSE(file.read_string_attribute(name).empty()) << name;
+  }
+  EXPECT_THAT(file.read_string_attribute("library_versions"), HasSubstr("hdf5 1.10"));
+
+  const int64_t steps = file.read_int64_attribute("steps");
+  for (const char* name : {"steps/accepted", "steps/emitted", "steps/drafted", "steps/batch"}) {
+    const Hdf5DatasetInfo info = file.dataset_info(name);
+    EXPECT_EQ(info.shape, std::vector<int64_t>{steps}) << name;
+    EXPECT_TRUE(info.chunked && info.deflate && info.extendable) << name;
+  }
+  const auto accepted = file.read_int32("steps/accepted").values;
+  const auto emitted = file.read_int32("steps/emitted").values;
+  const auto drafted = file.read_int32("steps/drafted").values;
+  for (size_t i = 0; i < accepted.size(); ++i) {
+    EXPECT_LE(accepted[i], drafted[i]);
+    EXPECT_LE(drafted[i], 3);
+    EXPECT_EQ(emitted[i], accepted[i] + 1);  // no EOS in this model
+  }
+  const int64_t total_accepted = std::accumulate(accepted.begin(), accepted.end(), int64_t{0});
+  EXPECT_EQ(file.read_int64_attribute("accepted"), total_accepted);
+  EXPECT_DOUBLE_EQ(file.read_double_attribute("mean_accepted"),
+                   static_cast<double>(total_accepted) / steps);
+  EXPECT_EQ(file.read_int64_attribute("tokens"), 4 * 12);
+  EXPECT_DOUBLE_EQ(file.read_double_attribute("emitted_per_step"), 48.0 / steps);
+  const auto histogram = file.read_int64("accepted_length_histogram", 1).values;
+  ASSERT_EQ(histogram.size(), 4u);  // γ + 1
+  EXPECT_EQ(std::accumulate(histogram.begin(), histogram.end(), int64_t{0}), steps);
+  const auto reached = file.read_int64("position/reached", 1).values;
+  const auto pos_accepted = file.read_int64("position/accepted", 1).values;
+  const auto rate = file.read_double("position/acceptance_rate", 1).values;
+  ASSERT_EQ(reached.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    if (reached[i] > 0) EXPECT_DOUBLE_EQ(rate[i], double(pos_accepted[i]) / reached[i]);
+  }
+  const double alpha = file.read_double_attribute("alpha_estimate");
+  EXPECT_GT(alpha, 0.0);
+  EXPECT_LE(alpha, 1.0);
+  EXPECT_EQ(file.read_int32("sequences/length").values, std::vector<int32_t>(4, 12));
+  EXPECT_EQ(file.read_int32("sequences/tokens").values.size(), 48u);
+  EXPECT_EQ(file.read_int32("baseline/sequences/tokens").values.size(), 48u);
+  EXPECT_EQ(file.dataset_shape("batches/seed"), std::vector<int64_t>{2});
+  EXPECT_GT(file.read_double_attribute("speedup"), 0.0);
+}
+
+TEST(Results, SameConfigAndSeedGiveIdenticalDatasetsWhateverTheJobs) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  run_quietly(sweep, dir / "a");
+  RunOptions parallel;
+  parallel.jobs = 3;
+  run_quietly(sweep, dir / "b", parallel);
+  ASSERT_EQ(files_in(dir / "a"), files_in(dir / "b"));
+  for (const SweepPoint& p : sweep.points) {
+    const Hdf5Reader a(point_path(dir / "a", p)), b(point_path(dir / "b", p));
+    ASSERT_EQ(a.dataset_names(), b.dataset_names());
+    for (const std::string& name : a.dataset_names()) {
+      if (name.ends_with("seconds")) continue;               // time-valued
+      if (a.dataset_info(name).dtype == "uint64") continue;  // batches/seed, compared below
+      if (a.dataset_info(name).dtype.starts_with("float")) {
+        EXPECT_EQ(a.read_double(name).values, b.read_double(name).values) << p.id << " " << name;
+      } else {
+        EXPECT_EQ(a.read_int64(name).values, b.read_int64(name).values) << p.id << " " << name;
+      }
+    }
+    ASSERT_EQ(a.attribute_names(), b.attribute_names());
+    for (const std::string& name : a.attribute_names()) {
+      if (is_time_valued(name)) continue;
+      switch (a.attribute_kind(name)) {
+        case Hdf5AttributeKind::kString:
+          EXPECT_EQ(a.read_string_attribute(name), b.read_string_attribute(name)) << name;
+          break;
+        case Hdf5AttributeKind::kFloat: {
+          const double x = a.read_double_attribute(name), y = b.read_double_attribute(name);
+          EXPECT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << name;
+          break;
+        }
+        default:
+          EXPECT_EQ(a.read_uint64_attribute(name), b.read_uint64_attribute(name)) << name;
+      }
+    }
+  }
+}
+
+TEST(Results, SummaryHasOneRowPerPointWithSweptParametersAndMetrics) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  const RunReport report = run_quietly(sweep, dir / "out");
+  ASSERT_EQ(report.summary, dir / "out" / "summary.csv");
+  const auto lines = lines_of(read_text(report.summary));
+  ASSERT_EQ(lines.size(), 5u);
+  const auto header = cells_of(lines[0]);
+  const auto column = [&](const std::string& name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    EXPECT_NE(it, header.end()) << name;
+    return static_cast<size_t>(it - header.begin());
+  };
+  for (size_t r = 1; r < lines.size(); ++r) {
+    const auto cells = cells_of(lines[r]);
+    ASSERT_EQ(cells.size(), header.size()) << lines[r];
+    const SweepPoint& p = sweep.points[r - 1];
+    EXPECT_EQ(cells[column("id")], p.id);
+    EXPECT_EQ(cells[column("index")], std::to_string(p.index));
+    EXPECT_EQ(cells[column("decode.gamma")], std::to_string(p.settings.gamma));
+    EXPECT_EQ(cells[column("target.model")], "lsm-tiny-target");
+    EXPECT_EQ(cells[column("file")], p.id + ".h5");
+    for (const char* metric : {"mean_accepted", "emitted_per_step", "acceptance_rate",
+                               "alpha_sum_min", "tokens_per_second", "speedup"}) {
+      EXPECT_FALSE(cells[column(metric)].empty()) << metric;
+    }
+  }
+}
+
+TEST(Results, PlainDecodingRunHasNoCurvesAndNoAcceptance) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir, R"([target]
+model = "lsm-tiny-target"
+[decode]
+max_new_tokens = 5
+)");
+  run_quietly(sweep, dir / "out");
+  const Hdf5Reader file(point_path(dir / "out", sweep.points[0]));
+  EXPECT_FALSE(file.has_dataset("position/reached"));
+  EXPECT_TRUE(std::isnan(file.read_double_attribute("acceptance_rate")));
+  EXPECT_TRUE(std::isnan(file.read_double_attribute("mean_accepted")));
+  EXPECT_EQ(file.read_int64_attribute("steps"), 5);
+  EXPECT_DOUBLE_EQ(file.read_double_attribute("emitted_per_step"), 1.0);
+}
+
+TEST(Results, CorpusPromptsAreDeterministicHeldOutText) {
+  RunSettings s;
+  s.seed = 3;
+  s.sequences = 3;
+  s.prompt_length = 20;
+  s.prompt_source = PromptSource::kCorpus;
+  const auto prompts = make_prompts(s, 256);
+  ASSERT_EQ(prompts.size(), 3u);
+  EXPECT_EQ(prompts, make_prompts(s, 256));
+  EXPECT_NE(prompts[0], prompts[1]);
+  for (const auto& p : prompts) EXPECT_EQ(p.size(), 20u);
+  s.prompt_source = PromptSource::kRandom;
+  for (const auto& p : make_prompts(s, 16)) {
+    for (const int32_t t : p) EXPECT_TRUE(t >= 0 && t < 16);
+  }
+}
+
+TEST(Results, CsvQuotesCellsThatNeedIt) {
+  const fs::path dir = fresh_test_dir();
+  const std::vector<SummaryRow> rows = {{{"a", "1"}, {"b", "x,y"}}, {{"a", "say \"hi\""}}};
+  write_summary_csv(dir / "s.csv", rows);
+  EXPECT_EQ(read_text(dir / "s.csv"), "a,b\n1,\"x,y\"\n\"say \"\"hi\"\"\",\n");
+}
+
+TEST(Results, AtomicWritesReplaceWholeFilesAndLeaveNoPartial) {
+  const fs::path dir = fresh_test_dir();
+  write_file_atomically(dir / "f.txt", "old");
+  write_file_atomically(dir / "f.txt", "new");
+  EXPECT_EQ(read_text(dir / "f.txt"), "new");
+  EXPECT_FALSE(fs::exists(dir / "f.txt.partial"));
+  EXPECT_THROW(write_file_atomically(dir / "missing" / "f.txt", "x"), IoError);
+  copy_file_atomically(dir / "f.txt", dir / "g.txt");
+  EXPECT_EQ(read_text(dir / "g.txt"), "new");
+}
+
+TEST(Results, ReadResultIdRejectsFilesThatAreNotResults) {
+  const fs::path dir = fresh_test_dir();
+  write_text(dir / "text.h5", "not hdf5");
+  EXPECT_THAT(invalid_input_message([&] { read_result_id(dir / "text.h5"); }),
+              HasSubstr("not an HDF5 file"));
+  {
+    Hdf5Writer other(dir / "other.h5");
+    other.write_string_attribute("schema", "speclab.demo");
+    other.commit();
+  }
+  EXPECT_THAT(invalid_input_message([&] { read_result_id(dir / "other.h5"); }),
+              HasSubstr("not a speclab result file (root attribute 'schema' is \"speclab.demo\""));
+}
+
+TEST(Results, ExistingResultsWithoutResumeAreRefused) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  run_quietly(sweep, dir / "out");
+  const std::string message = invalid_input_message([&] { run_quietly(sweep, dir / "out"); });
+  EXPECT_THAT(message, HasSubstr("already holds results of this sweep"));
+  EXPECT_THAT(message, HasSubstr("pass --resume"));
+}
+
+TEST(Results, ResumeRunsOnlyMissingPointsAndRemovesStalePartials) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  run_quietly(sweep, dir / "out");
+  const fs::path kept = point_path(dir / "out", sweep.points[0]);
+  const std::string kept_bytes = read_text(kept);
+  fs::remove(point_path(dir / "out", sweep.points[1]));
+  write_text(point_path(dir / "out", sweep.points[2]).string() + ".partial", "half a file");
+  fs::remove(point_path(dir / "out", sweep.points[2]));
+  RunOptions resume;
+  resume.resume = true;
+  const RunReport report = run_quietly(sweep, dir / "out", resume);
+  EXPECT_EQ(report.ran, 2);
+  EXPECT_EQ(report.skipped, 2);
+  EXPECT_EQ(report.removed_partials, 1);
+  EXPECT_FALSE(report.interrupted);
+  EXPECT_EQ(read_text(kept), kept_bytes);  // finished points are not rewritten
+  for (const SweepPoint& p : sweep.points) {
+    EXPECT_EQ(read_result_id(point_path(dir / "out", p)), p.id);
+    EXPECT_FALSE(fs::exists(point_path(dir / "out", p).string() + ".partial"));
+  }
+  EXPECT_EQ(lines_of(read_text(dir / "out" / "summary.csv")).size(), 5u);
+}
+
+TEST(Results, ResumeRefusesACorruptFileUnderAFinalName) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  run_quietly(sweep, dir / "out");
+  write_text(point_path(dir / "out", sweep.points[1]), "garbage");
+  RunOptions resume;
+  resume.resume = true;
+  const std::string message =
+      invalid_input_message([&] { run_quietly(sweep, dir / "out", resume); });
+  EXPECT_THAT(message, HasSubstr(sweep.points[1].id + ".h5: not an HDF5 file"));
+  EXPECT_THAT(message, HasSubstr("delete it to run its point again"));
+}
+
+TEST(Results, StopFlagEndsTheRunWithoutHalfFiles) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  std::atomic<bool> stop{true};
+  RunOptions options;
+  options.stop = &stop;
+  const RunReport report = run_quietly(sweep, dir / "out", options);
+  EXPECT_TRUE(report.interrupted);
+  EXPECT_EQ(report.ran, 0);
+  EXPECT_TRUE(files_in(dir / "out").empty());
+}
+
+TEST(Results, UnwritableOutputDirectoryIsInvalidInput) {
+  const fs::path dir = fresh_test_dir();
+  write_text(dir / "file", "x");
+  const Sweep sweep = tiny_sweep(dir);
+  EXPECT_THAT(invalid_input_message([&] { run_quietly(sweep, dir / "file" / "out"); }),
+              HasSubstr("cannot create the results directory"));
+}
+
+TEST(Results, MergeCombinesShardsIntoOneSummary) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  for (int i = 1; i <= 2; ++i) {
+    RunOptions options;
+    options.shard = parse_shard(fmt::format("{}/2", i));
+    const RunReport report = run_quietly(sweep, dir / fmt::format("s{}", i), options);
+    EXPECT_EQ(report.ran, 2);
+    EXPECT_EQ(report.summary.filename(), fmt::format("summary.shard-{}-of-2.csv", i));
+  }
+  const std::vector<fs::path> inputs = {dir / "s1", dir / "s2"};
+  const MergeReport merged = merge_results(inputs, dir / "all");
+  EXPECT_EQ(merged.files, 4);
+  EXPECT_EQ(merged.copied, 4);
+  const auto lines = lines_of(read_text(dir / "all" / "summary.csv"));
+  ASSERT_EQ(lines.size(), 5u);
+  for (size_t r = 1; r < lines.size(); ++r) {
+    EXPECT_EQ(cells_of(lines[r])[0], sweep.points[r - 1].id);  // sweep order
+  }
+  // Merging into one of the inputs copies only what is missing there.
+  const MergeReport again = merge_results(inputs, dir / "s1");
+  EXPECT_EQ(again.copied, 2);
+  EXPECT_EQ(again.files, 4);
+}
+
+TEST(Results, MergeReportsEveryBadInputAndWritesNothing) {
+  const fs::path dir = fresh_test_dir();
+  fs::create_directories(dir / "in");
+  write_text(dir / "in" / "bad.h5", "garbage");
+  const std::vector<fs::path> inputs = {dir / "in", dir / "missing"};
+  const std::string message = invalid_input_message([&] { merge_results(inputs, dir / "out"); });
+  EXPECT_THAT(message, HasSubstr("2 problems; nothing was written"));
+  EXPECT_THAT(message, HasSubstr("bad.h5: not an HDF5 file"));
+  EXPECT_THAT(message, HasSubstr("missing: no such directory"));
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(Results, TreeVerifierPointRecordsCurvesOverTheTreeDepth) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir, R"([target]
+model = "lsm-tiny-target"
+[draft]
+model = "lsm-tiny-draft"
+[verifier]
+method = "tree-iid"
+[decode]
+branches = [2, 2]
+batch_size = 2
+sequences = 2
+max_new_tokens = 12
+)");
+  run_quietly(sweep, dir / "out");
+  const Hdf5Reader file(point_path(dir / "out", sweep.points[0]));
+  EXPECT_EQ(file.dataset_shape("accepted_length_histogram"), std::vector<int64_t>{3});
+  EXPECT_EQ(file.dataset_shape("position/reached"), std::vector<int64_t>{2});
+  EXPECT_EQ(file.read_int64_attribute("tokens"), 24);
+}
+
+}  // namespace
+}  // namespace speclab::experiments

@@ -1,0 +1,63 @@
+// experiments/speclab_io.py, the notebooks' reader, run by Debian's /usr/bin/python3 on a real
+// run's output: load_summary gives one row per sweep point, load_run the datasets and attributes.
+// Skipped where /usr/bin/python3, h5py or pandas is missing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tests/support/cli_run.hpp"
+#include "tests/unit/experiment_fixture.hpp"
+
+namespace speclab {
+namespace {
+
+namespace fs = std::filesystem;
+
+int shell(const std::string& command) {
+  const int raw = std::system(command.c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+TEST(SpeclabIo, LoadsTheSummaryAndARunFromPython) {
+  if (!fs::exists("/usr/bin/python3") ||
+      shell("/usr/bin/python3 -c 'import h5py, numpy, pandas' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 with h5py, numpy and pandas is not installed";
+  }
+  const fs::path dir = testing::fresh_test_dir();
+  const fs::path config = testing::write_text(dir / "tiny.toml", testing::kTinySweep);
+  const testing::CliRun run =
+      testing::run_cli("run '" + config.string() + "' --out '" + (dir / "out").string() + "'");
+  ASSERT_EQ(run.status, 0) << run.output;
+  const std::string script = R"(
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import speclab_io
+df = speclab_io.load_summary(sys.argv[2])
+assert len(df) == 4, len(df)
+assert sorted(df["decode.gamma"].unique().tolist()) == [2, 3], df["decode.gamma"]
+assert df["mean_accepted"].between(0, 3).all()
+assert (df["speedup"] > 0).all()
+run = speclab_io.load_run(sys.argv[2] + "/" + df["file"][0])
+attrs = run["attrs"]
+assert attrs["schema"] == "speclab.run" and attrs["schema_version"] == 1
+assert attrs["id"] == df["id"][0]
+steps = run["steps/accepted"]
+assert len(steps) == attrs["steps"] == len(run["steps/emitted"])
+assert int(np.sum(steps)) == attrs["accepted"]
+assert run["accepted_length_histogram"].sum() == attrs["steps"]
+assert run["config"]["decode"]["gamma"] == df["decode.gamma"][0]
+print("speclab_io ok")
+)";
+  testing::write_text(dir / "check.py", script);
+  const std::string command = "/usr/bin/python3 '" + (dir / "check.py").string() + "' '" +
+                              (fs::path(SPECLAB_SOURCE_DIR) / "experiments").string() + "' '" +
+                              (dir / "out").string() + "' 2>&1";
+  EXPECT_EQ(shell(command), 0);
+}
+
+}  // namespace
+}  // namespace speclab
