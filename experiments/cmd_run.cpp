@@ -13,6 +13,7 @@
 
 #include "experiments/command.hpp"
 #include "experiments/runner.hpp"
+#include "experiments/summary_table.hpp"
 #include "experiments/sweep.hpp"
 
 namespace speclab::cli {
@@ -88,7 +89,10 @@ void run(const RunArgs& args) {
       report.removed_partials > 0
           ? fmt::format(", removed {} unfinished .partial file(s)", report.removed_partials).c_str()
           : "");
-  if (!report.summary.empty()) std::printf("  summary: %s\n", report.summary.string().c_str());
+  if (!report.summary.empty()) {
+    std::printf("  summary: %s\n\n%s", report.summary.string().c_str(),
+                experiments::format_summary_table(report.summary, sweep.swept_keys).c_str());
+  }
   std::fflush(stdout);
   if (g_signal != 0) {
     const int signal = g_signal;

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds speclab and runs the built-in default experiment
-# (`speclab demo`), which writes results/demo.h5 and prints a summary. Extra arguments go to demo.
+# Installs what is missing, builds speclab and runs the main job on its built-in default: the
+# quickstart sweep (experiments/configs/quickstart.toml: the headline LinearSoftmax pair at four
+# draft lengths, each beside plain decoding). It writes results/quickstart/<point>.h5 and
+# summary.csv and prints the summary table. Run again, it reuses the finished points (--resume).
+# Extra arguments go to `speclab run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"${SPECLAB_JOBS:-2}" --target speclab
-./build/experiments/speclab demo --out "${SPECLAB_RESULTS:-results}" "$@"
+./build/experiments/speclab run experiments/configs/quickstart.toml --resume "$@"
