@@ -1,5 +1,6 @@
 // Device-side Philox bits from core/philox.hpp (the one header shared with the CPU reference).
 #include "gpu/philox_uniforms.hpp"
+#include "gpu/simt.cuh"
 
 namespace speclab::gpu {
 namespace {
@@ -16,8 +17,8 @@ cudaError_t philox_bits(const RandomAddress* addresses, uint32_t* bits, int64_t 
   if (n <= 0) return cudaSuccess;
   constexpr int kThreads = 256;
   const int64_t blocks = (n + kThreads - 1) / kThreads;
-  philox_bits_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(addresses, bits, n);
-  return cudaGetLastError();
+  return launch_kernel(philox_bits_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0,
+                       stream, addresses, bits, n);
 }
 
 }  // namespace speclab::gpu

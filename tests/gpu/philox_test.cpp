@@ -45,7 +45,9 @@ TEST(GpuRuntime, DeviceCountTreatsDriverErrorsAsZero) {
   const int count = gpu::device_count();
   EXPECT_GE(count, 0);
   EXPECT_EQ(gpu::device_count(), count);
-  if (count > 0) EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  if (count > 0) {
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,232 @@
+// The emulated CUDA runtime (gpu/emulation/include/cuda_runtime_api.h): one device whose memory
+// is host memory from malloc, so AddressSanitizer sees every allocation's exact bounds. Calls are
+// synchronous; a failure inside an emulated grid is returned by the next synchronising call.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "gpu/emulation/runtime_state.hpp"
+#include "gpu/emulation/simt.hpp"
+
+namespace speclab::emulation {
+namespace {
+
+struct RuntimeState {
+  std::mutex mutex;
+  cudaError_t last_error = cudaSuccess;
+  bool failure_pending = false;
+  std::string failure_message;
+  std::map<const void*, size_t> shared_limits;
+};
+
+RuntimeState& state() {
+  static RuntimeState s;
+  return s;
+}
+
+cudaError_t fail(cudaError_t error) {
+  detail::set_last_error(error);
+  return error;
+}
+
+// A synchronising call returns a pending execution failure once (the real runtime keeps such an
+// error sticky until the context is reset; the emulation clears it so that later tests run).
+cudaError_t take_pending_failure() {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.failure_pending) return cudaSuccess;
+  s.failure_pending = false;
+  s.last_error = cudaErrorLaunchFailure;
+  return cudaErrorLaunchFailure;
+}
+
+}  // namespace
+
+std::string last_failure_message() {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.failure_message;
+}
+
+namespace detail {
+
+void set_last_error(cudaError_t error) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.last_error = error;
+}
+
+void record_execution_failure(const std::string& message) {
+  auto& s = state();
+  {
+    std::lock_guard lock(s.mutex);
+    s.failure_pending = true;
+    s.failure_message = message;
+  }
+  std::fprintf(stderr, "speclab SIMT emulation: %s\n", message.c_str());
+}
+
+size_t dynamic_shared_limit(const void* kernel) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  const auto it = s.shared_limits.find(kernel);
+  return it == s.shared_limits.end() ? kDefaultDynamicSharedBytes : it->second;
+}
+
+}  // namespace detail
+}  // namespace speclab::emulation
+
+using speclab::emulation::fail;
+using speclab::emulation::take_pending_failure;
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return fail(cudaErrorInvalidValue);
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return fail(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaGetLastError() {
+  auto& s = speclab::emulation::state();
+  std::lock_guard lock(s.mutex);
+  const cudaError_t error = s.last_error;
+  s.last_error = cudaSuccess;
+  return error;
+}
+
+cudaError_t cudaPeekAtLastError() {
+  auto& s = speclab::emulation::state();
+  std::lock_guard lock(s.mutex);
+  return s.last_error;
+}
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInitializationError:
+      return "cudaErrorInitializationError";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer:
+      return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection:
+      return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInsufficientDriver:
+      return "cudaErrorInsufficientDriver";
+    case cudaErrorInvalidDeviceFunction:
+      return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorNoDevice:
+      return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchOutOfResources:
+      return "cudaErrorLaunchOutOfResources";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+  }
+  return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure (SIMT emulation: see stderr)";
+    default:
+      return cudaGetErrorName(error);
+  }
+}
+
+cudaError_t cudaMalloc(void** pointer, size_t bytes) {
+  if (pointer == nullptr) return fail(cudaErrorInvalidValue);
+  *pointer = nullptr;
+  if (bytes == 0) return cudaSuccess;
+  *pointer = std::malloc(bytes);
+  return *pointer != nullptr ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFree(void* pointer) {
+  std::free(pointer);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  const cudaError_t pending = take_pending_failure();
+  if (pending != cudaSuccess) return pending;
+  return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t /*stream*/) {
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
+    return fail(cudaErrorInvalidMemcpyDirection);
+  }
+  if (bytes == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return fail(cudaErrorInvalidValue);
+  std::memcpy(dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void* pointer, int value, size_t bytes) {
+  const cudaError_t pending = take_pending_failure();
+  if (pending != cudaSuccess) return pending;
+  return cudaMemsetAsync(pointer, value, bytes, nullptr);
+}
+
+cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t /*stream*/) {
+  if (bytes == 0) return cudaSuccess;
+  if (pointer == nullptr) return fail(cudaErrorInvalidValue);
+  std::memset(pointer, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return take_pending_failure(); }
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  if (stream == nullptr) return fail(cudaErrorInvalidValue);
+  *stream = nullptr;  // every emulated stream is the synchronous default stream
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t /*stream*/) { return cudaSuccess; }
+
+cudaError_t cudaStreamSynchronize(cudaStream_t /*stream*/) { return take_pending_failure(); }
+
+cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value) {
+  if (function == nullptr || attribute != cudaFuncAttributeMaxDynamicSharedMemorySize ||
+      value < 0 || static_cast<size_t>(value) > speclab::emulation::kMaxDynamicSharedBytes) {
+    return fail(cudaErrorInvalidValue);
+  }
+  auto& s = speclab::emulation::state();
+  std::lock_guard lock(s.mutex);
+  s.shared_limits[function] = static_cast<size_t>(value);
+  return cudaSuccess;
+}

@@ -1,0 +1,243 @@
+// SIMT emulation of the CUDA execution model on the CPU (TESTING.md "GPU tests without a GPU"):
+// the same kernel text compiled by the host compiler; a grid's blocks run one after another on
+// the calling OS thread, each block's threads as fibers (Boost.Context) that switch only at block
+// and warp barriers. Warp collectives (shuffles, votes) are barriers whose results the scheduler
+// computes once every lane named in the mask has arrived. Test-only; gpu/README.md says what it
+// proves and what it cannot.
+#pragma once
+
+#if !defined(SPECLAB_SIMT_EMULATION)
+#error "gpu/emulation/simt.hpp is only for the emulation build (-DSPECLAB_SIMT_EMULATION)"
+#endif
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
+// A function-local static is per block because blocks run one at a time on one OS thread. It is
+// zero at program start and keeps the previous block's values (CUDA leaves shared memory
+// undefined); dynamic shared memory is poisoned with 0xFF bytes before every block instead.
+#define __shared__ static
+
+namespace speclab::emulation {
+
+/// The built-in variables of the thread that is running now.
+struct ThreadBuiltins {
+  uint3 thread_idx{0, 0, 0};
+  uint3 block_idx{0, 0, 0};
+  dim3 block_dim;
+  dim3 grid_dim;
+};
+
+/// Device limits the launch checks, as on an H100/H200 (sm_90).
+inline constexpr unsigned kMaxThreadsPerBlock = 1024;
+inline constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
+inline constexpr size_t kMaxDynamicSharedBytes = 227 * 1024;  // opt-in maximum per block
+inline constexpr unsigned char kSharedPoison = 0xFF;
+
+/// The message of the last emulated launch that failed while running (a SIMT rule broken or a
+/// deadlock at a barrier); empty if none.
+std::string last_failure_message();
+
+namespace detail {
+
+extern const ThreadBuiltins* current;  // set by the scheduler before it resumes a thread
+
+enum class WarpOp { kSync, kShfl, kShflUp, kShflDown, kShflXor, kBallot, kAny, kAll };
+enum class BlockOp { kSync, kOr, kAnd, kCount };
+
+/// Arrives at a warp barrier with `mask`; returns when every lane in the mask has arrived. The
+/// exchange is computed at release: `value` (≤ 8 bytes) is this lane's contribution, `result`
+/// receives the source lane's value (shuffles) or the vote.
+void warp_exchange(WarpOp op, unsigned mask, const void* value, size_t bytes, int arg, int width,
+                   void* result);
+/// Arrives at the block barrier (__syncthreads and its reducing variants).
+int block_barrier(BlockOp op, int predicate);
+/// Start of this block's dynamic shared memory.
+void* dynamic_shared();
+/// Runs `thread_body` once for every thread of every block of the grid.
+cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t shared_bytes,
+                     const std::function<void()>& thread_body);
+
+template <typename T>
+T shuffle(WarpOp op, unsigned mask, T var, int arg, int width) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
+                "the emulation shuffles trivially copyable values of at most 8 bytes");
+  T result;
+  warp_exchange(op, mask, &var, sizeof(T), arg, width, &result);
+  return result;
+}
+
+}  // namespace detail
+
+/// Launches `kernel` on the emulated device: the arguments are converted to the kernel's
+/// parameter types once and every thread receives its own copy, as CUDA passes them by value.
+/// Returns the configuration error a real launch would report (block size above 1024, a zero
+/// grid dimension, too much dynamic shared memory); errors while running are reported by the next
+/// synchronising call (cudaDeviceSynchronize, cudaStreamSynchronize, cudaMemcpy).
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                   cudaStream_t /*stream: the emulation runs synchronously*/, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "wrong number of kernel arguments");
+  std::tuple<std::decay_t<Params>...> params(
+      static_cast<std::decay_t<Params>>(std::forward<Args>(args))...);
+  return detail::run_grid(reinterpret_cast<const void*>(kernel), grid, block, shared_bytes,
+                          [&] { std::apply(kernel, params); });
+}
+
+}  // namespace speclab::emulation
+
+#define threadIdx (::speclab::emulation::detail::current->thread_idx)
+#define blockIdx (::speclab::emulation::detail::current->block_idx)
+#define blockDim (::speclab::emulation::detail::current->block_dim)
+#define gridDim (::speclab::emulation::detail::current->grid_dim)
+#define warpSize 32
+
+inline void __syncthreads() {
+  ::speclab::emulation::detail::block_barrier(::speclab::emulation::detail::BlockOp::kSync, 0);
+}
+inline int __syncthreads_or(int predicate) {
+  return ::speclab::emulation::detail::block_barrier(::speclab::emulation::detail::BlockOp::kOr,
+                                                     predicate);
+}
+inline int __syncthreads_and(int predicate) {
+  return ::speclab::emulation::detail::block_barrier(::speclab::emulation::detail::BlockOp::kAnd,
+                                                     predicate);
+}
+inline int __syncthreads_count(int predicate) {
+  return ::speclab::emulation::detail::block_barrier(::speclab::emulation::detail::BlockOp::kCount,
+                                                     predicate);
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+  ::speclab::emulation::detail::warp_exchange(::speclab::emulation::detail::WarpOp::kSync, mask,
+                                              nullptr, 0, 0, 32, nullptr);
+}
+inline void __threadfence() {}
+inline void __threadfence_block() {}
+
+template <typename T>
+T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32) {
+  return ::speclab::emulation::detail::shuffle(::speclab::emulation::detail::WarpOp::kShfl, mask,
+                                               var, src_lane, width);
+}
+template <typename T>
+T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return ::speclab::emulation::detail::shuffle(::speclab::emulation::detail::WarpOp::kShflUp, mask,
+                                               var, static_cast<int>(delta), width);
+}
+template <typename T>
+T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
+  return ::speclab::emulation::detail::shuffle(::speclab::emulation::detail::WarpOp::kShflDown,
+                                               mask, var, static_cast<int>(delta), width);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
+  return ::speclab::emulation::detail::shuffle(::speclab::emulation::detail::WarpOp::kShflXor, mask,
+                                               var, lane_mask, width);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  const int value = predicate != 0;
+  unsigned result = 0;
+  ::speclab::emulation::detail::warp_exchange(::speclab::emulation::detail::WarpOp::kBallot, mask,
+                                              &value, sizeof value, 0, 32, &result);
+  return result;
+}
+inline int __any_sync(unsigned mask, int predicate) {
+  const int value = predicate != 0;
+  int result = 0;
+  ::speclab::emulation::detail::warp_exchange(::speclab::emulation::detail::WarpOp::kAny, mask,
+                                              &value, sizeof value, 0, 32, &result);
+  return result;
+}
+inline int __all_sync(unsigned mask, int predicate) {
+  const int value = predicate != 0;
+  int result = 0;
+  ::speclab::emulation::detail::warp_exchange(::speclab::emulation::detail::WarpOp::kAll, mask,
+                                              &value, sizeof value, 0, 32, &result);
+  return result;
+}
+
+// Integer intrinsics.
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline int __clzll(long long x) {
+  return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x));
+}
+inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
+}
+inline long long __mul64hi(long long a, long long b) {
+  return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);
+}
+
+// Atomics: fibers never switch inside one, so a plain read-modify-write is atomic here.
+template <typename T>
+T atomicAdd(T* address, T value) {
+  const T old = *address;
+  *address = old + value;
+  return old;
+}
+template <typename T>
+T atomicSub(T* address, T value) {
+  const T old = *address;
+  *address = old - value;
+  return old;
+}
+template <typename T>
+T atomicMin(T* address, T value) {
+  const T old = *address;
+  *address = value < old ? value : old;
+  return old;
+}
+template <typename T>
+T atomicMax(T* address, T value) {
+  const T old = *address;
+  *address = value > old ? value : old;
+  return old;
+}
+template <typename T>
+T atomicOr(T* address, T value) {
+  const T old = *address;
+  *address = old | value;
+  return old;
+}
+template <typename T>
+T atomicAnd(T* address, T value) {
+  const T old = *address;
+  *address = old & value;
+  return old;
+}
+template <typename T>
+T atomicXor(T* address, T value) {
+  const T old = *address;
+  *address = old ^ value;
+  return old;
+}
+template <typename T>
+T atomicExch(T* address, T value) {
+  const T old = *address;
+  *address = value;
+  return old;
+}
+template <typename T>
+T atomicCAS(T* address, T compare, T value) {
+  const T old = *address;
+  if (old == compare) *address = value;
+  return old;
+}

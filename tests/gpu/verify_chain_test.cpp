@@ -1,0 +1,232 @@
+// gpu::verify_chain (SPEC.md V1-V3) against core::verify_chain_reference, token for token: the
+// fixed-point rule makes the token independent of reduction order, so equality is exact (no
+// near-tie exemptions). Built for the device (label gpu) and for the SIMT emulation (gpu-emu).
+#include "gpu/verify_chain.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/verify_chain.hpp"
+#include "tests/gpu/gpu_test_util.hpp"
+#include "tests/gpu/verify_chain_harness.hpp"
+
+namespace speclab {
+namespace {
+
+using testing::OwnedChainBatch;
+using testing::random_batch;
+using testing::RowKind;
+
+const std::vector<RowKind> kAllKinds = {RowKind::kDense, RowKind::kSparse, RowKind::kOneHot,
+                                        RowKind::kPeaked};
+
+void expect_matches_reference(const OwnedChainBatch& batch, const ChainParams& params,
+                              const std::string& label) {
+  const ChainResult ref = verify_chain_reference(batch.view(), params);
+  const testing::GpuChainResult gpu = testing::run_gpu_chain(batch, params);
+  EXPECT_EQ(testing::differences(gpu, ref), "")
+      << label << " (B=" << batch.batch << " γ=" << batch.gamma << " V=" << batch.vocab
+      << " method " << to_string(params.method) << " seed " << params.seed << ")";
+}
+
+TEST(VerifyChain, GpuMatchesReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  uint64_t seed = 11;
+  // V from one token to a 32k vocabulary: one partial warp of data up to 1024-thread CTAs.
+  for (const int64_t vocab : {1, 2, 5, 33, 256, 257, 1000, 4099, 32000}) {
+    for (const int64_t gamma : {0, 1, 3, 8}) {
+      for (int repeat = 0; repeat < 3; ++repeat) {
+        const OwnedChainBatch batch = random_batch(seed, 8, gamma, vocab, kAllKinds, false, false);
+        expect_matches_reference(batch, {ChainMethod::kToken, 1.0, seed, 3}, "random rows");
+        ++seed;
+      }
+    }
+  }
+}
+
+TEST(VerifyChain, GpuMatchesReferenceRaggedGamma) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  for (uint64_t seed = 100; seed < 104; ++seed) {
+    const OwnedChainBatch batch = random_batch(seed, 32, 8, 700, kAllKinds, false, true);
+    expect_matches_reference(batch, {ChainMethod::kToken, 1.0, seed, 17}, "ragged γ");
+  }
+  // Long chains: the accept tests run 32 positions per ballot, so γ > 32 crosses a chunk.
+  const OwnedChainBatch long_chain = random_batch(7, 4, 40, 64, {RowKind::kPeaked}, true, true);
+  expect_matches_reference(long_chain, {ChainMethod::kToken, 1.0, 7, 0}, "γ = 40");
+}
+
+TEST(VerifyChain, GpuMatchesReferenceEdgeRows) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // Mostly-zero rows, one-hot rows, draft == target (everything accepted: the bonus path).
+  expect_matches_reference(random_batch(21, 16, 4, 300, {RowKind::kSparse}, false, false),
+                           {ChainMethod::kToken, 1.0, 21, 1}, "sparse rows");
+  expect_matches_reference(random_batch(22, 16, 4, 300, {RowKind::kOneHot}, false, false),
+                           {ChainMethod::kToken, 1.0, 22, 1}, "one-hot rows");
+  const OwnedChainBatch same = random_batch(23, 16, 5, 1000, kAllKinds, true, false);
+  const ChainResult ref = verify_chain_reference(same.view(), {ChainMethod::kToken, 1.0, 23, 1});
+  for (int32_t n : ref.n_accepted) ASSERT_EQ(n, 5) << "draft == target must accept everything";
+  expect_matches_reference(same, {ChainMethod::kToken, 1.0, 23, 1}, "draft == target");
+}
+
+TEST(VerifyChain, GpuMatchesReferenceLargeVocab) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // A Llama-3-sized vocabulary: 1024 threads per CTA, 502 chunks of 256 tokens.
+  const int64_t vocab = 128256;
+  expect_matches_reference(
+      random_batch(31, 3, 3, vocab, {RowKind::kDense, RowKind::kPeaked}, false, false),
+      {ChainMethod::kToken, 1.0, 31, 5}, "V = 128256 residual");
+  expect_matches_reference(random_batch(32, 2, 2, vocab, {RowKind::kDense}, true, false),
+                           {ChainMethod::kToken, 1.0, 32, 5}, "V = 128256 bonus");
+}
+
+TEST(VerifyChain, GpuMatchesReferenceManyRequests) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  expect_matches_reference(random_batch(41, 256, 4, 200, kAllKinds, false, true),
+                           {ChainMethod::kToken, 1.0, 41, 9}, "B = 256, V = 200");
+  expect_matches_reference(random_batch(42, 256, 6, 3000, kAllKinds, false, true),
+                           {ChainMethod::kToken, 1.0, 42, 9}, "B = 256, V = 3000");
+}
+
+TEST(VerifyChain, GpuMatchesReferenceResidualFallback) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // p = q except p(x) = q(x)/2 at the drafted x, with q(x) = 1e-4: p sums to 1 - 5e-5 (valid),
+  // max(0, p - q) is zero everywhere, and x is rejected about half the time: the fallback path.
+  const int64_t b = 32, v = 64;
+  OwnedChainBatch batch(b, 1, v);
+  for (int64_t r = 0; r < b; ++r) {
+    const int32_t x = static_cast<int32_t>(r % v);
+    for (int64_t t = 0; t < v; ++t) batch.draft_row(r, 0)[t] = (1.0f - 1e-4f) / (v - 1);
+    batch.draft_row(r, 0)[x] = 1e-4f;
+    std::copy(batch.draft_row(r, 0), batch.draft_row(r, 0) + v, batch.target_row(r, 0));
+    batch.target_row(r, 0)[x] = 5e-5f;
+    std::copy(batch.draft_row(r, 0), batch.draft_row(r, 0) + v, batch.target_row(r, 1));
+    batch.token(r, 0) = x;
+  }
+  const ChainParams params{ChainMethod::kToken, 1.0, 51, 2};
+  const ChainResult ref = verify_chain_reference(batch.view(), params);
+  ASSERT_GT(ref.residual_fallbacks, 0) << "the instance must exercise the fallback";
+  expect_matches_reference(batch, params, "residual fallback");
+}
+
+TEST(VerifyChainGreedy, GpuMatchesReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  for (const int64_t vocab : {1, 3, 100, 2000}) {
+    // kOneHot and kSparse rows make exact ties between zeros; kDense ties between equal weights.
+    OwnedChainBatch batch = random_batch(61 + vocab, 12, 4, vocab, kAllKinds, true, true);
+    expect_matches_reference(batch, {ChainMethod::kGreedy, 1.0, 61, 0}, "greedy");
+    batch.probs_draft.clear();  // V2 needs no q
+    expect_matches_reference(batch, {ChainMethod::kGreedy, 1.0, 61, 0}, "greedy without q");
+  }
+}
+
+TEST(VerifyChainLenient, GpuMatchesReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  for (const double leniency : {0.25, 0.7, 1.0}) {
+    const OwnedChainBatch batch = random_batch(71, 16, 4, 500, kAllKinds, false, true);
+    expect_matches_reference(batch, {ChainMethod::kLenient, leniency, 71, 4}, "lenient");
+  }
+}
+
+// One request of a batch as a batch of its own (same request id, so the same uniforms).
+OwnedChainBatch single_request(const OwnedChainBatch& batch, int64_t r) {
+  OwnedChainBatch one(1, batch.gamma, batch.vocab);
+  const int64_t g = batch.gamma, v = batch.vocab;
+  std::copy_n(&batch.probs_target[r * (g + 1) * v], (g + 1) * v, one.probs_target.begin());
+  std::copy_n(&batch.probs_draft[r * g * v], g * v, one.probs_draft.begin());
+  std::copy_n(&batch.draft_tokens[r * g], g, one.draft_tokens.begin());
+  if (!batch.n_draft.empty()) one.n_draft = {batch.n_draft[r]};
+  one.request_ids = {batch.request_ids.empty() ? static_cast<uint32_t>(r) : batch.request_ids[r]};
+  return one;
+}
+
+TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const ChainMethod method : {ChainMethod::kToken, ChainMethod::kGreedy}) {
+    const ChainParams params{method, 1.0, 81, 6};
+    const int64_t g = 3, v = 300;
+    OwnedChainBatch batch =
+        random_batch(81, 12, g, v, {RowKind::kDense, RowKind::kPeaked}, false, true);
+    for (const int64_t r : {1, 2, 7, 8}) batch.n_draft[r] = static_cast<int32_t>(g);
+    const ChainResult clean = verify_chain(batch.view(), params);
+    auto n = [&](int64_t r) { return clean.n_accepted[r]; };
+    batch.target_row(1, 0)[batch.token(1, 0)] = nan;  // the gathered p_1(x_1)
+    batch.draft_row(2, 0)[batch.token(2, 0)] = nan;   // the gathered q_1(x_1)
+    batch.target_row(3, n(3))[0] = inf;               // the residual or bonus row
+    batch.target_row(4, n(4))[v - 1] = -0.25f;        // negative
+    for (int64_t t = 0; t < v; ++t) batch.target_row(5, n(5))[t] *= 1.01f;  // unnormalised
+    batch.target_row(6, g)[7] = nan;  // the bonus row: read only if everything is accepted
+    batch.token(7, 0) = -1;           // token ids outside [0, V)
+    batch.token(8, 0) = static_cast<int32_t>(v);
+    batch.n_draft[9] = static_cast<int32_t>(g + 1);  // n_draft outside [0, γ]
+    batch.n_draft[10] = -1;
+    if (n(11) < batch.n_draft[11]) batch.draft_row(11, n(11))[3] = nan;  // the residual's q row
+    const testing::GpuChainResult gpu = testing::run_gpu_chain(batch, params);
+    ASSERT_EQ(gpu.launch, cudaSuccess);
+    ASSERT_EQ(gpu.sync, cudaSuccess);
+    // Core's fast path validates exactly what it reads, as the kernel does: the request's status
+    // is set iff core rejects the request alone, and otherwise the tokens are core's.
+    int flagged = 0;
+    for (int64_t r = 0; r < batch.batch; ++r) {
+      const OwnedChainBatch one = single_request(batch, r);
+      bool rejected = false;
+      ChainResult ref;
+      try {
+        ref = verify_chain(one.view(), params);
+      } catch (const InvalidInput&) {
+        rejected = true;
+      }
+      SCOPED_TRACE("method " + std::string(to_string(method)) + " request " + std::to_string(r));
+      if (rejected) {
+        ++flagged;
+        EXPECT_NE(gpu.status[r], 0u);
+        EXPECT_EQ(gpu.n_accepted[r], 0);
+        EXPECT_EQ(gpu.residual_fallback[r], 0);
+        for (int64_t i = 0; i <= g; ++i) EXPECT_EQ(gpu.emitted_tokens[r * (g + 1) + i], -1);
+        for (int64_t i = 0; i < g; ++i) EXPECT_EQ(gpu.accept_mask[r * g + i], 0);
+      } else {
+        EXPECT_EQ(gpu.status[r], 0u);
+        EXPECT_EQ(gpu.n_accepted[r], ref.n_accepted[0]);
+        for (int64_t i = 0; i <= g; ++i) {
+          EXPECT_EQ(gpu.emitted_tokens[r * (g + 1) + i], ref.emitted_tokens[i]);
+          EXPECT_LT(gpu.emitted_tokens[r * (g + 1) + i], v);
+        }
+      }
+    }
+    // These corruptions sit in rows every path reads (the gathered p_1(x_1), the row after the
+    // accepted prefix at a token that is not the gathered one, the tokens, n_draft).
+    for (const int64_t r : {1, 3, 4, 7, 8, 9, 10}) EXPECT_NE(gpu.status[r], 0u) << "request " << r;
+    EXPECT_GE(flagged, 7);
+    EXPECT_EQ(gpu.status[0], 0u) << "a clean request in a batch with bad ones is unaffected";
+  }
+}
+
+TEST(VerifyChain, GpuRejectsBadShapes) {
+  // Shapes are checked on the host before anything touches the device, so this runs everywhere.
+  const OwnedChainBatch batch = random_batch(91, 2, 2, 10, {RowKind::kDense}, false, false);
+  std::vector<int32_t> emitted(6), n_accepted(2);
+  std::vector<uint8_t> mask(4), fallback(2);
+  std::vector<uint32_t> status(2);
+  const gpu::ChainDeviceOutput out{emitted, n_accepted, mask, fallback, status};
+  const ChainParams params{ChainMethod::kToken, 1.0, 0, 0};
+  ChainBatch view = batch.view();
+  view.probs_target = view.probs_target.first(view.probs_target.size() - 1);
+  EXPECT_THROW(gpu::verify_chain(view, params, out, nullptr), InvalidInput);
+  view = batch.view();
+  view.batch = 0;
+  EXPECT_THROW(gpu::verify_chain(view, params, out, nullptr), InvalidInput);
+  EXPECT_THROW(gpu::verify_chain(batch.view(), {ChainMethod::kLenient, 0.0, 0, 0}, out, nullptr),
+               InvalidInput);
+  const gpu::ChainDeviceOutput short_out{std::span<int32_t>(emitted).first(5), n_accepted, mask,
+                                         fallback, status};
+  EXPECT_THROW(gpu::verify_chain(batch.view(), params, short_out, nullptr), InvalidInput);
+}
+
+}  // namespace
+}  // namespace speclab
