@@ -220,6 +220,8 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
   std::vector<uint8_t> finished(batch, 0);
   const int32_t eos = target.eos_token();
 
+  std::vector<float> probs_draft, probs_target, scattered;
+  std::vector<int32_t> draft_tokens;
   for (uint32_t step = 0;; ++step) {
     std::vector<int64_t> active;
     for (int64_t b = 0; b < batch; ++b) {
@@ -238,8 +240,10 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
 
     // Draft phase: γ_b autoregressive draft steps, each one draft call over the requests that
     // still draft; x_i ~ q_i with the kDraftSample uniform at position i.
-    std::vector<float> probs_draft(n_active * gamma * v, 0.0f);
-    std::vector<int32_t> draft_tokens(n_active * gamma, 0);
+    // Buffers live across steps: rows past a request's γ_b are padding the verifier never reads,
+    // so they need no clearing.
+    probs_draft.resize(n_active * gamma * v);
+    draft_tokens.assign(n_active * gamma, 0);
     for (int64_t i = 0; i < max_draft; ++i) {
       std::vector<ScoreRequest> requests;
       std::vector<int64_t> who;
@@ -274,13 +278,21 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
     for (int64_t k = 0; k < n_active; ++k) {
       requests.push_back({seqs[active[k]], n_draft[k] + 1, active[k]});
     }
-    const std::vector<float> p = target.score(requests, config.sampling);
-    std::vector<float> probs_target(n_active * (gamma + 1) * v, 0.0f);
-    int64_t row = 0;
-    for (int64_t k = 0; k < n_active; ++k) {
-      for (int64_t i = 0; i <= n_draft[k]; ++i, ++row) {
-        std::copy_n(&p[row * v], v, &probs_target[(k * (gamma + 1) + i) * v]);
+    // The target's rows come back packed (γ_b + 1 per request); when every request drafted the
+    // full γ that is already the [B, γ+1, V] layout, otherwise they are spread into it.
+    const bool packed =
+        std::all_of(n_draft.begin(), n_draft.end(), [&](int32_t n) { return n == gamma; });
+    probs_target.resize(total_positions(requests) * v);
+    target.score(requests, config.sampling, probs_target);
+    if (!packed) {
+      scattered.resize(n_active * (gamma + 1) * v);
+      int64_t row = 0;
+      for (int64_t k = 0; k < n_active; ++k) {
+        for (int64_t i = 0; i <= n_draft[k]; ++i, ++row) {
+          std::copy_n(&probs_target[row * v], v, &scattered[(k * (gamma + 1) + i) * v]);
+        }
       }
+      probs_target.swap(scattered);
     }
 
     std::vector<uint32_t> request_ids(active.begin(), active.end());

@@ -20,7 +20,7 @@ struct Row {
   int64_t gamma = 0;
   double alpha = 0, alpha_sum_min = 0, emitted_per_step = 0, emitted_formula = 0;
   double speedup = 0, speedup_predicted = 0, speedup_leviathan = 0, c = 0, tokens_per_s = 0;
-  double target_ratio = 0;
+  double target_ratio = 0, overhead = 0;
 };
 
 double per_call(const ModelStats& s) { return s.calls ? s.seconds / s.calls : 0.0; }
@@ -102,10 +102,15 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     row.speedup = row.tokens_per_s / plain_rate;
     row.c = per_call(m.draft) / target_step;
     row.target_ratio = per_call(m.target) / target_step;
-    // Leviathan et al.: E/(γc + 1) assumes a verification call costs one target step. The
-    // prediction uses the measured ratio r = T(γ+1)/T(1) instead: E/(γc + r).
+    // Per verification round, the time outside the models' calls (sampling the drafts,
+    // verifying, bookkeeping), in target steps.
+    const double outside = m.seconds - m.target.seconds - m.draft.seconds;
+    row.overhead = m.target.calls ? outside / m.target.calls / target_step : 0.0;
+    // Leviathan et al.: E/(γc + 1) takes a verification call to cost one target step and
+    // everything else to be free. The prediction uses the measured costs of a round instead:
+    // E/(γc + r + o), r = T(γ+1)/T(1).
     row.speedup_leviathan = row.emitted_formula / (gamma * row.c + 1.0);
-    row.speedup_predicted = row.emitted_formula / (gamma * row.c + row.target_ratio);
+    row.speedup_predicted = row.emitted_formula / (gamma * row.c + row.target_ratio + row.overhead);
     rows.push_back(row);
   }
 
@@ -121,9 +126,10 @@ void run_bench_decode(const BenchDecodeOptions& o) {
           "{}{{\"gamma\": {}, \"alpha\": {:.6g}, \"alpha_sum_min\": {:.6g}, "
           "\"emitted_per_step\": {:.6g}, \"emitted_formula\": {:.6g}, \"speedup\": {:.6g}, "
           "\"speedup_predicted\": {:.6g}, \"c\": {:.6g}, \"tokens_per_s\": {:.6g}, "
-          "\"target_call_ratio\": {:.6g}, \"speedup_leviathan\": {:.6g}}}",
+          "\"target_call_ratio\": {:.6g}, \"overhead\": {:.6g}, \"speedup_leviathan\": {:.6g}}}",
           i ? ", " : "", r.gamma, r.alpha, r.alpha_sum_min, r.emitted_per_step, r.emitted_formula,
-          r.speedup, r.speedup_predicted, r.c, r.tokens_per_s, r.target_ratio, r.speedup_leviathan);
+          r.speedup, r.speedup_predicted, r.c, r.tokens_per_s, r.target_ratio, r.overhead,
+          r.speedup_leviathan);
     }
     std::printf("%s]}\n", out.c_str());
     return;
@@ -134,19 +140,21 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   std::printf("  plain decoding: %.1f tokens/s (target step %.3f ms)\n\n", plain_rate,
               1e3 * target_step);
   std::printf(
-      "  gamma  alpha  sum-min  emitted/step  formula   c      T(g+1)/T(1)  speedup  predicted\n");
+      "  gamma  alpha  sum-min  emitted/step  formula  c      r      o      speedup  predicted  "
+      "Leviathan\n");
   for (const Row& r : rows) {
     std::printf(
-        "  %5lld  %.3f  %.3f    %6.3f       %6.3f   %.3f  %5.2f  %5.2fx   %5.2fx     "
+        "  %5lld  %.3f  %.3f    %6.3f       %6.3f   %.3f  %5.2f  %5.3f  %5.2fx   %5.2fx     "
         "%5.2fx\n",
         static_cast<long long>(r.gamma), r.alpha, r.alpha_sum_min, r.emitted_per_step,
-        r.emitted_formula, r.c, r.target_ratio, r.speedup, r.speedup_predicted,
+        r.emitted_formula, r.c, r.target_ratio, r.overhead, r.speedup, r.speedup_predicted,
         r.speedup_leviathan);
   }
   std::printf(
       "\n  alpha: accepted / tested draft positions; sum-min: mean Σ min(p, q) on the path;\n"
       "  formula: (1 − α^(γ+1))/(1 − α); c = draft step ÷ target step; r = verification call ÷\n"
-      "  target step; predicted: formula / (γc + r); Leviathan: formula / (γc + 1).\n");
+      "  target step; o = time outside the model calls per round ÷ target step;\n"
+      "  predicted: formula / (γc + r + o); Leviathan: formula / (γc + 1).\n");
 }
 
 }  // namespace speclab::cli
