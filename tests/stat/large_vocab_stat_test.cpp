@@ -1,0 +1,113 @@
+// Block verification (SPEC.md V5) and tree verification with i.i.d. candidates (V6) at V = 32000:
+// the first emitted token's law is p_1 (TESTING.md "per-position marginals at V = 32000").
+// Rows come from make_synthetic_batch (language-like, Σ min(p, q) ≈ 0.75 per position); every
+// sample redraws the drafts and verifies at its own step, so uniforms never repeat.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/philox.hpp"
+#include "core/rules.hpp"
+#include "core/synthetic_batch.hpp"
+#include "core/verify_block.hpp"
+#include "core/verify_tree.hpp"
+#include "tests/support/stat_support.hpp"
+
+namespace speclab {
+namespace {
+
+using testing::fits;
+using testing::report_chi_square;
+using testing::stat_seed;
+
+// Two checks in this file share the 1e-6 budget.
+const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 2);
+constexpr int64_t kVocab = 32000, kGamma = 3;
+
+struct Rows {
+  ChainBatchData data;
+  std::vector<std::vector<uint64_t>> draft_cdf;  // fixed-point prefix sums of q_1..q_γ
+  std::vector<double> p1;                        // p_1 renormalised in double
+
+  explicit Rows(uint64_t seed)
+      : data(make_synthetic_batch({.batch = 1, .gamma = kGamma, .vocab = kVocab, .seed = seed})) {
+    for (int64_t i = 0; i < kGamma; ++i) {
+      std::vector<uint64_t> cdf(kVocab);
+      uint64_t c = 0;
+      for (int64_t t = 0; t < kVocab; ++t) cdf[t] = c += to_fixed(data.probs_draft[i * kVocab + t]);
+      draft_cdf.push_back(std::move(cdf));
+    }
+    p1.assign(data.probs_target.begin(), data.probs_target.begin() + kVocab);
+    double total = 0.0;
+    for (double x : p1) total += x;
+    for (double& x : p1) x /= total;
+  }
+
+  const float* target(int64_t i) const { return &data.probs_target[i * kVocab]; }
+  const float* draft(int64_t i) const { return &data.probs_draft[i * kVocab]; }
+
+  // x ~ q_i by the fixed-point rule of core/rules.hpp (what sample_categorical computes), by
+  // binary search over the precomputed prefix sums.
+  int32_t draw(int64_t i, uint32_t bits) const {
+    const auto& cdf = draft_cdf[i];
+    return static_cast<int32_t>(
+        std::upper_bound(cdf.begin(), cdf.end(), fixed_target(bits, cdf.back())) - cdf.begin());
+  }
+};
+
+void check_first_token(const char* label, const std::vector<int64_t>& counts, const Rows& rows,
+                       uint64_t seed) {
+  const ChiSquareResult r = chi_square_test(counts, rows.p1);
+  report_chi_square(label, r, kAlpha, seed);
+  EXPECT_TRUE(fits(r, kAlpha, seed));
+}
+
+TEST(LargeVocabStat, BlockFirstTokenIsTarget) {
+  const Rows rows(20261130);
+  ChainBatchData batch = rows.data;
+  const uint64_t seed = stat_seed("block");
+  constexpr int64_t kSamples = 10000;  // the V5 reference reads every row: ~0.5 ms a sample
+  std::vector<int64_t> counts(kVocab, 0);
+  for (uint32_t s = 0; s < kSamples; ++s) {
+    for (int64_t i = 0; i < kGamma; ++i) {
+      batch.draft_tokens[i] = rows.draw(
+          i, philox_bits({seed, 0, s, static_cast<uint32_t>(i + 1), Purpose::kDraftSample, 0}));
+    }
+    const ChainResult result = verify_block(batch.view(), {.seed = seed, .step = s});
+    ++counts[result.emitted_tokens[0]];
+  }
+  check_first_token("block", counts, rows, seed);
+}
+
+TEST(LargeVocabStat, TreeIidFirstTokenIsTarget) {
+  // Two i.i.d. candidates under the root and two under each of them: root (p_1, q_1), depth 1
+  // (p_2, q_2), leaves (p_3; their q is never read).
+  const Rows rows(20261131);
+  const int64_t nodes = 6, width = nodes + 1;
+  std::vector<float> probs_target(width * kVocab), probs_draft(width * kVocab);
+  std::vector<int32_t> parents = {0, 0, 0, 1, 1, 2, 2}, tokens(width, 0);
+  const int64_t depth_of[] = {0, 1, 1, 2, 2, 2, 2};
+  for (int64_t n = 0; n < width; ++n) {
+    std::copy_n(rows.target(depth_of[n]), kVocab, &probs_target[n * kVocab]);
+    std::copy_n(rows.draft(std::min<int64_t>(depth_of[n], kGamma - 1)), kVocab,
+                &probs_draft[n * kVocab]);
+  }
+  const uint64_t seed = stat_seed("tree-iid");
+  constexpr int64_t kSamples = 8000;  // the V6 reference: ~1 ms a sample
+  std::vector<int64_t> counts(kVocab, 0);
+  for (uint32_t s = 0; s < kSamples; ++s) {
+    for (int64_t n = 1; n < width; ++n) {
+      tokens[n] =
+          rows.draw(depth_of[n] - 1,
+                    philox_bits({seed, 0, s, 1, Purpose::kDraftSample, static_cast<uint32_t>(n)}));
+    }
+    const TreeBatch batch{1, nodes, kVocab, probs_target, probs_draft, parents, tokens, {}, {}, {}};
+    const TreeResult result =
+        verify_tree(batch, {.method = TreeMethod::kIid, .seed = seed, .step = s});
+    ++counts[result.emitted_tokens[0]];
+  }
+  check_first_token("tree-iid", counts, rows, seed);
+}
+
+}  // namespace
+}  // namespace speclab
