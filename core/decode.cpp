@@ -86,6 +86,78 @@ ModelStats stats_since(ModelStats after, const ModelStats& before) {
   return after;
 }
 
+SpeculativeRun::SpeculativeRun(LanguageModel& target, LanguageModel& draft,
+                               std::span<const std::vector<int32_t>> prompts,
+                               int64_t max_new_tokens, int64_t depth)
+    : target_(target),
+      draft_(draft),
+      max_new_tokens_(max_new_tokens),
+      sequences_(prompts.begin(), prompts.end()),
+      finished_(prompts.size(), 0),
+      target_before_(target.stats()),
+      draft_before_(draft.stats()),
+      start_(now_seconds()) {
+  result_.tokens.resize(prompts.size());
+  DecodeMetrics& m = result_.metrics;
+  m.requests = static_cast<int64_t>(prompts.size());
+  m.position_reached.assign(depth, 0);
+  m.position_accepted.assign(depth, 0);
+  m.position_offered.assign(depth, 0);
+  m.accepted_length_histogram.assign(depth + 1, 0);
+}
+
+std::vector<int64_t> SpeculativeRun::active() const {
+  std::vector<int64_t> active;
+  for (size_t b = 0; b < finished_.size(); ++b) {
+    if (!finished_[b]) active.push_back(static_cast<int64_t>(b));
+  }
+  return active;
+}
+
+int64_t SpeculativeRun::tokens_left(int64_t b) const {
+  return max_new_tokens_ - static_cast<int64_t>(result_.tokens[b].size());
+}
+
+void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<const double> betas,
+                            bool residual_fallback, std::span<const int32_t> emitted) {
+  DecodeMetrics& m = result_.metrics;
+  for (int64_t i = 0; i < drafted; ++i) m.position_offered[i] += 1;
+  for (size_t i = 0; i < betas.size(); ++i) {
+    m.alpha_sum_min += betas[i];
+    m.position_reached[i] += 1;
+    m.position_accepted[i] += static_cast<int64_t>(i) < n;
+  }
+  m.tested_positions += static_cast<int64_t>(betas.size());
+  m.accepted_positions += n;
+  m.accepted_length_histogram[n] += 1;
+  m.residual_fallbacks += residual_fallback;
+
+  std::vector<int32_t>& seq = sequences_[b];
+  bool eos = false;
+  const int64_t appended = append_until_eos(seq, emitted.first(n + 1), target_.eos_token(), eos);
+  result_.tokens[b].insert(result_.tokens[b].end(), seq.end() - appended, seq.end());
+  target_.truncate(b, static_cast<int64_t>(seq.size()));
+  draft_.truncate(b, static_cast<int64_t>(seq.size()));
+  finished_[b] = eos || tokens_left(b) <= 0;
+  m.steps += 1;
+  m.tokens += appended;
+  m.step_accepted.push_back(static_cast<int32_t>(std::min(n, appended)));
+  m.step_emitted.push_back(static_cast<int32_t>(appended));
+  m.step_drafted.push_back(static_cast<int32_t>(drafted));
+}
+
+DecodeResult SpeculativeRun::finish() {
+  for (size_t b = 0; b < sequences_.size(); ++b) {
+    target_.release(static_cast<int64_t>(b));
+    draft_.release(static_cast<int64_t>(b));
+  }
+  DecodeMetrics& m = result_.metrics;
+  m.target = stats_since(target_.stats(), target_before_);
+  m.draft = stats_since(draft_.stats(), draft_before_);
+  m.seconds = now_seconds() - start_;
+  return std::move(result_);
+}
+
 }  // namespace detail
 
 namespace {
@@ -204,36 +276,21 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
   }
   check_same_vocabulary(target, draft);
   validate_config(config, prompts, target.vocab(), true);
-  const double start = now_seconds();
-  const int64_t batch = static_cast<int64_t>(prompts.size()), v = target.vocab();
+  const int64_t v = target.vocab();
   const int64_t gamma = config.gamma;
-  const ModelStats target_before = target.stats(), draft_before = draft.stats();
-  DecodeResult result;
-  result.tokens.resize(batch);
-  DecodeMetrics& m = result.metrics;
-  m.requests = batch;
-  m.position_reached.assign(gamma, 0);
-  m.position_accepted.assign(gamma, 0);
-  m.position_offered.assign(gamma, 0);
-  m.accepted_length_histogram.assign(gamma + 1, 0);
-  std::vector<std::vector<int32_t>> seqs(prompts.begin(), prompts.end());
-  std::vector<uint8_t> finished(batch, 0);
-  const int32_t eos = target.eos_token();
+  SpeculativeRun run(target, draft, prompts, config.max_new_tokens, gamma);
+  DecodeMetrics& m = run.metrics();
 
   std::vector<float> probs_draft, probs_target, scattered;
   std::vector<int32_t> draft_tokens;
   for (uint32_t step = 0;; ++step) {
-    std::vector<int64_t> active;
-    for (int64_t b = 0; b < batch; ++b) {
-      if (!finished[b]) active.push_back(b);
-    }
+    const std::vector<int64_t> active = run.active();
     if (active.empty()) break;
     const int64_t n_active = static_cast<int64_t>(active.size());
     std::vector<int32_t> n_draft(n_active);
     int64_t max_draft = 0;
     for (int64_t k = 0; k < n_active; ++k) {
-      const int64_t left =
-          config.max_new_tokens - static_cast<int64_t>(result.tokens[active[k]].size());
+      const int64_t left = run.tokens_left(active[k]);
       n_draft[k] = static_cast<int32_t>(std::min(gamma, left - 1));
       max_draft = std::max<int64_t>(max_draft, n_draft[k]);
     }
@@ -250,7 +307,7 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
       for (int64_t k = 0; k < n_active; ++k) {
         if (n_draft[k] <= i) continue;
         who.push_back(k);
-        requests.push_back({seqs[active[k]], 1, active[k]});
+        requests.push_back({run.sequence(active[k]), 1, active[k]});
       }
       const std::vector<float> q = draft.score(requests, config.draft_sampling);
       // Mutant: verify against the draft's T = 1 distribution, not the one it sampled from.
@@ -269,14 +326,14 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
                               0};
         const int32_t x = sample_categorical(std::span<const float>(&q[j * v], v), philox_bits(a));
         draft_tokens[k * gamma + i] = x;
-        seqs[b].push_back(x);  // drafted tokens extend the sequence until verification
+        run.sequence(b).push_back(x);  // drafted tokens extend the sequence until verified
       }
     }
 
     // Target phase: one call over γ_b + 1 positions per request.
     std::vector<ScoreRequest> requests;
     for (int64_t k = 0; k < n_active; ++k) {
-      requests.push_back({seqs[active[k]], n_draft[k] + 1, active[k]});
+      requests.push_back({run.sequence(active[k]), n_draft[k] + 1, active[k]});
     }
     // The target's rows come back packed (γ_b + 1 per request); when every request drafted the
     // full γ that is already the [B, γ+1, V] layout, otherwise they are spread into it.
@@ -305,44 +362,19 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
     for (int64_t k = 0; k < n_active; ++k) {
       const int64_t b = active[k];
       const int64_t n = verdict.n_accepted[k];
-      const int64_t tested = std::min<int64_t>(n + 1, n_draft[k]);
-      for (int64_t i = 0; i < n_draft[k]; ++i) m.position_offered[i] += 1;
-      for (int64_t i = 0; i < tested; ++i) {
-        m.alpha_sum_min +=
+      std::vector<double> betas(std::min<int64_t>(n + 1, n_draft[k]));
+      for (size_t i = 0; i < betas.size(); ++i) {
+        betas[i] =
             overlap(&probs_target[(k * (gamma + 1) + i) * v], &probs_draft[(k * gamma + i) * v], v);
-        m.position_reached[i] += 1;
-        m.position_accepted[i] += i < n;
       }
-      m.tested_positions += tested;
-      m.accepted_positions += n;
-      m.accepted_length_histogram[n] += 1;
-      m.residual_fallbacks += verdict.residual_fallback[k];
-
-      // Roll the sequence back to its verified prefix, then append the step's tokens.
-      seqs[b].resize(seqs[b].size() - n_draft[k]);
-      bool done = false;
-      const int64_t appended = append_until_eos(
-          seqs[b], std::span<const int32_t>(&verdict.emitted_tokens[k * (gamma + 1)], n + 1), eos,
-          done);
-      result.tokens[b].insert(result.tokens[b].end(), seqs[b].end() - appended, seqs[b].end());
-      target.truncate(b, static_cast<int64_t>(seqs[b].size()));
-      draft.truncate(b, static_cast<int64_t>(seqs[b].size()));
-      finished[b] = done || static_cast<int64_t>(result.tokens[b].size()) >= config.max_new_tokens;
-      m.steps += 1;
-      m.tokens += appended;
-      m.step_accepted.push_back(static_cast<int32_t>(std::min(n, appended)));
-      m.step_emitted.push_back(static_cast<int32_t>(appended));
-      m.step_drafted.push_back(n_draft[k]);
+      // Roll the sequence back to its verified prefix; commit appends the step's tokens.
+      run.sequence(b).resize(run.sequence(b).size() - n_draft[k]);
+      run.commit(
+          b, n_draft[k], n, betas, verdict.residual_fallback[k] != 0,
+          std::span<const int32_t>(verdict.emitted_tokens).subspan(k * (gamma + 1), gamma + 1));
     }
   }
-  for (int64_t b = 0; b < batch; ++b) {
-    target.release(b);
-    draft.release(b);
-  }
-  m.target = stats_since(target.stats(), target_before);
-  m.draft = stats_since(draft.stats(), draft_before);
-  m.seconds = now_seconds() - start;
-  return result;
+  return run.finish();
 }
 
 }  // namespace speclab

@@ -89,27 +89,13 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
   check_same_vocabulary(target, draft);
   validate_config(config, prompts, target.vocab(), false);
   validate_tree_shape(config, target.vocab());
-  const double start = now_seconds();
-  const int64_t batch = static_cast<int64_t>(prompts.size()), v = target.vocab();
+  const int64_t v = target.vocab();
   const int64_t depth = static_cast<int64_t>(config.branches.size());
-  const ModelStats target_before = target.stats(), draft_before = draft.stats();
-  DecodeResult result;
-  result.tokens.resize(batch);
-  DecodeMetrics& m = result.metrics;
-  m.requests = batch;
-  m.position_reached.assign(depth, 0);
-  m.position_accepted.assign(depth, 0);
-  m.position_offered.assign(depth, 0);
-  m.accepted_length_histogram.assign(depth + 1, 0);
-  std::vector<std::vector<int32_t>> seqs(prompts.begin(), prompts.end());
-  std::vector<uint8_t> finished(batch, 0);
-  const int32_t eos = target.eos_token();
+  SpeculativeRun run(target, draft, prompts, config.max_new_tokens, depth);
+  DecodeMetrics& m = run.metrics();
 
   for (uint32_t step = 0;; ++step) {
-    std::vector<int64_t> active;
-    for (int64_t b = 0; b < batch; ++b) {
-      if (!finished[b]) active.push_back(b);
-    }
+    const std::vector<int64_t> active = run.active();
     if (active.empty()) break;
     const int64_t n_active = static_cast<int64_t>(active.size());
 
@@ -119,16 +105,14 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
     std::vector<int64_t> tree_depth(n_active);
     std::vector<RandomAddress> addresses(n_active);
     auto path_tokens = [&](int64_t k, int32_t node) {
-      std::vector<int32_t> path = seqs[active[k]];
+      std::vector<int32_t> path = run.sequence(active[k]);
       std::vector<int32_t> suffix;
       for (int32_t n = node; n > 0; n = trees[k][n].parent) suffix.push_back(trees[k][n].token);
       path.insert(path.end(), suffix.rbegin(), suffix.rend());
       return path;
     };
     for (int64_t k = 0; k < n_active; ++k) {
-      const int64_t left =
-          config.max_new_tokens - static_cast<int64_t>(result.tokens[active[k]].size());
-      tree_depth[k] = std::min(depth, left - 1);
+      tree_depth[k] = std::min(depth, run.tokens_left(active[k]) - 1);
       addresses[k] = {
           config.seed, static_cast<uint32_t>(active[k]), step, 0, Purpose::kDraftSample, 0};
       q_rows[k].resize(1);
@@ -208,44 +192,19 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
     m.verify_seconds += now_seconds() - verify_start;
 
     for (int64_t k = 0; k < n_active; ++k) {
-      const int64_t b = active[k];
       const int64_t n = verdict.n_accepted[k];
-      const int64_t tested = std::min<int64_t>(n + 1, tree_depth[k]);
-      for (int64_t i = 0; i < tree_depth[k]; ++i) m.position_offered[i] += 1;
-      for (int64_t i = 0; i < tested; ++i) {
-        // β at the accepted path's node of depth i (the node whose children were tested).
+      // β at the accepted path's node of depth i: the node whose children were tested there.
+      std::vector<double> betas(std::min<int64_t>(n + 1, tree_depth[k]));
+      for (size_t i = 0; i < betas.size(); ++i) {
         const int32_t node = i == 0 ? 0 : verdict.accepted_nodes[k * width + i - 1];
-        m.alpha_sum_min +=
+        betas[i] =
             overlap(&probs_target[(k * width + node) * v], &probs_draft[(k * width + node) * v], v);
-        m.position_reached[i] += 1;
-        m.position_accepted[i] += i < n;
       }
-      m.tested_positions += tested;
-      m.accepted_positions += n;
-      m.accepted_length_histogram[n] += 1;
-      m.residual_fallbacks += verdict.residual_fallback[k];
-      bool done = false;
-      const int64_t appended = append_until_eos(
-          seqs[b], std::span<const int32_t>(&verdict.emitted_tokens[k * width], n + 1), eos, done);
-      result.tokens[b].insert(result.tokens[b].end(), seqs[b].end() - appended, seqs[b].end());
-      target.truncate(b, static_cast<int64_t>(seqs[b].size()));
-      draft.truncate(b, static_cast<int64_t>(seqs[b].size()));
-      finished[b] = done || static_cast<int64_t>(result.tokens[b].size()) >= config.max_new_tokens;
-      m.steps += 1;
-      m.tokens += appended;
-      m.step_accepted.push_back(static_cast<int32_t>(std::min(n, appended)));
-      m.step_emitted.push_back(static_cast<int32_t>(appended));
-      m.step_drafted.push_back(static_cast<int32_t>(tree_depth[k]));
+      run.commit(active[k], tree_depth[k], n, betas, verdict.residual_fallback[k] != 0,
+                 std::span<const int32_t>(verdict.emitted_tokens).subspan(k * width, width));
     }
   }
-  for (int64_t b = 0; b < batch; ++b) {
-    target.release(b);
-    draft.release(b);
-  }
-  m.target = stats_since(target.stats(), target_before);
-  m.draft = stats_since(draft.stats(), draft_before);
-  m.seconds = now_seconds() - start;
-  return result;
+  return run.finish();
 }
 
 }  // namespace speclab
