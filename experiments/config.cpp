@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/model_registry.hpp"
 #include "core/models/ngram.hpp"
 
@@ -194,15 +195,6 @@ SamplingParams read_sampling(const LeafReader& r, std::string_view prefix,
   p.top_p = r.number(key("top_p"), defaults.top_p, 0.0, true, 1.0);
   p.min_p = r.number(key("min_p"), defaults.min_p, 0.0, false, 1.0);
   return p;
-}
-
-uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "core/decode.hpp"
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "experiments/results.hpp"
@@ -25,15 +26,6 @@
 namespace speclab::experiments {
 namespace fs = std::filesystem;
 namespace {
-
-uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
 
 fs::path partial_path(const fs::path& path) { return path.string() + ".partial"; }
 

@@ -16,22 +16,13 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/hash.hpp"
 
 namespace speclab {
 namespace {
 
 // What a hash stream generates; part of every hash so two streams never coincide.
 enum class Stream : uint64_t { kG = 1, kH = 2, kEmbedding = 3 };
-
-// splitmix64's finaliser: a bijective 64-bit mixer with full avalanche.
-inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
 
 // "lowbias32" (Wellons): a 32-bit mixer cheap enough to vectorise in the embedding loop.
 inline uint32_t mix32(uint32_t x) {
