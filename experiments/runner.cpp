@@ -168,7 +168,7 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
   report.points = static_cast<int64_t>(points.size());
 
   // What is already there: finished points, stale .partial files of a killed run.
-  std::vector<const SweepPoint*> todo;
+  std::vector<const SweepPoint*> pending;
   std::vector<std::string> existing, corrupt;
   std::error_code ec;
   for (const SweepPoint* p : points) {
@@ -177,7 +177,7 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
     const bool partial = fs::exists(partial_path(path), ec);
     if (!options.resume) {
       if (finished || partial) existing.push_back((finished ? path : partial_path(path)).string());
-      todo.push_back(p);
+      pending.push_back(p);
       continue;
     }
     if (partial) {
@@ -185,7 +185,7 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
       ++report.removed_partials;
     }
     if (!finished) {
-      todo.push_back(p);
+      pending.push_back(p);
       continue;
     }
     try {
@@ -215,8 +215,8 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
   }
 
   int64_t work = 0;
-  for (const SweepPoint* p : todo) work += planned_work(p->settings);
-  Progress progress(static_cast<int64_t>(todo.size()), work, options.progress);
+  for (const SweepPoint* p : pending) work += planned_work(p->settings);
+  Progress progress(static_cast<int64_t>(pending.size()), work, options.progress);
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::atomic<int64_t> ran{0};
@@ -230,8 +230,8 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
     for (;;) {
       if ((options.stop != nullptr && options.stop->load()) || failed.load()) return;
       const size_t i = next.fetch_add(1);
-      if (i >= todo.size()) return;
-      const SweepPoint& p = *todo[i];
+      if (i >= pending.size()) return;
+      const SweepPoint& p = *pending[i];
       try {
         if (run_point(p, static_cast<int64_t>(sweep.points.size()), point_path(out, p), models,
                       &stop, progress)) {
@@ -260,7 +260,7 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
       }
     });
   }
-  const int64_t jobs = std::min<int64_t>(options.jobs, std::max<size_t>(todo.size(), 1));
+  const int64_t jobs = std::min<int64_t>(options.jobs, std::max<size_t>(pending.size(), 1));
   if (jobs <= 1) {
     worker();
   } else {

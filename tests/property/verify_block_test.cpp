@@ -133,12 +133,7 @@ RC_GTEST_PROP(VerifyBlockProperty, RaggedBatchEqualsEachRequestAlone, ()) {
   const auto together = verify_block(b.view(), inst.params);
   for (int64_t r = 0; r < b.batch; ++r) {
     const int64_t g = n_draft_of(b, r);
-    OwnedChainBatch alone(1, g, b.vocab);
-    std::copy_n(&b.probs_target[r * (b.gamma + 1) * b.vocab], (g + 1) * b.vocab,
-                alone.probs_target.begin());
-    std::copy_n(&b.probs_draft[r * b.gamma * b.vocab], g * b.vocab, alone.probs_draft.begin());
-    std::copy_n(&b.draft_tokens[r * b.gamma], g, alone.draft_tokens.begin());
-    alone.request_ids = {b.request_ids.empty() ? static_cast<uint32_t>(r) : b.request_ids[r]};
+    const OwnedChainBatch alone = testing::single_request(b, r);
     const auto single = verify_block(alone.view(), inst.params);
     RC_ASSERT(single.n_accepted[0] == together.n_accepted[r]);
     for (int64_t i = 0; i <= g; ++i) {
@@ -157,19 +152,7 @@ RC_GTEST_PROP(VerifyBlockProperty, ResultsDoNotDependOnBatchOrder, ()) {
   if (b.n_draft.empty()) b.n_draft.assign(b.batch, static_cast<int32_t>(b.gamma));
   std::vector<int64_t> order(b.batch);
   for (int64_t s = 0; s < b.batch; ++s) order[s] = b.batch - 1 - s;
-  OwnedChainBatch reversed(b.batch, b.gamma, b.vocab);
-  reversed.n_draft.resize(b.batch);
-  reversed.request_ids.resize(b.batch);
-  for (int64_t s = 0; s < b.batch; ++s) {
-    const int64_t r = order[s];
-    std::copy_n(&b.probs_target[r * (b.gamma + 1) * b.vocab], (b.gamma + 1) * b.vocab,
-                &reversed.probs_target[s * (b.gamma + 1) * b.vocab]);
-    std::copy_n(&b.probs_draft[r * b.gamma * b.vocab], b.gamma * b.vocab,
-                &reversed.probs_draft[s * b.gamma * b.vocab]);
-    std::copy_n(&b.draft_tokens[r * b.gamma], b.gamma, &reversed.draft_tokens[s * b.gamma]);
-    reversed.n_draft[s] = b.n_draft[r];
-    reversed.request_ids[s] = b.request_ids[r];
-  }
+  const OwnedChainBatch reversed = testing::permuted(b, order);
   const auto a = verify_block(b.view(), inst.params);
   const auto c = verify_block(reversed.view(), inst.params);
   for (int64_t s = 0; s < b.batch; ++s) {

@@ -1,6 +1,7 @@
 // Owned storage for a ChainBatch, and builders for test instances.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -48,6 +49,37 @@ struct OwnedChainBatch {
     }
   }
 };
+
+/// Request r of `b` alone: a batch of one with γ = its own n_draft and its request id.
+inline OwnedChainBatch single_request(const OwnedChainBatch& b, int64_t r) {
+  const int64_t g = b.n_draft.empty() ? b.gamma : b.n_draft[r];
+  OwnedChainBatch alone(1, g, b.vocab);
+  std::copy_n(&b.probs_target[r * (b.gamma + 1) * b.vocab], (g + 1) * b.vocab,
+              alone.probs_target.begin());
+  std::copy_n(&b.probs_draft[r * b.gamma * b.vocab], g * b.vocab, alone.probs_draft.begin());
+  std::copy_n(&b.draft_tokens[r * b.gamma], g, alone.draft_tokens.begin());
+  alone.request_ids = {b.request_ids.empty() ? static_cast<uint32_t>(r) : b.request_ids[r]};
+  return alone;
+}
+
+/// `b` with its requests reordered: request s of the result is request order[s] of `b`, with its
+/// n_draft and request id (both must be set in `b`).
+inline OwnedChainBatch permuted(const OwnedChainBatch& b, const std::vector<int64_t>& order) {
+  OwnedChainBatch out(b.batch, b.gamma, b.vocab);
+  out.n_draft.resize(b.batch);
+  out.request_ids.resize(b.batch);
+  for (int64_t s = 0; s < b.batch; ++s) {
+    const int64_t r = order[s];
+    std::copy_n(&b.probs_target[r * (b.gamma + 1) * b.vocab], (b.gamma + 1) * b.vocab,
+                &out.probs_target[s * (b.gamma + 1) * b.vocab]);
+    std::copy_n(&b.probs_draft[r * b.gamma * b.vocab], b.gamma * b.vocab,
+                &out.probs_draft[s * b.gamma * b.vocab]);
+    std::copy_n(&b.draft_tokens[r * b.gamma], b.gamma, &out.draft_tokens[s * b.gamma]);
+    out.n_draft[s] = b.n_draft[r];
+    out.request_ids[s] = b.request_ids[r];
+  }
+  return out;
+}
 
 /// Integer weights -> a float probability row (sums to 1 within float rounding).
 inline void fill_row(float* row, const std::vector<int>& weights) {
