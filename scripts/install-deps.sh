@@ -16,6 +16,7 @@ packages=(
   librapidcheck-dev
   libbenchmark-dev
   python3-h5py python3-numpy python3-pandas
+  python3-matplotlib python3-scipy jupyter-nbconvert python3-ipykernel python3-nbformat
 )
 
 missing=()

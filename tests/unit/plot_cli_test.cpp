@@ -1,0 +1,72 @@
+// `speclab plot RESULTS_DIR -o FIGDIR`, run as a user runs it: the figures of a fresh run, and
+// exit 2 for a missing directory or one without runs. Skips where /usr/bin/python3 or its
+// matplotlib is missing (the command needs them; scripts/install-deps.sh installs them).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tests/support/cli_run.hpp"
+
+namespace speclab {
+namespace {
+
+using testing::CliRun;
+using ::testing::HasSubstr;
+using testing::run_cli;
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const auto dir = fs::path(SPECLAB_BINARY_DIR) / "test-output" / name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+bool have_matplotlib() {
+  return std::system("/usr/bin/python3 -c 'import matplotlib, h5py, pandas' >/dev/null 2>&1") == 0;
+}
+
+TEST(PlotCli, MissingResultsDirectoryExitsTwo) {
+  const auto dir = fresh_dir("plot-missing");
+  const CliRun r = run_cli("plot '" + (dir / "nope").string() + "' -o '" + dir.string() + "'");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("does not exist"));
+}
+
+TEST(PlotCli, DirectoryWithoutRunsExitsTwo) {
+  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
+  const auto dir = fresh_dir("plot-empty");
+  fs::create_directories(dir / "results");
+  const CliRun r =
+      run_cli("plot '" + (dir / "results").string() + "' -o '" + (dir / "figs").string() + "'");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("holds no runs"));
+}
+
+TEST(PlotCli, RendersTheStandardFiguresOfARun) {
+  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
+  const auto dir = fresh_dir("plot-run");
+  const std::string config =
+      std::string(SPECLAB_SOURCE_DIR) + "/experiments/configs/quickstart.toml";
+  const CliRun run =
+      run_cli("run '" + config +
+              "' --set target.model=lsm-tiny-target --set draft.model=lsm-tiny-draft "
+              "--set 'sweep.decode.gamma=[1,3]' --out '" +
+              (dir / "results").string() + "'");
+  ASSERT_EQ(run.status, 0) << run.output;
+  const CliRun r =
+      run_cli("plot '" + (dir / "results").string() + "' -o '" + (dir / "figs").string() + "'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* name : {"quickstart_position_acceptance.png", "quickstart_accepted_length.png",
+                           "quickstart_emitted_vs_gamma.png"}) {
+    const fs::path png = dir / "figs" / name;
+    ASSERT_TRUE(fs::exists(png)) << png << "\n" << r.output;
+    EXPECT_GT(fs::file_size(png), 10000u) << png;
+  }
+}
+
+}  // namespace
+}  // namespace speclab
