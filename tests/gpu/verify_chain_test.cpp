@@ -132,8 +132,9 @@ TEST(VerifyChainLenient, GpuMatchesReference) {
   }
 }
 
-// One request of a batch as a batch of its own (same request id, so the same uniforms).
-OwnedChainBatch single_request(const OwnedChainBatch& batch, int64_t r) {
+// One request of a batch as a batch of its own, γ still padded to the batch's (same request id,
+// so the same uniforms).
+OwnedChainBatch padded_single_request(const OwnedChainBatch& batch, int64_t r) {
   OwnedChainBatch one(1, batch.gamma, batch.vocab);
   const int64_t g = batch.gamma, v = batch.vocab;
   std::copy_n(&batch.probs_target[r * (g + 1) * v], (g + 1) * v, one.probs_target.begin());
@@ -174,7 +175,7 @@ TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
     // is set iff core rejects the request alone, and otherwise the tokens are core's.
     int flagged = 0;
     for (int64_t r = 0; r < batch.batch; ++r) {
-      const OwnedChainBatch one = single_request(batch, r);
+      const OwnedChainBatch one = padded_single_request(batch, r);
       bool rejected = false;
       ChainResult ref;
       try {
