@@ -15,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev
   librapidcheck-dev
   libbenchmark-dev
+  clang-14 libclang-rt-14-dev python3-pip
   python3-h5py python3-numpy python3-pandas
   python3-matplotlib python3-scipy jupyter-nbconvert python3-ipykernel python3-nbformat
 )
