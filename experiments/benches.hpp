@@ -29,4 +29,8 @@ struct BenchDecodeOptions {
 };
 void run_bench_decode(const BenchDecodeOptions& options);
 
+/// `speclab plan --validate`: the planner's prediction against decoding runs of the LinearSoftmax
+/// pair on this machine, by batch size (experiments/plan_validate.cpp).
+void run_plan_validate(bool json);
+
 }  // namespace speclab::cli

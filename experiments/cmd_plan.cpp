@@ -16,11 +16,10 @@
 #include "core/error.hpp"
 #include "core/hardware.hpp"
 #include "core/hdf5_file.hpp"
+#include "experiments/benches.hpp"
 #include "experiments/command.hpp"
 
 namespace speclab::cli {
-
-void run_plan_validate(bool json);  // experiments/plan_validate.cpp
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include "core/hardware.hpp"
 #include "core/models/linear_softmax.hpp"
 #include "core/philox.hpp"
+#include "experiments/benches.hpp"
 
 namespace speclab::cli {
 namespace {
