@@ -127,55 +127,10 @@ template <bool kResidual>
 __device__ uint64_t block_locate(const float* p, const float* q, float wf, int64_t vocab,
                                  int64_t n_chunks, const uint64_t* chunk_sums, uint32_t bits,
                                  BlockScratch* scratch, BlockRequestState* state) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int64_t per_thread = (n_chunks + blockDim.x - 1) / blockDim.x;
-  const int64_t begin = threadIdx.x * per_thread;
-  const int64_t end = begin + per_thread < n_chunks ? begin + per_thread : n_chunks;
   if (threadIdx.x == 0) state->chunk = -1;  // read only after the scan's barriers
-  uint64_t own = 0;
-  for (int64_t c = begin; c < end; ++c) own += chunk_sums[c];
-  uint64_t total = 0;
-  uint64_t running = block_exclusive_scan<KernelMutant::kNone>(own, scratch, &total);
-  if (total == 0) return 0;
-  const uint64_t target = fixed_target(bits, total);
-  for (int64_t c = begin; c < end; ++c) {
-    const uint64_t s = chunk_sums[c];
-    if (target >= running && target - running < s) {  // exactly one chunk in the block
-      state->chunk = c;
-      state->chunk_base = running;
-    }
-    running += s;
-  }
-  __syncthreads();
-  if (threadIdx.x < kWarpSize) {
-    const int64_t c = state->chunk;
-    uint64_t cumulative = state->chunk_base;
-    int64_t token = -1;
-    if (c >= 0) {
-      for (int k = 0; k < kLaneTokens; ++k) {
-        const int64_t t = c * kChunkTokens + static_cast<int64_t>(k) * kWarpSize + lane;
-        uint64_t w = 0;
-        if (t < vocab) w = kResidual ? block_residual_weight(wf, p[t], q[t]) : to_fixed(p[t]);
-        const uint64_t inclusive = warp_inclusive_scan<KernelMutant::kNone>(w, lane);
-        const unsigned hits = __ballot_sync(kFullMask, cumulative + inclusive > target);
-        if (hits != 0) {
-          token = c * kChunkTokens + static_cast<int64_t>(k) * kWarpSize +
-                  __ffs(static_cast<int>(hits)) - 1;
-          break;
-        }
-        cumulative += __shfl_sync(kFullMask, inclusive, kWarpSize - 1);
-      }
-    }
-    if (lane == 0) {
-      if (token >= 0 && token < vocab) {
-        state->last = static_cast<int32_t>(token);
-      } else {
-        state->status |= kChainInternal;
-      }
-    }
-  }
-  __syncthreads();
-  return total;
+  return locate_by<KernelMutant::kNone>(
+      [&](int64_t t) { return kResidual ? block_residual_weight(wf, p[t], q[t]) : to_fixed(p[t]); },
+      vocab, n_chunks, chunk_sums, bits, scratch, state);
 }
 
 /// Dynamic shared memory: BlockScratch, w[γ+1] (double), chunk_sums[n_chunks], then the gathered

@@ -270,10 +270,12 @@ __device__ uint32_t weight_pass(const float* p, const float* q, float leniency, 
 /// Inverse-CDF sampling over the chunk sums of the last weight_pass: the token whose fixed-point
 /// prefix first exceeds fixed_target(bits, total). Sets state->last (or kChainInternal) and
 /// returns the total (0: nothing to sample). Block-uniform.
-template <bool kResidual, KernelMutant kMutant>
-__device__ uint64_t locate(const float* p, const float* q, float leniency, int64_t vocab,
-                           int64_t n_chunks, const uint64_t* chunk_sums, uint32_t bits,
-                           BlockScratch* scratch, RequestState* state) {
+/// `weight(t)` gives token t's fixed-point weight (the same function the chunk sums were made
+/// of); `state` has chunk, chunk_base, last and status. Shared by the chain and block kernels.
+template <KernelMutant kMutant, class Weight, class State>
+__device__ uint64_t locate_by(Weight weight, int64_t vocab, int64_t n_chunks,
+                              const uint64_t* chunk_sums, uint32_t bits, BlockScratch* scratch,
+                              State* state) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int64_t per_thread = (n_chunks + blockDim.x - 1) / blockDim.x;
   const int64_t begin = threadIdx.x * per_thread;
@@ -300,7 +302,7 @@ __device__ uint64_t locate(const float* p, const float* q, float leniency, int64
     if (c >= 0) {
       for (int k = 0; k < kLaneTokens; ++k) {
         const int64_t t = c * kChunkTokens + static_cast<int64_t>(k) * kWarpSize + lane;
-        const uint64_t w = t < vocab ? weight_at<kResidual>(p, q, leniency, t) : 0;
+        const uint64_t w = t < vocab ? weight(t) : 0;
         const uint64_t inclusive = warp_inclusive_scan<kMutant>(w, lane);
         const unsigned hits = __ballot_sync(kFullMask, cumulative + inclusive > target);
         if (hits != 0) {
@@ -321,6 +323,14 @@ __device__ uint64_t locate(const float* p, const float* q, float leniency, int64
   }
   __syncthreads();
   return total;
+}
+
+template <bool kResidual, KernelMutant kMutant>
+__device__ uint64_t locate(const float* p, const float* q, float leniency, int64_t vocab,
+                           int64_t n_chunks, const uint64_t* chunk_sums, uint32_t bits,
+                           BlockScratch* scratch, RequestState* state) {
+  return locate_by<kMutant>([&](int64_t t) { return weight_at<kResidual>(p, q, leniency, t); },
+                            vocab, n_chunks, chunk_sums, bits, scratch, state);
 }
 
 template <KernelMutant kMutant>
