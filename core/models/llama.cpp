@@ -1,0 +1,305 @@
+// LlamaModel (see llama.hpp): the LLaMA forward pass as llama.cpp computes it for rope type 0,
+// each linear layer one skinny_gemm over the new positions so the weights stream once per call.
+#include "core/models/llama.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/gguf.hpp"
+
+namespace speclab {
+namespace {
+
+// Dequantises a 2-D tensor into a PanelMatrix [n_rows × row_length], checking its shape.
+PanelMatrix load_matrix(const GgufFile& file, const std::string& name, int64_t rows,
+                        int64_t depth) {
+  const GgufTensor t = file.tensor(name);
+  if (t.row_length() != depth || t.n_rows() != rows) {
+    throw InvalidInput(fmt::format("{}: tensor '{}' is {} rows × {}; expected {} × {}", file.name(),
+                                   name, t.n_rows(), t.row_length(), rows, depth));
+  }
+  PanelMatrix a(rows, depth);
+#pragma omp parallel
+  {
+    std::vector<float> row(depth);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < rows; ++i) {
+      t.dequantize_row(i, row);
+      for (int64_t k = 0; k < depth; ++k) a.at(i, k) = row[k];
+    }
+  }
+  return a;
+}
+
+std::vector<float> load_vector(const GgufFile& file, const std::string& name, int64_t size) {
+  const GgufTensor t = file.tensor(name);
+  if (t.n_elements() != size) {
+    throw InvalidInput(fmt::format("{}: tensor '{}' has {} elements; expected {}", file.name(),
+                                   name, t.n_elements(), size));
+  }
+  return t.dequantize();
+}
+
+// out[j] = x[j] / sqrt(mean(x[j]²) + eps) ⊙ w for n rows of d values.
+void rms_norm(const float* x, const float* w, int64_t n, int64_t d, double eps, float* out) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float* xj = x + j * d;
+    double sum2 = 0.0;
+    for (int64_t k = 0; k < d; ++k) sum2 += static_cast<double>(xj[k]) * xj[k];
+    const auto scale = static_cast<float>(1.0 / std::sqrt(sum2 / static_cast<double>(d) + eps));
+    for (int64_t k = 0; k < d; ++k) out[j * d + k] = xj[k] * scale * w[k];
+  }
+}
+
+// y = A·x for n columns (x [n × depth], y [n × rows]).
+void matmul(const PanelMatrix& a, const std::vector<float>& x, int64_t n, std::vector<float>& y) {
+  y.resize(static_cast<size_t>(n * a.rows()));
+  skinny_gemm(a, SkinnyGemmShape{a.rows(), a.depth(), n},
+              std::span<const float>(x.data(), static_cast<size_t>(n * a.depth())), a.depth(), {},
+              y, a.rows());
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(const std::filesystem::path& gguf_path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const GgufFile file = GgufFile::open(gguf_path);
+  const std::string arch = file.get_string("general.architecture");
+  if (arch != "llama") {
+    throw InvalidInput(
+        fmt::format("{}: general.architecture is '{}'; expected 'llama'", file.name(), arch));
+  }
+  LlamaConfig& c = config_;
+  c.n_layer = file.get_int("llama.block_count");
+  c.n_embd = file.get_int("llama.embedding_length");
+  c.n_head = file.get_int("llama.attention.head_count");
+  c.n_head_kv = file.get_int("llama.attention.head_count_kv");
+  c.n_ff = file.get_int("llama.feed_forward_length");
+  c.context_length = file.get_int("llama.context_length");
+  c.rms_eps = file.get_float("llama.attention.layer_norm_rms_epsilon");
+  if (file.find("llama.rope.freq_base") != nullptr)
+    c.rope_base = file.get_float("llama.rope.freq_base");
+  if (c.n_layer < 1 || c.n_head < 1 || c.n_head_kv < 1 || c.n_head % c.n_head_kv != 0 ||
+      c.n_embd % c.n_head != 0 || (c.n_embd / c.n_head) % 2 != 0) {
+    throw InvalidInput(fmt::format(
+        "{}: unsupported shape: {} layers, n_embd {}, {} heads, {} KV heads; expected n_head a "
+        "multiple of n_head_kv and an even head_dim",
+        file.name(), c.n_layer, c.n_embd, c.n_head, c.n_head_kv));
+  }
+  c.head_dim = c.n_embd / c.n_head;
+  if (file.find("llama.rope.dimension_count") != nullptr &&
+      file.get_int("llama.rope.dimension_count") != c.head_dim) {
+    throw InvalidInput(
+        fmt::format("{}: llama.rope.dimension_count is {}; only full-head rope "
+                    "(head_dim = {}) is supported",
+                    file.name(), file.get_int("llama.rope.dimension_count"), c.head_dim));
+  }
+  c.vocab = file.tensor("token_embd.weight").n_rows();
+  if (file.find("tokenizer.ggml.eos_token_id") != nullptr) {
+    c.eos_token = static_cast<int32_t>(file.get_int("tokenizer.ggml.eos_token_id"));
+  }
+  name_ = file.find("general.name") != nullptr ? file.get_string("general.name")
+                                               : gguf_path.stem().string();
+
+  const int64_t d = c.n_embd, kv = c.n_head_kv * c.head_dim;
+  token_embd_ = load_matrix(file, "token_embd.weight", c.vocab, d);
+  if (file.has_tensor("output.weight")) output_ = load_matrix(file, "output.weight", c.vocab, d);
+  output_norm_ = load_vector(file, "output_norm.weight", d);
+  layers_.resize(static_cast<size_t>(c.n_layer));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    Layer& layer = layers_[static_cast<size_t>(l)];
+    const std::string p = fmt::format("blk.{}.", l);
+    layer.attn_norm = load_vector(file, p + "attn_norm.weight", d);
+    layer.ffn_norm = load_vector(file, p + "ffn_norm.weight", d);
+    layer.wq = load_matrix(file, p + "attn_q.weight", d, d);
+    layer.wk = load_matrix(file, p + "attn_k.weight", kv, d);
+    layer.wv = load_matrix(file, p + "attn_v.weight", kv, d);
+    layer.wo = load_matrix(file, p + "attn_output.weight", d, d);
+    layer.w_gate = load_matrix(file, p + "ffn_gate.weight", c.n_ff, d);
+    layer.w_up = load_matrix(file, p + "ffn_up.weight", c.n_ff, d);
+    layer.w_down = load_matrix(file, p + "ffn_down.weight", d, c.n_ff);
+  }
+  rope_inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
+  for (int64_t i = 0; i < c.head_dim / 2; ++i) {
+    rope_inv_freq_[static_cast<size_t>(i)] = static_cast<float>(
+        std::pow(c.rope_base, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim)));
+  }
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void LlamaModel::truncate(int64_t sequence_id, int64_t length) {
+  const auto it = caches_.find(sequence_id);
+  if (it == caches_.end()) return;
+  Cache& cache = it->second;
+  const int64_t keep = std::clamp<int64_t>(length, 0, static_cast<int64_t>(cache.tokens.size()));
+  const int64_t kv = config_.n_head_kv * config_.head_dim;
+  cache.tokens.resize(static_cast<size_t>(keep));
+  for (auto& k : cache.k) k.resize(static_cast<size_t>(keep * kv));
+  for (auto& v : cache.v) v.resize(static_cast<size_t>(keep * kv));
+}
+
+void LlamaModel::release(int64_t sequence_id) { caches_.erase(sequence_id); }
+
+int64_t LlamaModel::cached_length(int64_t sequence_id) const {
+  const auto it = caches_.find(sequence_id);
+  return it == caches_.end() ? 0 : static_cast<int64_t>(it->second.tokens.size());
+}
+
+std::vector<float> LlamaModel::logits(std::span<const ScoreRequest> requests) {
+  const int64_t n_rows = total_positions(requests);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const ScoreRequest& q = requests[r];
+    if (q.n_positions < 1 || q.n_positions > static_cast<int64_t>(q.tokens.size())) {
+      throw InvalidInput(fmt::format("request {}: n_positions is {}; expected 1 ≤ m ≤ {} tokens", r,
+                                     q.n_positions, q.tokens.size()));
+    }
+    for (size_t i = 0; i < q.tokens.size(); ++i) {
+      if (q.tokens[i] < 0 || q.tokens[i] >= config_.vocab) {
+        throw InvalidInput(fmt::format("request {} position {}: token {}; expected 0 ≤ t < {}", r,
+                                       i, q.tokens[i], config_.vocab));
+      }
+    }
+  }
+  std::vector<float> out(static_cast<size_t>(n_rows * config_.vocab));
+  score_logits(requests, out);
+  return out;
+}
+
+void LlamaModel::score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) {
+  int64_t row = 0;
+  for (const ScoreRequest& q : requests) {
+    const auto length = static_cast<int64_t>(q.tokens.size());
+    if (length > config_.context_length) {
+      throw InvalidInput(fmt::format("{}: sequence {} has {} tokens; the model's context is {}",
+                                     name_, q.sequence_id, length, config_.context_length));
+    }
+    Cache& cache = caches_[q.sequence_id];
+    if (cache.k.empty()) {
+      cache.k.resize(static_cast<size_t>(config_.n_layer));
+      cache.v.resize(static_cast<size_t>(config_.n_layer));
+    }
+    // Reuse the longest cached prefix that matches, but recompute from the first row to output:
+    // the cache keeps keys and values, not hidden states.
+    const int64_t limit =
+        std::min(static_cast<int64_t>(cache.tokens.size()), length - q.n_positions);
+    int64_t start = 0;
+    while (start < limit &&
+           cache.tokens[static_cast<size_t>(start)] == q.tokens[static_cast<size_t>(start)]) {
+      ++start;
+    }
+    truncate(q.sequence_id, start);
+    forward(cache, q.tokens, start, q.n_positions,
+            logits.subspan(static_cast<size_t>(row * config_.vocab),
+                           static_cast<size_t>(q.n_positions * config_.vocab)));
+    row += q.n_positions;
+  }
+}
+
+void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t start, int64_t m,
+                         std::span<float> out) const {
+  const LlamaConfig& c = config_;
+  const int64_t d = c.n_embd, hd = c.head_dim, kv = c.n_head_kv * hd;
+  const int64_t length = static_cast<int64_t>(tokens.size());
+  const int64_t n = length - start;  // new positions, ≥ m
+  const int64_t group = c.n_head / c.n_head_kv;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+
+  std::vector<float> x(static_cast<size_t>(n * d)), xn(x.size()), q, k, v, att(x.size()), o;
+  std::vector<float> gate, up, down;
+  for (int64_t j = 0; j < n; ++j) {
+    const int32_t t = tokens[static_cast<size_t>(start + j)];
+    for (int64_t e = 0; e < d; ++e) x[static_cast<size_t>(j * d + e)] = token_embd_.at(t, e);
+  }
+  // Rotates adjacent pairs (2i, 2i+1) of every head of row j by (start + j)·θ_i (rope type 0).
+  auto rope = [&](std::vector<float>& y, int64_t width) {
+    for (int64_t j = 0; j < n; ++j) {
+      const auto pos = static_cast<float>(start + j);
+      for (int64_t i = 0; i < hd / 2; ++i) {
+        const float angle = pos * rope_inv_freq_[static_cast<size_t>(i)];
+        const float cs = std::cos(angle), sn = std::sin(angle);
+        for (int64_t h = 0; h < width / hd; ++h) {
+          float* p = &y[static_cast<size_t>(j * width + h * hd + 2 * i)];
+          const float a = p[0], b = p[1];
+          p[0] = a * cs - b * sn;
+          p[1] = a * sn + b * cs;
+        }
+      }
+    }
+  };
+
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const Layer& layer = layers_[static_cast<size_t>(l)];
+    rms_norm(x.data(), layer.attn_norm.data(), n, d, c.rms_eps, xn.data());
+    matmul(layer.wq, xn, n, q);
+    matmul(layer.wk, xn, n, k);
+    matmul(layer.wv, xn, n, v);
+    rope(q, d);
+    rope(k, kv);
+    std::vector<float>& k_cache = cache.k[static_cast<size_t>(l)];
+    std::vector<float>& v_cache = cache.v[static_cast<size_t>(l)];
+    k_cache.insert(k_cache.end(), k.begin(), k.end());
+    v_cache.insert(v_cache.end(), v.begin(), v.end());
+
+    // Causal attention: row j (position start + j) sees positions 0..start + j.
+#pragma omp parallel
+    {
+      std::vector<float> score(static_cast<size_t>(length));
+#pragma omp for collapse(2) schedule(static)
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t h = 0; h < c.n_head; ++h) {
+          const float* qh = &q[static_cast<size_t>(j * d + h * hd)];
+          const int64_t kv_off = (h / group) * hd;
+          const int64_t n_seen = start + j + 1;
+          float max_score = -std::numeric_limits<float>::infinity();
+          for (int64_t t = 0; t < n_seen; ++t) {
+            const float* kt = &k_cache[static_cast<size_t>(t * kv + kv_off)];
+            float s = 0.0f;
+            for (int64_t e = 0; e < hd; ++e) s += qh[e] * kt[e];
+            score[static_cast<size_t>(t)] = s * scale;
+            max_score = std::max(max_score, s * scale);
+          }
+          float total = 0.0f;
+          for (int64_t t = 0; t < n_seen; ++t) {
+            float& s = score[static_cast<size_t>(t)];
+            s = std::exp(s - max_score);
+            total += s;
+          }
+          float* oh = &att[static_cast<size_t>(j * d + h * hd)];
+          std::fill(oh, oh + hd, 0.0f);
+          for (int64_t t = 0; t < n_seen; ++t) {
+            const float w = score[static_cast<size_t>(t)] / total;
+            const float* vt = &v_cache[static_cast<size_t>(t * kv + kv_off)];
+            for (int64_t e = 0; e < hd; ++e) oh[e] += w * vt[e];
+          }
+        }
+      }
+    }
+    matmul(layer.wo, att, n, o);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+
+    rms_norm(x.data(), layer.ffn_norm.data(), n, d, c.rms_eps, xn.data());
+    matmul(layer.w_gate, xn, n, gate);
+    matmul(layer.w_up, xn, n, up);
+    for (size_t i = 0; i < gate.size(); ++i) {
+      const float g = gate[i];
+      gate[i] = g / (1.0f + std::exp(-g)) * up[i];  // SiLU(gate) ⊙ up
+    }
+    matmul(layer.w_down, gate, n, down);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += down[i];
+  }
+  cache.tokens.assign(tokens.begin(), tokens.end());
+
+  // Final norm and LM head for the last m positions only.
+  std::vector<float> h(static_cast<size_t>(m * d));
+  rms_norm(&x[static_cast<size_t>((n - m) * d)], output_norm_.data(), m, d, c.rms_eps, h.data());
+  const PanelMatrix& head = output_.rows() > 0 ? output_ : token_embd_;
+  skinny_gemm(head, SkinnyGemmShape{c.vocab, d, m}, h, d, {}, out, c.vocab);
+}
+
+}  // namespace speclab

@@ -1,0 +1,93 @@
+// LlamaModel: the LLaMA-architecture forward pass (RMSNorm, rotary embeddings, grouped-query
+// attention with a per-sequence KV cache, SwiGLU FFN, tied or separate LM head) read from a GGUF
+// file such as SmolLM2-135M (issue "A real LLM as target"). The target of SPEC.md as a real model:
+// scoring m positions at once streams the weights once, as a verification pass does.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/model.hpp"
+#include "core/models/skinny_gemm.hpp"
+
+namespace speclab {
+
+/// Hyperparameters read from the GGUF metadata (llama.*).
+struct LlamaConfig {
+  int64_t n_layer = 0;
+  int64_t n_embd = 0;     ///< d
+  int64_t n_head = 0;     ///< query heads
+  int64_t n_head_kv = 0;  ///< key/value heads (n_head is a multiple)
+  int64_t head_dim = 0;   ///< d / n_head
+  int64_t n_ff = 0;       ///< SwiGLU hidden width
+  int64_t vocab = 0;
+  int64_t context_length = 0;  ///< trained context; longer sequences are refused
+  double rope_base = 10000.0;
+  double rms_eps = 1e-5;
+  int32_t eos_token = -1;
+};
+
+/// A LLaMA model whose weights are dequantised to fp32 at load (SmolLM2-135M: ~540 MB) and
+/// stored as PanelMatrix so every linear layer is one skinny_gemm over the new positions.
+/// Rotary embeddings use llama.cpp's rope type 0 (adjacent pairs (2i, 2i+1), θ_i =
+/// base^(-2i/head_dim)), which is what GGUF's permuted Q/K weights expect.
+///
+/// State: one KV cache per sequence_id. score_logits() keeps the cached positions that match
+/// the request's tokens (up to the first row it must output) and computes only the rest;
+/// truncate() rolls a cache back, release() frees it. Not thread-safe.
+class LlamaModel : public LanguageModel {
+ public:
+  /// Loads `gguf_path`. InvalidInput when the file is not a llama GGUF with the expected
+  /// tensors and shapes.
+  explicit LlamaModel(const std::filesystem::path& gguf_path);
+
+  int64_t vocab() const override { return config_.vocab; }
+  std::string name() const override { return name_; }
+  int32_t eos_token() const override { return config_.eos_token; }
+
+  void truncate(int64_t sequence_id, int64_t length) override;
+  void release(int64_t sequence_id) override;
+
+  const LlamaConfig& config() const { return config_; }
+  /// Σ m rows of vocab() raw logits, as score_logits() (validates like score()).
+  std::vector<float> logits(std::span<const ScoreRequest> requests);
+  /// Tokens whose keys/values are cached for a sequence (0 when none).
+  int64_t cached_length(int64_t sequence_id) const;
+  /// Seconds the constructor took (mapping, parsing, dequantisation).
+  double load_seconds() const { return load_seconds_; }
+
+ protected:
+  void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) override;
+
+ private:
+  struct Layer {
+    std::vector<float> attn_norm, ffn_norm;  // [d]
+    PanelMatrix wq, wk, wv, wo;              // [d × d], [kv × d], [kv × d], [d × d]
+    PanelMatrix w_gate, w_up, w_down;        // [ff × d], [ff × d], [d × ff]
+  };
+  struct Cache {
+    std::vector<int32_t> tokens;           // tokens whose k, v are stored
+    std::vector<std::vector<float>> k, v;  // per layer: [position × n_head_kv·head_dim]
+  };
+
+  // Appends tokens[start, L) to `cache` (which holds exactly tokens[0, start)) and writes the
+  // logits of the last m positions to `out` [m × vocab].
+  void forward(Cache& cache, std::span<const int32_t> tokens, int64_t start, int64_t m,
+               std::span<float> out) const;
+
+  LlamaConfig config_;
+  std::string name_;
+  PanelMatrix token_embd_;  // [vocab × d]
+  PanelMatrix output_;      // [vocab × d]; empty when tied to token_embd_
+  std::vector<float> output_norm_;
+  std::vector<Layer> layers_;
+  std::vector<float> rope_inv_freq_;  // [head_dim / 2]
+  std::map<int64_t, Cache> caches_;
+  double load_seconds_ = 0.0;
+};
+
+}  // namespace speclab
