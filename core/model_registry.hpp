@@ -1,5 +1,6 @@
-// Every named model speclab can build: the LinearSoftmax presets (data/models.toml) and the
-// n-gram family (ngram-1 … ngram-5, prompt-lookup).
+// Every named model speclab can build: the LinearSoftmax presets (data/models.toml), the n-gram
+// family (ngram-1 … ngram-5, prompt-lookup), and the real SmolLM2-135M (`smollm2-135m`, fetched
+// with `speclab fetch-model smollm2-135m`) with prompt lookup over its vocabulary.
 #pragma once
 
 #include <memory>

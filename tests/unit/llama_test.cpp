@@ -9,13 +9,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "core/decode.hpp"
+#include "core/error.hpp"
 #include "core/gguf.hpp"
+#include "core/model_registry.hpp"
 
 namespace speclab {
 namespace {
@@ -201,6 +205,45 @@ TEST(Llama, RopeConvention) {
   }
   std::printf("mean NLL %.3f nats\n", nll / kScored);
   EXPECT_LT(nll / kScored, 1.5);
+}
+
+}  // namespace
+}  // namespace speclab
+
+namespace speclab {
+namespace {
+
+TEST(LlamaDecode, GreedySpeculativeEqualsPlainGreedy) {
+  // SPEC.md V2 (and V1/V5 with a one-hot target at T = 0): speculative decoding on the real
+  // model gives exactly plain greedy decoding's tokens, here with prompt lookup as the draft.
+  if (!std::filesystem::exists(kModel)) {
+    GTEST_SKIP() << kModel << " is absent; run `speclab fetch-model smollm2-135m`";
+  }
+  auto target = make_model("smollm2-135m");
+  auto draft = make_model("prompt-lookup-smollm2");
+  // "The capital of France is" (ids looked up in tokenizer.ggml.tokens, see NotGarbage).
+  const std::vector<std::vector<int32_t>> prompts = {{504, 3575, 282, 4649, 314}};
+  DecodeConfig config{
+      .max_new_tokens = 20, .sampling = {.temperature = 0.0}, .seed = 1, .gamma = 4};
+  const auto plain = plain_decode(*target, prompts, config);
+  for (const char* verifier : {"greedy", "token", "block"}) {
+    set_verifier(config, verifier);
+    const auto spec = speculative_decode(*target, *draft, prompts, config);
+    EXPECT_EQ(spec.tokens, plain.tokens) << verifier;
+  }
+}
+
+TEST(LlamaDecode, MissingModelFileNamesTheFetchCommand) {
+  ::setenv("SPECLAB_MODELS", "/nonexistent-speclab-models", 1);
+  try {
+    make_model("smollm2-135m");
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("run `speclab fetch-model smollm2-135m`"),
+              std::string::npos)
+        << e.what();
+  }
+  ::unsetenv("SPECLAB_MODELS");
 }
 
 }  // namespace
