@@ -298,21 +298,8 @@ __global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a) {
   }
   __syncthreads();
 
-  // 4. Outputs: every entry of this request.
-  const uint32_t status = state.status;
-  const bool ok = status == kChainOk;
-  const int64_t n = ok ? state.tau : 0;
-  for (int64_t i = threadIdx.x; i <= g; i += blockDim.x) {
-    a.emitted_tokens[r * (g + 1) + i] = !ok ? -1 : i < n ? tokens[i] : i == n ? state.last : -1;
-  }
-  for (int64_t i = threadIdx.x; i < g; i += blockDim.x) {
-    a.accept_mask[r * g + i] = ok && i < n ? 1 : 0;
-  }
-  if (threadIdx.x == 0) {
-    a.n_accepted[r] = static_cast<int32_t>(n);
-    a.residual_fallback[r] = ok && state.fallback != 0 ? 1 : 0;
-    a.status[r] = status;
-  }
+  // 4. Outputs.
+  write_request_outputs(a, r, g, tokens, state.status, state.tau, state.last, state.fallback);
 }
 
 }  // namespace speclab::gpu::detail

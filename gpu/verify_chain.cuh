@@ -333,6 +333,29 @@ __device__ uint64_t locate(const float* p, const float* q, float leniency, int64
                             vocab, n_chunks, chunk_sums, bits, scratch, state);
 }
 
+/// Writes every output entry of request r (so no buffer needs clearing beforehand): the accepted
+/// prefix and one token when `status` is ok, otherwise n_accepted = 0 and all tokens -1. `Args`
+/// is a kernel's argument struct (emitted_tokens, accept_mask, n_accepted, residual_fallback,
+/// status). Shared by the chain and block kernels.
+template <class Args>
+__device__ void write_request_outputs(const Args& a, int64_t r, int64_t g, const int32_t* tokens,
+                                      uint32_t status, int64_t n_if_ok, int32_t last,
+                                      uint32_t fallback) {
+  const bool ok = status == kChainOk;
+  const int64_t n = ok ? n_if_ok : 0;
+  for (int64_t i = threadIdx.x; i <= g; i += blockDim.x) {
+    a.emitted_tokens[r * (g + 1) + i] = !ok ? -1 : i < n ? tokens[i] : i == n ? last : -1;
+  }
+  for (int64_t i = threadIdx.x; i < g; i += blockDim.x) {
+    a.accept_mask[r * g + i] = ok && i < n ? 1 : 0;
+  }
+  if (threadIdx.x == 0) {
+    a.n_accepted[r] = static_cast<int32_t>(n);
+    a.residual_fallback[r] = ok && fallback != 0 ? 1 : 0;
+    a.status[r] = status;
+  }
+}
+
 template <KernelMutant kMutant>
 __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
   __shared__ RequestState state;
@@ -440,21 +463,8 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
   }
   __syncthreads();
 
-  // 3. Outputs: every entry of this request, so no buffer needs clearing beforehand.
-  const uint32_t status = state.status;
-  const bool ok = status == kChainOk;
-  const int64_t n = ok ? state.n : 0;
-  for (int64_t i = threadIdx.x; i <= g; i += blockDim.x) {
-    a.emitted_tokens[r * (g + 1) + i] = !ok ? -1 : i < n ? tokens[i] : i == n ? state.last : -1;
-  }
-  for (int64_t i = threadIdx.x; i < g; i += blockDim.x) {
-    a.accept_mask[r * g + i] = ok && i < n ? 1 : 0;
-  }
-  if (threadIdx.x == 0) {
-    a.n_accepted[r] = static_cast<int32_t>(n);
-    a.residual_fallback[r] = ok && state.fallback != 0 ? 1 : 0;
-    a.status[r] = status;
-  }
+  // 3. Outputs.
+  write_request_outputs(a, r, g, tokens, state.status, state.n, state.last, state.fallback);
 }
 
 /// Host-side checks of shapes and parameters (throws InvalidInput, as core does).
