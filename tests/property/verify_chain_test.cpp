@@ -10,59 +10,35 @@
 
 #include "core/sampling.hpp"
 #include "tests/support/chain_fixture.hpp"
+#include "tests/support/chain_gen.hpp"
 
 namespace speclab {
 namespace {
 
 using testing::fill_row;
+using testing::gen_weights;
+using testing::n_draft_of;
 using testing::OwnedChainBatch;
-
-// Integer weights 0..4 per token, at least one positive, so rows often have zeros.
-std::vector<int> gen_weights(int64_t vocab) {
-  auto w = *rc::gen::container<std::vector<int>>(vocab, rc::gen::inRange(0, 5));
-  if (std::accumulate(w.begin(), w.end(), 0) == 0) w[*rc::gen::inRange<int64_t>(0, vocab)] = 1;
-  return w;
-}
 
 struct Instance {
   OwnedChainBatch batch;
   ChainParams params;
 };
 
-// A random small batch: B 1..4, γ 0..4, V 2..6, ragged n_draft, drafts drawn from q.
 Instance gen_instance(ChainMethod method) {
-  const int64_t b = *rc::gen::inRange<int64_t>(1, 5);
-  const int64_t g = *rc::gen::inRange<int64_t>(0, 5);
-  const int64_t v = *rc::gen::inRange<int64_t>(2, 7);
-  Instance inst{OwnedChainBatch(b, g, v), {}};
-  for (int64_t r = 0; r < b; ++r) {
-    for (int64_t i = 0; i <= g; ++i) fill_row(inst.batch.target_row(r, i), gen_weights(v));
-    for (int64_t i = 0; i < g; ++i) fill_row(inst.batch.draft_row(r, i), gen_weights(v));
-  }
+  Instance inst;
   inst.params.seed = *rc::gen::arbitrary<uint64_t>();
   inst.params.step = *rc::gen::arbitrary<uint32_t>();
   inst.params.method = method;
   if (method == ChainMethod::kLenient) {
     inst.params.leniency = *rc::gen::element(0.25, 0.5, 0.9, 1.0);
   }
-  inst.batch.draw_drafts(inst.params.seed);
-  if (*rc::gen::arbitrary<bool>()) {
-    inst.batch.n_draft = *rc::gen::container<std::vector<int32_t>>(
-        b, rc::gen::inRange<int32_t>(0, static_cast<int32_t>(g) + 1));
-  }
-  if (*rc::gen::arbitrary<bool>()) {
-    inst.batch.request_ids =
-        *rc::gen::container<std::vector<uint32_t>>(b, rc::gen::arbitrary<uint32_t>());
-  }
+  inst.batch = testing::gen_chain_batch(inst.params.seed);
   return inst;
 }
 
 ChainMethod gen_method() {
   return *rc::gen::element(ChainMethod::kToken, ChainMethod::kGreedy, ChainMethod::kLenient);
-}
-
-int64_t n_draft_of(const OwnedChainBatch& b, int64_t r) {
-  return b.n_draft.empty() ? b.gamma : b.n_draft[r];
 }
 
 RC_GTEST_PROP(VerifyChainProperty, FastMatchesReference, ()) {
@@ -144,20 +120,7 @@ RC_GTEST_PROP(VerifyChainProperty, DisjointSupportsAcceptNothing, ()) {
   auto& b = inst.batch;
   // q on tokens 0..k-1, p on k..V-1.
   const int64_t k = *rc::gen::inRange<int64_t>(1, b.vocab);
-  for (int64_t r = 0; r < b.batch; ++r) {
-    for (int64_t i = 0; i <= b.gamma; ++i) {
-      auto w = gen_weights(b.vocab - k);
-      std::vector<int> full(k, 0);
-      full.insert(full.end(), w.begin(), w.end());
-      fill_row(b.target_row(r, i), full);
-    }
-    for (int64_t i = 0; i < b.gamma; ++i) {
-      auto w = gen_weights(k);
-      w.resize(b.vocab, 0);
-      fill_row(b.draft_row(r, i), w);
-    }
-  }
-  b.draw_drafts(inst.params.seed);
+  testing::make_supports_disjoint(b, k, inst.params.seed);
   const auto res = verify_chain(b.view(), inst.params);
   for (int64_t r = 0; r < b.batch; ++r) {
     RC_ASSERT(res.n_accepted[r] == 0);

@@ -1,0 +1,66 @@
+// RapidCheck generators of small chain batches, shared by the chain and block verifier properties.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "tests/support/chain_fixture.hpp"
+
+namespace speclab::testing {
+
+/// Integer weights 0..4 per token, at least one positive, so rows often have zeros.
+inline std::vector<int> gen_weights(int64_t vocab) {
+  auto w = *rc::gen::container<std::vector<int>>(vocab, rc::gen::inRange(0, 5));
+  if (std::accumulate(w.begin(), w.end(), 0) == 0) w[*rc::gen::inRange<int64_t>(0, vocab)] = 1;
+  return w;
+}
+
+/// A random small batch: B 1..4, γ 0..4, V 2..6, drafts drawn from q with `seed`, and sometimes
+/// ragged n_draft and explicit request ids.
+inline OwnedChainBatch gen_chain_batch(uint64_t seed) {
+  const int64_t b = *rc::gen::inRange<int64_t>(1, 5);
+  const int64_t g = *rc::gen::inRange<int64_t>(0, 5);
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 7);
+  OwnedChainBatch batch(b, g, v);
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t i = 0; i <= g; ++i) fill_row(batch.target_row(r, i), gen_weights(v));
+    for (int64_t i = 0; i < g; ++i) fill_row(batch.draft_row(r, i), gen_weights(v));
+  }
+  batch.draw_drafts(seed);
+  if (*rc::gen::arbitrary<bool>()) {
+    batch.n_draft = *rc::gen::container<std::vector<int32_t>>(
+        b, rc::gen::inRange<int32_t>(0, static_cast<int32_t>(g) + 1));
+  }
+  if (*rc::gen::arbitrary<bool>()) {
+    batch.request_ids =
+        *rc::gen::container<std::vector<uint32_t>>(b, rc::gen::arbitrary<uint32_t>());
+  }
+  return batch;
+}
+
+/// Rewrites every row so that q lives on tokens 0..k-1 and p on k..V-1, and redraws the drafts.
+inline void make_supports_disjoint(OwnedChainBatch& b, int64_t k, uint64_t seed) {
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i <= b.gamma; ++i) {
+      auto w = gen_weights(b.vocab - k);
+      std::vector<int> full(k, 0);
+      full.insert(full.end(), w.begin(), w.end());
+      fill_row(b.target_row(r, i), full);
+    }
+    for (int64_t i = 0; i < b.gamma; ++i) {
+      auto w = gen_weights(k);
+      w.resize(b.vocab, 0);
+      fill_row(b.draft_row(r, i), w);
+    }
+  }
+  b.draw_drafts(seed);
+}
+
+inline int64_t n_draft_of(const OwnedChainBatch& b, int64_t r) {
+  return b.n_draft.empty() ? b.gamma : b.n_draft[r];
+}
+
+}  // namespace speclab::testing
