@@ -10,19 +10,7 @@ cudaError_t verify_block(const ChainBatch& batch, const BlockParams& params,
   detail::check_chain_launch(batch, ChainParams{ChainMethod::kToken, 1.0, params.seed, params.step},
                              output);
   detail::BlockKernelArgs args{};
-  args.probs_target = batch.probs_target.data();
-  args.probs_draft = batch.probs_draft.data();
-  args.draft_tokens = batch.draft_tokens.data();
-  args.n_draft = batch.n_draft.empty() ? nullptr : batch.n_draft.data();
-  args.request_ids = batch.request_ids.empty() ? nullptr : batch.request_ids.data();
-  args.emitted_tokens = output.emitted_tokens.data();
-  args.n_accepted = output.n_accepted.data();
-  args.accept_mask = output.accept_mask.data();
-  args.residual_fallback = output.residual_fallback.data();
-  args.status = output.status.data();
-  args.gamma = batch.gamma;
-  args.vocab = batch.vocab;
-  args.n_chunks = (batch.vocab + detail::kChunkTokens - 1) / detail::kChunkTokens;
+  detail::fill_common_args(args, batch, output);
   args.seed = params.seed;
   args.step = params.step;
   args.always_serial_z = options.always_serial_z ? 1 : 0;

@@ -160,16 +160,8 @@ __global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a) {
 
   // 1. Warp 0: n_draft, the draft tokens, the gathered values, and w (lane 0, core's order).
   if (threadIdx.x < kWarpSize) {
-    uint32_t status = kChainOk;
-    int64_t n_draft = a.n_draft != nullptr ? a.n_draft[r] : g;
-    if (n_draft < 0 || n_draft > g) {
-      status |= kChainBadDraftCount;
-      n_draft = 0;
-    }
-    int bad_token = 0;
-    for (int64_t i = lane; i < n_draft; i += kWarpSize)
-      bad_token |= tokens[i] < 0 || tokens[i] >= v;
-    if (__any_sync(kFullMask, bad_token)) status |= kChainBadToken;
+    int64_t n_draft = 0;
+    uint32_t status = check_drafts(a.n_draft, r, g, v, tokens, lane, &n_draft);
     if (status == kChainOk) {
       int invalid = 0;
       for (int64_t i = lane; i < n_draft; i += kWarpSize) {

@@ -333,6 +333,41 @@ __device__ uint64_t locate(const float* p, const float* q, float leniency, int64
                             vocab, n_chunks, chunk_sums, bits, scratch, state);
 }
 
+/// Warp 0's first checks of request r: n_draft in [0, γ] (else 0 drafts) and every draft token in
+/// [0, V). Returns the status bits; sets *n_draft. Shared by the chain and block kernels.
+__device__ inline uint32_t check_drafts(const int32_t* n_drafts, int64_t r, int64_t g, int64_t v,
+                                        const int32_t* tokens, int lane, int64_t* n_draft) {
+  uint32_t status = kChainOk;
+  int64_t n = n_drafts != nullptr ? n_drafts[r] : g;
+  if (n < 0 || n > g) {
+    status |= kChainBadDraftCount;
+    n = 0;
+  }
+  int bad_token = 0;
+  for (int64_t i = lane; i < n; i += kWarpSize) bad_token |= tokens[i] < 0 || tokens[i] >= v;
+  if (__any_sync(kFullMask, bad_token)) status |= kChainBadToken;
+  *n_draft = n;
+  return status;
+}
+
+/// The fields every verifier kernel's argument struct shares, from the host-side batch and output.
+template <class Args, class Output>
+void fill_common_args(Args& args, const ChainBatch& batch, const Output& output) {
+  args.probs_target = batch.probs_target.data();
+  args.probs_draft = batch.probs_draft.empty() ? nullptr : batch.probs_draft.data();
+  args.draft_tokens = batch.draft_tokens.data();
+  args.n_draft = batch.n_draft.empty() ? nullptr : batch.n_draft.data();
+  args.request_ids = batch.request_ids.empty() ? nullptr : batch.request_ids.data();
+  args.emitted_tokens = output.emitted_tokens.data();
+  args.n_accepted = output.n_accepted.data();
+  args.accept_mask = output.accept_mask.data();
+  args.residual_fallback = output.residual_fallback.data();
+  args.status = output.status.data();
+  args.gamma = batch.gamma;
+  args.vocab = batch.vocab;
+  args.n_chunks = (batch.vocab + kChunkTokens - 1) / kChunkTokens;
+}
+
 /// Writes every output entry of request r (so no buffer needs clearing beforehand): the accepted
 /// prefix and one token when `status` is ok, otherwise n_accepted = 0 and all tokens -1. `Args`
 /// is a kernel's argument struct (emitted_tokens, accept_mask, n_accepted, residual_fallback,
@@ -374,16 +409,8 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
 
   // 1. Warp 0: n_draft, the draft tokens, and the V1/V3 accept tests on gathered values.
   if (threadIdx.x < kWarpSize) {
-    uint32_t status = kChainOk;
-    int64_t n_draft = a.n_draft != nullptr ? a.n_draft[r] : g;
-    if (n_draft < 0 || n_draft > g) {
-      status |= kChainBadDraftCount;
-      n_draft = 0;
-    }
-    int bad_token = 0;
-    for (int64_t i = lane; i < n_draft; i += kWarpSize)
-      bad_token |= tokens[i] < 0 || tokens[i] >= v;
-    if (__any_sync(kFullMask, bad_token)) status |= kChainBadToken;
+    int64_t n_draft = 0;
+    uint32_t status = check_drafts(a.n_draft, r, g, v, tokens, lane, &n_draft);
     int64_t n = n_draft;
     if (!greedy && status == kChainOk) {
       for (int64_t base = 0; base < n_draft; base += kWarpSize) {
@@ -483,19 +510,7 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
                                 const ChainDeviceOutput& output, cudaStream_t stream) {
   check_chain_launch(batch, params, output);
   ChainKernelArgs args{};
-  args.probs_target = batch.probs_target.data();
-  args.probs_draft = batch.probs_draft.empty() ? nullptr : batch.probs_draft.data();
-  args.draft_tokens = batch.draft_tokens.data();
-  args.n_draft = batch.n_draft.empty() ? nullptr : batch.n_draft.data();
-  args.request_ids = batch.request_ids.empty() ? nullptr : batch.request_ids.data();
-  args.emitted_tokens = output.emitted_tokens.data();
-  args.n_accepted = output.n_accepted.data();
-  args.accept_mask = output.accept_mask.data();
-  args.residual_fallback = output.residual_fallback.data();
-  args.status = output.status.data();
-  args.gamma = batch.gamma;
-  args.vocab = batch.vocab;
-  args.n_chunks = (batch.vocab + kChunkTokens - 1) / kChunkTokens;
+  fill_common_args(args, batch, output);
   args.method = static_cast<int>(params.method);
   args.leniency =
       params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
