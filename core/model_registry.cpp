@@ -32,13 +32,17 @@ std::filesystem::path models_dir() {
   return std::filesystem::path(root) / "data/models";
 }
 
-std::unique_ptr<LanguageModel> make_smollm2() {
+std::filesystem::path smollm2_file() {
   const auto path = models_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!std::filesystem::exists(path)) {
     throw InvalidInput(fmt::format("model file {} not found; run `speclab fetch-model {}`",
                                    path.string(), kSmolLM2));
   }
-  return std::make_unique<LlamaModel>(path);
+  return path;
+}
+
+std::unique_ptr<LanguageModel> make_smollm2() {
+  return std::make_unique<LlamaModel>(smollm2_file());
 }
 
 }  // namespace
@@ -65,6 +69,12 @@ std::unique_ptr<LanguageModel> make_model(std::string_view name) {
   }
   throw InvalidInput(
       fmt::format("unknown model \"{}\"; known models: {}", name, fmt::join(model_names(), ", ")));
+}
+
+std::filesystem::path tokenizer_file(std::string_view name) {
+  // SmolLM2 itself and every draft over its vocabulary carry "smollm2" in their name.
+  if (name.find("smollm2") != std::string_view::npos) return smollm2_file();
+  return {};
 }
 
 }  // namespace speclab

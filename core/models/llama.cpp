@@ -24,6 +24,12 @@ PanelMatrix load_matrix(const GgufFile& file, const std::string& name, int64_t r
     throw InvalidInput(fmt::format("{}: tensor '{}' is {} rows × {}; expected {} × {}", file.name(),
                                    name, t.n_rows(), t.row_length(), rows, depth));
   }
+  if (!ggml_type_supported(t.type())) {
+    // Checked before the parallel loop: an exception cannot leave an OpenMP region.
+    throw InvalidInput(
+        fmt::format("{}: tensor '{}' has type {}; speclab dequantises F32, F16, Q8_0 and Q4_1",
+                    file.name(), name, ggml_type_name(t.type())));
+  }
   PanelMatrix a(rows, depth);
 #pragma omp parallel
   {
