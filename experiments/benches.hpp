@@ -25,6 +25,8 @@ struct BenchDecodeOptions {
   int64_t batch = 1;
   double temperature = 1.0;
   uint64_t seed = 0;
+  std::string workload;  ///< models with a tokenizer: a data/workloads name or file ("" = rewrite)
+  std::string prompt;    ///< models with a tokenizer: one user message instead of a workload
   bool json = false;
 };
 void run_bench_decode(const BenchDecodeOptions& options);

@@ -40,6 +40,13 @@ void setup_bench(CLI::App& app) {
   decode->add_option("--temperature", d->temperature, "sampling temperature of both models")
       ->capture_default_str();
   decode->add_option("--seed", d->seed, "Philox seed")->capture_default_str();
+  decode
+      ->add_option("--workload", d->workload,
+                   "models with a tokenizer: chat workload, a data/workloads name (rewrite, "
+                   "chat) or a .toml file; default rewrite")
+      ->capture_default_str();
+  decode->add_option("--prompt", d->prompt,
+                     "models with a tokenizer: one user message instead of a workload");
   decode->add_flag("--json", d->json, "print one JSON object");
   decode->callback([d] { run_bench_decode(*d); });
 }
