@@ -17,6 +17,7 @@
 #include "core/hash.hpp"
 #include "core/model_registry.hpp"
 #include "core/models/ngram.hpp"
+#include "experiments/workload.hpp"
 
 namespace speclab::experiments {
 namespace {
@@ -47,7 +48,8 @@ constexpr std::array<KeySpec, 24> kKeys = {{
     {"decode.sequences", ValueKind::kInteger, "requests in all; default batch_size"},
     {"decode.max_new_tokens", ValueKind::kInteger, "tokens generated per request; default 64"},
     {"decode.prompt_length", ValueKind::kInteger, "prompt tokens per request; default 16"},
-    {"decode.prompt_source", ValueKind::kString, "random | corpus; default random"},
+    {"decode.prompt_source", ValueKind::kString,
+     "random | corpus | workload:NAME (data/workloads); default random"},
     {"decode.baseline", ValueKind::kBoolean, "also run plain decoding for the speedup"},
 }};
 
@@ -333,7 +335,20 @@ void Diagnostics::throw_if_any(std::string_view source) const {
 }
 
 std::string_view to_string(PromptSource source) {
-  return source == PromptSource::kCorpus ? "corpus" : "random";
+  switch (source) {
+    case PromptSource::kCorpus:
+      return "corpus";
+    case PromptSource::kWorkload:
+      return "workload";
+    case PromptSource::kRandom:
+      break;
+  }
+  return "random";
+}
+
+std::string RunSettings::prompt_source_text() const {
+  if (prompt_source == PromptSource::kWorkload) return fmt::format("workload:{}", workload);
+  return std::string(to_string(prompt_source));
 }
 
 std::optional<RunSettings> resolve_settings(const LeafValues& values, std::string_view default_name,
@@ -409,8 +424,15 @@ std::optional<RunSettings> resolve_settings(const LeafValues& values, std::strin
   s.sequences = r.integer("decode.sequences", s.batch_size, 1, kMaxCount);
   s.max_new_tokens = r.integer("decode.max_new_tokens", 64, 1, kMaxCount);
   s.prompt_length = r.integer("decode.prompt_length", 16, 1, kMaxCount);
-  if (const auto source = r.choice("decode.prompt_source", {"random", "corpus"})) {
-    s.prompt_source = *source == "corpus" ? PromptSource::kCorpus : PromptSource::kRandom;
+  std::vector<std::string> sources = {"random", "corpus"};
+  for (const std::string& w : workload_names()) sources.push_back(fmt::format("workload:{}", w));
+  if (const auto source = r.choice("decode.prompt_source", sources)) {
+    if (source->starts_with("workload:")) {
+      s.prompt_source = PromptSource::kWorkload;
+      s.workload = source->substr(std::string_view("workload:").size());
+    } else {
+      s.prompt_source = *source == "corpus" ? PromptSource::kCorpus : PromptSource::kRandom;
+    }
   }
   s.baseline = r.read<bool>("decode.baseline").value_or(false);
 
@@ -470,12 +492,23 @@ std::optional<RunSettings> resolve_settings(const LeafValues& values, std::strin
         break;
       }
     }
+    const bool has_tokenizer = !tokenizer_file(s.target_model).empty();
     if (s.prompt_source == PromptSource::kCorpus && target_vocab != kByteVocab) {
       r.error("decode.prompt_source",
               fmt::format("decode.prompt_source is \"corpus\" but target.model \"{}\" has "
                           "vocabulary size {}; corpus prompts are bytes and need a model of "
-                          "vocabulary {} (ngram-*, prompt-lookup); use \"random\"",
-                          s.target_model, target_vocab, kByteVocab));
+                          "vocabulary {} (ngram-*, prompt-lookup); use {}",
+                          s.target_model, target_vocab, kByteVocab,
+                          has_tokenizer ? "\"workload:NAME\" (a chat workload) or \"random\""
+                                        : "\"random\""));
+    }
+    if (s.prompt_source == PromptSource::kWorkload && !has_tokenizer) {
+      r.error("decode.prompt_source",
+              fmt::format("decode.prompt_source is \"{}\" but target.model \"{}\" has no "
+                          "tokenizer (vocabulary size {}); chat workloads need a model with one, "
+                          "such as smollm2-135m; use \"{}\"",
+                          s.prompt_source_text(), s.target_model, target_vocab,
+                          target_vocab == kByteVocab ? "corpus" : "random"));
     }
     for (const auto& [key, params] :
          {std::pair{"sampling", s.sampling}, std::pair{"draft", s.draft_sampling}}) {
@@ -516,7 +549,7 @@ toml::table settings_to_toml(const RunSettings& s, bool include_name) {
                                     {"sequences", s.sequences},
                                     {"max_new_tokens", s.max_new_tokens},
                                     {"prompt_length", s.prompt_length},
-                                    {"prompt_source", std::string(to_string(s.prompt_source))},
+                                    {"prompt_source", s.prompt_source_text()},
                                     {"baseline", s.baseline}});
   if (s.tree()) {
     toml::array branches;

@@ -74,8 +74,9 @@ class Diagnostics {
 };
 
 enum class PromptSource {
-  kRandom,  ///< uniform random tokens from the point's seed
-  kCorpus,  ///< held-out text of the n-gram corpus (byte vocabulary only)
+  kRandom,    ///< uniform random tokens from the point's seed
+  kCorpus,    ///< held-out text of the n-gram corpus (byte vocabulary only)
+  kWorkload,  ///< a chat workload of data/workloads (models with a tokenizer only)
 };
 std::string_view to_string(PromptSource source);
 
@@ -98,11 +99,14 @@ struct RunSettings {
   int64_t max_new_tokens = 64;
   int64_t prompt_length = 16;
   PromptSource prompt_source = PromptSource::kRandom;
+  std::string workload;   ///< the workload name when prompt_source is kWorkload
   bool baseline = false;  ///< also run plain decoding of the target, for the speedup
 
   bool speculative() const { return !draft_model.empty(); }
   bool tree() const { return verifier.starts_with("tree-") || verifier == "kseq"; }
   int64_t batches() const { return (sequences + batch_size - 1) / batch_size; }
+  /// decode.prompt_source as written: "random", "corpus" or "workload:NAME".
+  std::string prompt_source_text() const;
 };
 
 /// A point's leaf values: dotted key -> the parsed node (owned by the loaded documents, so each

@@ -22,6 +22,7 @@
 #include "core/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "experiments/results.hpp"
+#include "experiments/workload.hpp"
 
 namespace speclab::experiments {
 namespace fs = std::filesystem;
@@ -129,6 +130,11 @@ std::string summary_file_name(const Shard& shard) {
 std::vector<std::vector<int32_t>> make_prompts(const RunSettings& s, int64_t vocab) {
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(s.sequences));
   const uint64_t stream = mix64(s.seed ^ 0x70726f6d70747321ULL);  // "prompts!"
+  if (s.prompt_source == PromptSource::kWorkload) {
+    // Request j takes conversation j mod n of the workload; prompt_length does not apply.
+    return workload_prompts(load_workload(s.workload), s.target_model, s.sequences,
+                            s.max_new_tokens);
+  }
   if (s.prompt_source == PromptSource::kCorpus) {
     const auto corpus = load_corpus(default_corpus_path());
     const auto held_out = static_cast<int64_t>(corpus->held_out_text().size());

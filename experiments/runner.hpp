@@ -42,7 +42,8 @@ std::filesystem::path point_path(const std::filesystem::path& out, const SweepPo
 std::string summary_file_name(const Shard& shard);
 
 /// The prompts of a point's requests: `sequences` prompts of `prompt_length` tokens, uniform
-/// random tokens or held-out corpus text, determined by the point's seed.
+/// random tokens or held-out corpus text, determined by the point's seed; or, for a workload,
+/// conversation j mod n of it in the target's chat template (whatever its length).
 std::vector<std::vector<int32_t>> make_prompts(const RunSettings& settings, int64_t vocab);
 
 /// Runs the shard's points that are not finished and writes the summary over the finished ones.

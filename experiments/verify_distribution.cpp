@@ -78,6 +78,20 @@ VerifyReport verify_distribution(LanguageModel& target, LanguageModel& draft,
     throw InvalidInput(
         fmt::format("--samples is {}; expected ≥ 1 (or 0 to size it from ε)", options.samples));
   }
+  if (v > kMaxOutcomes) {
+    // Even one token's law has too many outcomes, and a draft is tested only from L = 2 on
+    // (γ_b = min(γ, L − 1)), where V² outcomes would each need their exact probability and
+    // enough samples of L target steps apiece.
+    throw InvalidInput(fmt::format(
+        "speclab verify tests the joint law of the first L tokens against its exact value, over "
+        "V^L outcomes (at most {}); target {} has V = {}, so even L = 1 has too many, and a "
+        "draft is only exercised from L = 2 on (V² = {:.3g} outcomes, each needing a target "
+        "call for its exact probability and many samples of L target steps). Check this model "
+        "pair at sampling.temperature = 0 instead, where speculative decoding must reproduce "
+        "plain greedy decoding token for token, or verify the verifier on a model with V ≤ {}",
+        kMaxOutcomes, target.name(), v, static_cast<double>(v) * static_cast<double>(v),
+        kMaxOutcomes));
+  }
   VerifyReport report;
   report.length = options.length;
   if (report.length <= 0) {
