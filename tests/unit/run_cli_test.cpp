@@ -99,6 +99,11 @@ TEST(RunCli, EveryShippedConfigValidatesAndExpands) {
   int configs = 0;
   for (const auto& entry : fs::directory_iterator(kConfigs)) {
     if (entry.path().extension() != ".toml") continue;
+    // Configs of the real model need its file (tests/model/ runs them when it is present).
+    if (read_text(entry.path()).find("smollm2") != std::string::npos &&
+        !fs::exists(kConfigs / "../../data/models/SmolLM2-135M-Instruct.Q4_1.gguf")) {
+      continue;
+    }
     ++configs;
     const CliRun validate = run_cli("validate " + quoted(entry.path()));
     EXPECT_EQ(validate.status, 0) << validate.output;
