@@ -36,7 +36,7 @@ const std::filesystem::path kModel =
   }
 
 constexpr const char* kBench =
-    "bench decode --target smollm2-135m --draft prompt-lookup-smollm2 --gamma 3 --tokens 12 ";
+    "bench decode --target smollm2-135m --draft prompt-lookup-smollm2 --gamma 3 --tokens 6 ";
 
 TEST(WorkloadModel, PromptsAreTheChatTemplateTokenised) {
   SPECLAB_REQUIRE_MODEL();
@@ -87,7 +87,7 @@ TEST(WorkloadModel, GenerationStopsAtImEnd) {
 
 TEST(WorkloadModel, BenchDecodeRunsTheWorkload) {
   SPECLAB_REQUIRE_MODEL();
-  const testing::CliRun r = run_cli(std::string(kBench) + "--workload rewrite --batch 2 --json");
+  const testing::CliRun r = run_cli(std::string(kBench) + "--workload rewrite --json");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"prompts\": \"workload rewrite (3 conversations"));
   EXPECT_THAT(r.output, HasSubstr("\"gamma\": 3"));
