@@ -22,7 +22,7 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
   SPECLAB_DYNAMIC_SHARED(uint64_t, chunk_sums);
   const int64_t row = blockIdx.x;
   if (a.limit != nullptr && static_cast<int64_t>(a.position) > a.limit[row]) return;
-  const float* probs = a.probs + row * a.vocab;
+  const float* probs = a.probs + row * (a.probs_stride != 0 ? a.probs_stride : a.vocab);
   const int64_t n_chunks = (a.vocab + kChunk - 1) / kChunk;
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;

@@ -18,7 +18,8 @@ inline constexpr uint32_t kSampleZeroRow = 1u << 5;
 
 /// One draft position of a batch of rows, all device memory.
 struct SampleRowsArgs {
-  const float* probs = nullptr;  ///< [rows, V] the distributions to sample from
+  const float* probs = nullptr;  ///< row b at probs[b·probs_stride, +V): what is sampled from
+  int64_t probs_stride = 0;      ///< 0 means V (contiguous rows)
   int64_t rows = 0;              ///< B
   int64_t vocab = 0;             ///< V
   uint64_t seed = 0;             ///< Philox address (seed; request = row, step, position,
