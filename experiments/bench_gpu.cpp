@@ -34,6 +34,9 @@ namespace speclab::cli {
 #if !defined(SPECLAB_HAVE_CUDA)
 
 void run_bench_gpu(const BenchGpuOptions& o) {
+  if (o.repeats < 3) {
+    throw InvalidInput(fmt::format("bench gpu needs --repeats ≥ 3 (got {})", o.repeats));
+  }
   const char* message = "speclab was built without CUDA (SPECLAB_ENABLE_CUDA=OFF or no nvcc)";
   if (o.json) {
     std::printf("{\"device\": null, \"message\": \"%s\"}\n", message);
@@ -48,6 +51,8 @@ namespace {
 
 // The L2 of an H200 is 50 MB: inputs of one configuration span at least 4× that.
 constexpr double kPoolBytes = 200e6;
+// Device memory the inputs of one configuration may take.
+constexpr double kMaxInputBytes = 16e9;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -126,8 +131,12 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cuda
                   std::vector<KernelRow>& rows) {
   const int64_t target_rows = batch * (gamma + 1), draft_rows = batch * gamma;
   const double set_bytes = 4.0 * vocab * (2 * target_rows + draft_rows);
-  const int64_t copies =
-      std::clamp<int64_t>(static_cast<int64_t>(kPoolBytes / set_bytes) + 1, 1, repeats);
+  // Launches rotate through the copies; the least a launch reads is one bonus row per request
+  // (4V·B bytes), so between two reads of a copy at least kPoolBytes pass through the L2.
+  const int64_t copies = std::clamp<int64_t>(
+      std::min<int64_t>(static_cast<int64_t>(kPoolBytes / (4.0 * vocab * batch)) + 1,
+                        static_cast<int64_t>(kMaxInputBytes / set_bytes)),
+      1, 4096);
   Device<float> logits_target(copies * target_rows * vocab),
       probs_target(copies * target_rows * vocab);
   Device<float> probs_draft(copies * draft_rows * vocab);
@@ -202,13 +211,13 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cuda
     const double rows = tau == g ? 4.0 * v : 8.0 * v * (g - std::max<int64_t>(tau, 0));
     return 4.0 * g + 64.0 * g + (tau == 0 ? 8.0 * v * g : rows);
   };
+  int64_t next_copy = 0;
   enum Kind { kV1, kV2, kV3, kV5, kLogits };
   const char* names[] = {"verify_chain V1", "verify_chain V2", "verify_chain V3", "verify_block V5",
                          "probs_from_logits"};
   for (Kind kind : {kV1, kV2, kV3, kV5, kLogits}) {
     Events ev(repeats);
-    auto launch = [&](int r) {
-      const int64_t k = r % copies;
+    auto launch = [&](int r, int64_t k) {
       const auto step = static_cast<uint32_t>(r);
       switch (kind) {
         case kV1:
@@ -232,10 +241,10 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cuda
                                     1.0, probs_target.span(k * n, n),
                                     status.span(k * target_rows, target_rows), stream);
     };
-    SPECLAB_CUDA_CHECK(launch(0));  // warm-up
+    SPECLAB_CUDA_CHECK(launch(0, next_copy++ % copies));  // warm-up
     for (int r = 0; r < repeats; ++r) {
       ev.start(r, stream);
-      SPECLAB_CUDA_CHECK(launch(r));
+      SPECLAB_CUDA_CHECK(launch(r, next_copy++ % copies));
       ev.stop(r, stream);
     }
     SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
