@@ -179,6 +179,17 @@ void expect_same_tokens(Pair& models, const std::vector<std::vector<int32_t>>& p
   // a few hundred decisions would already be improbable.
   EXPECT_LE(explained, 1) << label;
   EXPECT_EQ(gpu_run.metrics.tokens, core_run.metrics.tokens) << label;
+  if (explained == 0) {  // the same steps: the same metrics
+    const DecodeMetrics &g = gpu_run.metrics, &c = core_run.metrics;
+    EXPECT_EQ(g.steps, c.steps) << label;
+    EXPECT_EQ(g.step_accepted, c.step_accepted) << label;
+    EXPECT_EQ(g.step_drafted, c.step_drafted) << label;
+    EXPECT_EQ(g.accepted_length_histogram, c.accepted_length_histogram) << label;
+    EXPECT_EQ(g.position_reached, c.position_reached) << label;
+    EXPECT_EQ(g.position_accepted, c.position_accepted) << label;
+    EXPECT_EQ(g.position_offered, c.position_offered) << label;
+    EXPECT_EQ(g.residual_fallbacks, c.residual_fallbacks) << label;
+  }
 }
 
 std::vector<std::vector<int32_t>> prompts_for(int64_t vocab) {
