@@ -9,18 +9,18 @@
 namespace speclab {
 namespace {
 
-struct Run {
+struct CliResult {
   int status = -1;
   std::string output;
 };
 
 // The shell sets CUDA_VISIBLE_DEVICES for the one command, so no device is visible even on a
 // machine that has one.
-Run run_hidden(const std::string& arguments) {
+CliResult run_hidden(const std::string& arguments) {
   const std::string command =
       std::string("CUDA_VISIBLE_DEVICES= '") + SPECLAB_CLI + "' " + arguments + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
-  Run run;
+  CliResult run;
   if (pipe == nullptr) return run;
   char buffer[4096];
   while (const size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, n);
@@ -35,19 +35,19 @@ bool says_why(const std::string& output) {
 }
 
 TEST(BenchGpuCli, WithoutDeviceSaysSoAndExitsZero) {
-  const Run text = run_hidden("bench gpu");
+  const CliResult text = run_hidden("bench gpu");
   EXPECT_EQ(text.status, 0) << text.output;
   EXPECT_NE(text.output.find("nothing measured"), std::string::npos) << text.output;
   EXPECT_TRUE(says_why(text.output)) << text.output;
 
-  const Run json = run_hidden("bench gpu --json");
+  const CliResult json = run_hidden("bench gpu --json");
   EXPECT_EQ(json.status, 0) << json.output;
   EXPECT_NE(json.output.find("\"device\": null"), std::string::npos) << json.output;
   EXPECT_TRUE(says_why(json.output)) << json.output;
 }
 
 TEST(BenchGpuCli, BadRepeatsIsRejected) {
-  const Run run = run_hidden("bench gpu --repeats 1");
+  const CliResult run = run_hidden("bench gpu --repeats 1");
   EXPECT_EQ(run.status, 2) << run.output;
   EXPECT_NE(run.output.find("--repeats"), std::string::npos) << run.output;
 }
