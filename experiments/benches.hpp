@@ -31,6 +31,15 @@ struct BenchDecodeOptions {
 };
 void run_bench_decode(const BenchDecodeOptions& options);
 
+struct BenchGpuOptions {
+  int repeats = 15;     ///< timed launches per kernel and configuration (median)
+  int64_t tokens = 64;  ///< tokens per request of the decoding-loop comparison
+  bool json = false;
+};
+/// `speclab bench gpu` (experiments/bench_gpu.cpp): without a device, or in a build without
+/// CUDA, prints that and measures nothing.
+void run_bench_gpu(const BenchGpuOptions& options);
+
 /// `speclab plan --validate`: the planner's prediction against decoding runs of the LinearSoftmax
 /// pair on this machine, by batch size (experiments/plan_validate.cpp).
 void run_plan_validate(bool json);

@@ -49,6 +49,18 @@ void setup_bench(CLI::App& app) {
                      "models with a tokenizer: one user message instead of a workload");
   decode->add_flag("--json", d->json, "print one JSON object");
   decode->callback([d] { run_bench_decode(*d); });
+
+  auto* gpu = bench->add_subcommand(
+      "gpu",
+      "Device kernels' effective bandwidth beside the copy bandwidth, and the device "
+      "decoding loop beside core's (needs a CUDA device)");
+  auto g = std::make_shared<BenchGpuOptions>();
+  gpu->add_option("--repeats", g->repeats, "timed launches per kernel and shape (median)")
+      ->capture_default_str();
+  gpu->add_option("--tokens", g->tokens, "tokens per request in the decoding-loop comparison")
+      ->capture_default_str();
+  gpu->add_flag("--json", g->json, "print one JSON object");
+  gpu->callback([g] { run_bench_gpu(*g); });
 }
 
 const CommandRegistrar kRegistrar{"bench", &setup_bench};

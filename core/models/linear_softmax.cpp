@@ -17,22 +17,13 @@
 
 #include "core/error.hpp"
 #include "core/hash.hpp"
+#include "core/models/linear_softmax_embedding.hpp"
 
 namespace speclab {
 namespace {
 
 // What a hash stream generates; part of every hash so two streams never coincide.
 enum class Stream : uint64_t { kG = 1, kH = 2, kEmbedding = 3 };
-
-// "lowbias32" (Wellons): a 32-bit mixer cheap enough to vectorise in the embedding loop.
-inline uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
 
 inline uint64_t stream_key(uint64_t seed, Stream s) {
   return mix64(seed ^ mix64(static_cast<uint64_t>(s) * 0x9e3779b97f4a7c15ULL));
@@ -124,24 +115,21 @@ void LinearSoftmaxFamily::hidden_state(std::span<const int32_t> tokens,
                     config_.family, tokens.size(), hidden.size(), d));
   }
   const int64_t n = std::min<int64_t>(config_.context, static_cast<int64_t>(tokens.size()));
-  const uint64_t key = stream_key(config_.seed, Stream::kEmbedding);
-  const auto key32 = static_cast<uint32_t>(key ^ (key >> 32));
-  // e(t)_k uniform on [-√3, √3) (unit variance), from a 32-bit hash of (seed, t, k).
-  constexpr float kScale = 2.0f * std::numbers::sqrt3_v<float> * 0x1p-24f;
-  constexpr float kOffset = -std::numbers::sqrt3_v<float>;
+  const uint32_t key32 = embedding_key();
   std::fill(hidden.begin(), hidden.begin() + d, 0.0f);
   float* out = hidden.data();
   for (int64_t j = 0; j < n; ++j) {
-    const int32_t token = tokens[tokens.size() - 1 - j];
-    const uint32_t token_key = mix32(static_cast<uint32_t>(token) * 0x9e3779b9U ^ key32);
+    const uint32_t token_key = lsm::token_key(tokens[tokens.size() - 1 - j], key32);
     const float w = decays_[j];
 #pragma omp simd
-    for (int64_t k = 0; k < d; ++k) {
-      const uint32_t bits = mix32(token_key + static_cast<uint32_t>(k) * 0x85ebca6bU);
-      out[k] += w * (static_cast<float>(bits >> 8) * kScale + kOffset);
-    }
+    for (int64_t k = 0; k < d; ++k) out[k] += w * lsm::embedding_value(token_key, k);
   }
   for (int64_t k = 0; k < d; ++k) out[k] = std::tanh(out[k]);
+}
+
+uint32_t LinearSoftmaxFamily::embedding_key() const {
+  const uint64_t key = stream_key(config_.seed, Stream::kEmbedding);
+  return static_cast<uint32_t>(key ^ (key >> 32));
 }
 
 std::unique_ptr<LinearSoftmaxModel> LinearSoftmaxFamily::make_target(std::string name) const {

@@ -58,6 +58,11 @@ class LinearSoftmaxFamily : public std::enable_shared_from_this<LinearSoftmaxFam
   /// @param[in]  tokens  token ids in [0, V), at least one
   /// @param[out] hidden  [d]
   void hidden_state(std::span<const int32_t> tokens, std::span<float> hidden) const;
+  /// What hidden_state is made of (core/models/linear_softmax_embedding.hpp), for other
+  /// implementations of the same model: the 32-bit embedding key, and the weights [n] of the
+  /// last n tokens (decay^(j-1), normalised), last token first.
+  uint32_t embedding_key() const;
+  std::span<const float> context_weights() const { return decays_; }
 
  private:
   explicit LinearSoftmaxFamily(const LinearSoftmaxConfig& config);

@@ -1,0 +1,122 @@
+// The emulated cuBLAS (gpu/emulation/include/cublas_v2.h): a handle remembers its stream, and
+// Sgemm is the reference triple loop over column-major storage, run synchronously like every
+// emulated call. Each C entry accumulates its k products in float in increasing k, as the
+// reference BLAS does; the device library sums in another order, so callers compare within a
+// float tolerance, never bit for bit.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cstdint>
+
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+};
+
+namespace {
+
+bool valid_operation(cublasOperation_t op) {
+  return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
+}
+
+// Element (row, col) of op(X) where X is column-major with leading dimension ld. For real
+// matrices the conjugate transpose is the transpose.
+inline float op_at(const float* x, int ld, cublasOperation_t op, int64_t row, int64_t col) {
+  return op == CUBLAS_OP_N ? x[col * ld + row] : x[row * ld + col];
+}
+
+}  // namespace
+
+cublasStatus_t cublasCreate(cublasHandle_t* handle) {
+  if (handle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *handle = new cublasContext{};
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasGetStream(cublasHandle_t handle, cudaStream_t* stream) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (stream == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  *stream = handle->stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+const char* cublasGetStatusName(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS:
+      return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR:
+      return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR:
+      return "CUBLAS_STATUS_LICENSE_ERROR";
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+const char* cublasGetStatusString(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS:
+      return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "the library was not initialized";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "an invalid numeric value was used as an argument";
+    default:
+      return cublasGetStatusName(status);
+  }
+}
+
+cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
+                           cublasOperation_t transb, int m, int n, int k, const float* alpha,
+                           const float* A, int lda, const float* B, int ldb, const float* beta,
+                           float* C, int ldc) {
+  if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!valid_operation(transa) || !valid_operation(transb) || m < 0 || n < 0 || k < 0) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  if (lda < std::max(1, transa == CUBLAS_OP_N ? m : k) ||
+      ldb < std::max(1, transb == CUBLAS_OP_N ? k : n) || ldc < std::max(1, m)) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  if (alpha == nullptr || beta == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  const float a = *alpha, b = *beta;
+  const bool products = a != 0.0f && k > 0;
+  for (int64_t col = 0; col < n; ++col) {
+    for (int64_t row = 0; row < m; ++row) {
+      float sum = 0.0f;
+      if (products) {
+        for (int64_t j = 0; j < k; ++j) {
+          sum += op_at(A, lda, transa, row, j) * op_at(B, ldb, transb, j, col);
+        }
+      }
+      float& c = C[col * ldc + row];
+      c = b == 0.0f ? a * sum : a * sum + b * c;
+    }
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}

@@ -1,0 +1,294 @@
+// The device decoding loop of gpu/speculative_decode.hpp. Device state per request b: its
+// sequence (prompt, accepted tokens, and this step's drafts past the end), its length, tokens
+// generated, γ_b and a finished flag; a step log (n_accepted, γ_b, fallback per request) that the
+// host reads once at the end to fill the metrics.
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "core/decode_detail.hpp"
+#include "core/error.hpp"
+#include "gpu/cuda_check.hpp"
+#include "gpu/sampling.hpp"
+#include "gpu/simt.cuh"
+#include "gpu/speculative_decode.hpp"
+#include "gpu/verify_block.hpp"
+#include "gpu/verify_chain.hpp"
+
+namespace speclab::gpu {
+namespace {
+
+constexpr int kThreads = 128;
+
+struct LoopState {
+  int32_t* sequences = nullptr;  // [B × stride]
+  int64_t stride = 0;
+  int32_t* lengths = nullptr;    // [B]
+  int32_t* generated = nullptr;  // [B]
+  int32_t* n_draft = nullptr;    // [B]
+  int32_t* finished = nullptr;   // [B]
+  int32_t* active = nullptr;     // [1] requests still active after the step
+  int64_t batch = 0, gamma = 0, max_new = 0;
+};
+
+// γ_b = min(γ, tokens left − 1) for an active request, 0 (and nothing committed) otherwise.
+__global__ void __launch_bounds__(kThreads) plan_kernel(LoopState s) {
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (b == 0) *s.active = 0;
+  if (b >= s.batch) return;
+  const int64_t left = s.max_new - s.generated[b];
+  s.n_draft[b] = s.finished[b] ? 0 : static_cast<int32_t>(left - 1 < s.gamma ? left - 1 : s.gamma);
+}
+
+struct CommitArgs {
+  LoopState s;
+  const int32_t* emitted = nullptr;        // [B × (γ+1)]
+  const int32_t* n_accepted = nullptr;     // [B]
+  const uint8_t* fallback = nullptr;       // [B]
+  const uint32_t* status = nullptr;        // [B] verifier status
+  const uint32_t* draft_status = nullptr;  // [B] sampling status
+  int32_t* log = nullptr;      // this step's [B × 3]: n, γ_b (−1 = inactive), fallback
+  uint32_t* errors = nullptr;  // [1] ORed status bits of active requests
+};
+
+__global__ void __launch_bounds__(kThreads) commit_kernel(CommitArgs a) {
+  const int64_t b = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (b >= a.s.batch) return;
+  int32_t* log = a.log + b * 3;
+  if (a.s.finished[b]) {
+    log[0] = 0;
+    log[1] = -1;
+    log[2] = 0;
+    return;
+  }
+  const uint32_t bad = a.status[b] | a.draft_status[b];
+  if (bad != 0) atomicOr(a.errors, bad);
+  const int32_t n = bad != 0 ? 0 : a.n_accepted[b];
+  const int64_t g = a.s.gamma;
+  int32_t* seq = a.s.sequences + b * a.s.stride + a.s.lengths[b];
+  for (int32_t i = 0; i <= n; ++i) seq[i] = a.emitted[b * (g + 1) + i];
+  a.s.lengths[b] += n + 1;
+  a.s.generated[b] += n + 1;
+  log[0] = n;
+  log[1] = a.s.n_draft[b];
+  log[2] = a.fallback[b];
+  if (a.s.generated[b] >= a.s.max_new) {
+    a.s.finished[b] = 1;
+  } else {
+    atomicAdd(a.s.active, 1);
+  }
+}
+
+// Device allocations of one run, freed together.
+class Buffers {
+ public:
+  ~Buffers() {
+    for (void* p : owned_) cudaFree(p);
+  }
+  template <typename T>
+  T* get(int64_t n) {
+    void* p = nullptr;
+    SPECLAB_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T)));
+    owned_.push_back(p);
+    SPECLAB_CUDA_CHECK(cudaMemset(p, 0, static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T)));
+    return static_cast<T*>(p);
+  }
+
+ private:
+  std::vector<void*> owned_;
+};
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice& draft,
+                                std::span<const std::vector<int32_t>> prompts,
+                                const DecodeConfig& config) {
+  if (target.vocab() != draft.vocab()) {
+    throw InvalidInput("draft " + draft.name() + " has vocabulary size " +
+                       std::to_string(draft.vocab()) + " but target " + target.name() + " has " +
+                       std::to_string(target.vocab()) +
+                       "; speculative decoding needs the same "
+                       "vocabulary");
+  }
+  detail::validate_config(config, prompts, target.vocab(), true);
+  if (config.verifier != VerifierFamily::kChain && config.verifier != VerifierFamily::kBlock) {
+    throw InvalidInput("verifier is \"" + verifier_name(config) +
+                       "\"; the device loop runs \"token\", \"greedy\", \"lenient\" or \"block\"");
+  }
+  check_temperature_only(config.sampling, "decode.sampling");
+  check_temperature_only(config.draft_sampling, "decode.draft_sampling");
+  if (target.stream() != draft.stream()) {
+    throw InvalidInput("target and draft run on different streams; expected one stream");
+  }
+  const double start = now();
+  const cudaStream_t stream = target.stream();
+  const int64_t batch = static_cast<int64_t>(prompts.size()), v = target.vocab();
+  const int64_t gamma = config.gamma, max_new = config.max_new_tokens;
+  int64_t longest = 0;
+  for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
+
+  Buffers buffers;
+  LoopState s;
+  s.batch = batch;
+  s.gamma = gamma;
+  s.max_new = max_new;
+  s.stride = longest + max_new + gamma + 1;
+  s.sequences = buffers.get<int32_t>(batch * s.stride);
+  s.lengths = buffers.get<int32_t>(batch);
+  s.generated = buffers.get<int32_t>(batch);
+  s.n_draft = buffers.get<int32_t>(batch);
+  s.finished = buffers.get<int32_t>(batch);
+  s.active = buffers.get<int32_t>(1);
+  {
+    std::vector<int32_t> sequences(batch * s.stride, 0), lengths(batch);
+    for (int64_t b = 0; b < batch; ++b) {
+      std::copy(prompts[b].begin(), prompts[b].end(), sequences.begin() + b * s.stride);
+      lengths[b] = static_cast<int32_t>(prompts[b].size());
+    }
+    SPECLAB_CUDA_CHECK(cudaMemcpyAsync(s.sequences, sequences.data(),
+                                       sequences.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                       stream));
+    SPECLAB_CUDA_CHECK(cudaMemcpyAsync(s.lengths, lengths.data(), lengths.size() * sizeof(int32_t),
+                                       cudaMemcpyHostToDevice, stream));
+    SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  float* probs_draft = buffers.get<float>(batch * gamma * v);
+  float* probs_target = buffers.get<float>(batch * (gamma + 1) * v);
+  float* q_step = buffers.get<float>(batch * v);
+  uint32_t* logits_status = buffers.get<uint32_t>(batch * (gamma + 1));
+  uint32_t* draft_status = buffers.get<uint32_t>(batch);
+  int32_t* draft_tokens = buffers.get<int32_t>(batch * gamma);
+  int32_t* emitted = buffers.get<int32_t>(batch * (gamma + 1));
+  int32_t* n_accepted = buffers.get<int32_t>(batch);
+  uint8_t* accept_mask = buffers.get<uint8_t>(batch * gamma);
+  uint8_t* fallback = buffers.get<uint8_t>(batch);
+  uint32_t* status = buffers.get<uint32_t>(batch);
+  uint32_t* errors = buffers.get<uint32_t>(1);
+  // Every step emits ≥ 1 token per active request, so max_new steps always suffice.
+  int32_t* log = buffers.get<int32_t>(max_new * batch * 3);
+
+  const DeviceTokens sequences{s.sequences, s.stride, s.lengths, batch};
+  const dim3 grid(static_cast<unsigned>((batch + kThreads - 1) / kThreads));
+  const ChainBatch chain{batch,
+                         gamma,
+                         v,
+                         {probs_target, static_cast<size_t>(batch * (gamma + 1) * v)},
+                         {probs_draft, static_cast<size_t>(batch * gamma * v)},
+                         {draft_tokens, static_cast<size_t>(batch * gamma)},
+                         {s.n_draft, static_cast<size_t>(batch)},
+                         {}};
+  const ChainDeviceOutput output{{emitted, static_cast<size_t>(batch * (gamma + 1))},
+                                 {n_accepted, static_cast<size_t>(batch)},
+                                 {accept_mask, static_cast<size_t>(batch * gamma)},
+                                 {fallback, static_cast<size_t>(batch)},
+                                 {status, static_cast<size_t>(batch)}};
+  int64_t steps = 0;
+  for (uint32_t step = 0; steps < max_new; ++step, ++steps) {
+    SPECLAB_CUDA_CHECK(launch_kernel(plan_kernel, grid, dim3(kThreads), 0, stream, s));
+    SPECLAB_CUDA_CHECK(cudaMemsetAsync(draft_status, 0, batch * sizeof(uint32_t), stream));
+    // Draft: position i of every request in one pass (requests past their γ_b are scored but
+    // not sampled); x_i lands in draft_tokens, in the sequence past its end, and q_i is copied
+    // into probs_draft [B, γ, V].
+    for (int64_t i = 0; i < gamma; ++i) {
+      draft.probs(sequences, 1, i, config.draft_sampling.temperature, q_step, logits_status);
+      SampleRowsArgs sample;
+      sample.probs = q_step;
+      sample.rows = batch;
+      sample.vocab = v;
+      sample.seed = config.seed;
+      sample.step = step;
+      sample.position = static_cast<uint32_t>(i + 1);
+      sample.purpose = Purpose::kDraftSample;
+      sample.limit = s.n_draft;
+      sample.tokens = draft_tokens + i;
+      sample.token_stride = gamma;
+      sample.sequences = s.sequences;
+      sample.seq_stride = s.stride;
+      sample.lengths = s.lengths;
+      sample.seq_offset = i;
+      sample.copy_to = probs_draft + i * v;
+      sample.copy_stride = gamma * v;
+      sample.status = draft_status;
+      SPECLAB_CUDA_CHECK(sample_rows(sample, stream));
+    }
+    // Target: the γ+1 positions of every request, one GEMM pair.
+    target.probs(sequences, gamma + 1, 0, config.sampling.temperature, probs_target, logits_status);
+    if (config.verifier == VerifierFamily::kBlock) {
+      SPECLAB_CUDA_CHECK(verify_block(chain, {.seed = config.seed, .step = step}, output, stream));
+    } else {
+      SPECLAB_CUDA_CHECK(verify_chain(
+          chain,
+          {.method = config.method, .leniency = config.leniency, .seed = config.seed, .step = step},
+          output, stream));
+    }
+    CommitArgs commit{
+        s, emitted, n_accepted, fallback, status, draft_status, log + steps * batch * 3, errors};
+    SPECLAB_CUDA_CHECK(launch_kernel(commit_kernel, grid, dim3(kThreads), 0, stream, commit));
+    int32_t active = 0;
+    SPECLAB_CUDA_CHECK(
+        cudaMemcpyAsync(&active, s.active, sizeof active, cudaMemcpyDeviceToHost, stream));
+    SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (active == 0) {
+      ++steps;
+      break;
+    }
+  }
+  uint32_t error_bits = 0;
+  std::vector<int32_t> host_log(steps * batch * 3), lengths(batch),
+      sequences_host(batch * s.stride);
+  SPECLAB_CUDA_CHECK(cudaMemcpy(&error_bits, errors, sizeof error_bits, cudaMemcpyDeviceToHost));
+  SPECLAB_CUDA_CHECK(
+      cudaMemcpy(host_log.data(), log, host_log.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  SPECLAB_CUDA_CHECK(cudaMemcpy(lengths.data(), s.lengths, lengths.size() * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost));
+  SPECLAB_CUDA_CHECK(cudaMemcpy(sequences_host.data(), s.sequences,
+                                sequences_host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  if (error_bits != 0) {
+    throw Error("device speculative decoding: a request reported status bits " +
+                std::to_string(error_bits) +
+                " (ChainStatus, or kSampleZeroRow from the draft sampler): a bad probability row");
+  }
+
+  DecodeResult result;
+  DecodeMetrics& m = result.metrics;
+  m.requests = batch;
+  m.position_reached.assign(gamma, 0);
+  m.position_accepted.assign(gamma, 0);
+  m.position_offered.assign(gamma, 0);
+  m.accepted_length_histogram.assign(gamma + 1, 0);
+  for (int64_t t = 0; t < steps; ++t) {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int32_t* e = &host_log[(t * batch + b) * 3];
+      if (e[1] < 0) continue;
+      const int32_t n = e[0], drafted = e[1];
+      for (int32_t i = 0; i < drafted; ++i) m.position_offered[i] += 1;
+      const int32_t tested = std::min(n + 1, drafted);
+      for (int32_t i = 0; i < tested; ++i) {
+        m.position_reached[i] += 1;
+        m.position_accepted[i] += i < n;
+      }
+      m.tested_positions += tested;
+      m.accepted_positions += n;
+      m.accepted_length_histogram[n] += 1;
+      m.residual_fallbacks += e[2];
+      m.steps += 1;
+      m.tokens += n + 1;
+      m.step_accepted.push_back(n);
+      m.step_emitted.push_back(n + 1);
+      m.step_drafted.push_back(drafted);
+    }
+  }
+  result.tokens.resize(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int32_t* seq = &sequences_host[b * s.stride];
+    result.tokens[b].assign(seq + prompts[b].size(), seq + lengths[b]);
+  }
+  m.seconds = now() - start;
+  return result;
+}
+
+}  // namespace speclab::gpu
