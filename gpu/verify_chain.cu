@@ -139,4 +139,18 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
                        shared_bytes, stream, args);
 }
 
+cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t vocab,
+                              std::span<float> probs, std::span<int32_t> greedy_tokens,
+                              std::span<uint32_t> status, cudaStream_t stream) {
+  detail::check_batch_shape(rows, 0, vocab);
+  detail::check_logits("logits", logits, rows * vocab, "rows·V");
+  detail::check_size("probs", probs.size(), rows * vocab, "rows·V");
+  detail::check_size("greedy_tokens", greedy_tokens.size(), rows, "rows");
+  detail::check_size("status", status.size(), rows, "rows");
+  return launch_kernel(detail::fused_rows_kernel, dim3(static_cast<unsigned>(rows)),
+                       dim3(static_cast<unsigned>(detail::chain_block_threads(vocab))),
+                       detail::logits_shared_bytes(), stream, detail::logits_source(logits),
+                       vocab, probs.data(), greedy_tokens.data(), status.data());
+}
+
 }  // namespace speclab::gpu

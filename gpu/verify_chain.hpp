@@ -87,6 +87,15 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream,
                          const DeviceSeedStep* seed_step = nullptr);
 
+/// Test hook for the fused softmax: the probabilities p(t) and the V2 token of each of `rows`
+/// logits rows exactly as the logits verifiers compute them (gpu/fused_logits.cuh), written out
+/// (probs [rows, V], greedy_tokens [rows], status [rows] as ChainStatus bits; a bad row gets
+/// zeros and token -1). The verifiers themselves never write probabilities; this lets a test
+/// compare every value with core::probs_from_logits bit for bit. All spans are device memory.
+cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t vocab,
+                              std::span<float> probs, std::span<int32_t> greedy_tokens,
+                              std::span<uint32_t> status, cudaStream_t stream);
+
 /// Deliberately broken kernels for the emulation's mutant tests (TESTING.md "Mutants"); built
 /// into the emulation library only (gpu/verify_chain_mutants.cu).
 enum class KernelMutant {

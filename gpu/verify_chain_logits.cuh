@@ -205,4 +205,28 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
   write_request_outputs(a, r, g, tokens, state.status, state.n, state.last, state.fallback);
 }
 
+/// Test hook (gpu::fused_logits_rows): one CTA per row, the statistics, every p(t) as the
+/// verifiers compute it, and the V2 token. Dynamic shared memory: logits_shared_bytes().
+__global__ void __launch_bounds__(1024) fused_rows_kernel(LogitsSource source, int64_t vocab,
+                                                          float* probs, int32_t* greedy,
+                                                          uint32_t* status) {
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  RowStatsScratch* scratch = reinterpret_cast<RowStatsScratch*>(shared);
+  float* tile = reinterpret_cast<float*>(scratch + 1);
+  const int64_t row = blockIdx.x;
+  const void* rows[1] = {logits_row(source, row, vocab)};
+  compute_row_stats(&source, rows, 1, vocab, true, scratch, tile);
+  const LogitsRowStats stats = scratch->result[0];
+  const LogitsProbRow p = prob_row(source, rows[0], stats);
+  int32_t token = -1;
+  if (stats.status == kChainOk) token = greedy_token(p, stats, vocab, scratch);  // block-uniform
+  for (int64_t t = threadIdx.x; t < vocab; t += blockDim.x) {
+    probs[row * vocab + t] = stats.status == kChainOk ? p(t) : 0.0f;
+  }
+  if (threadIdx.x == 0) {
+    greedy[row] = token;
+    status[row] = stats.status;
+  }
+}
+
 }  // namespace speclab::gpu::detail

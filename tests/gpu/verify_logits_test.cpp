@@ -85,7 +85,7 @@ struct HostLogits {
   }
 };
 
-enum class LogitRow { kNormal, kMasked, kOneFinite, kPeaked, kTies };
+enum class LogitRow { kNormal, kMasked, kOneFinite, kPeaked, kTies, kNearTie };
 
 /// A random row of one kind. Values are multiples of 1/64 in (-16, 16) for fp16 (exact there),
 /// arbitrary floats otherwise (bf16 keeps the top 16 bits).
@@ -115,6 +115,14 @@ void random_logit_row(std::mt19937_64& rng, float* row, int64_t v, LogitRow kind
     }
   }
   if (kind == LogitRow::kPeaked) row[token(rng)] = 12.0f;
+  if (kind == LogitRow::kNearTie && !half) {
+    // The max 0.25 and up to three logits 1, 2, 3 ulps (2^-26) below it, the rest ≤ 0.2: after
+    // tempering by c = float(1/T), x = -k·2^-26·c, and exp rounds to 1 (a tie in p) for
+    // k·c ≤ 2 (2 by round-half-to-even), not for k·c ≥ 3.
+    for (int64_t t = 0; t < v; ++t) row[t] = std::fmin(row[t], 0.2f);
+    for (int k = 3; k >= 1; --k) row[token(rng)] = 0.25f - static_cast<float>(k) * 0x1p-26f;
+    row[token(rng)] = 0.25f;
+  }
   if (kind == LogitRow::kMasked || kind == LogitRow::kOneFinite) row[token(rng)] = value();
 }
 
@@ -284,8 +292,9 @@ void expect_block_matches_core(const LogitsCase& c, const BlockParams& params,
       << describe(c, label) << " block";
 }
 
-const std::vector<LogitRow> kAllRows = {LogitRow::kNormal, LogitRow::kMasked, LogitRow::kOneFinite,
-                                        LogitRow::kPeaked, LogitRow::kTies};
+const std::vector<LogitRow> kAllRows = {LogitRow::kNormal,    LogitRow::kMasked,
+                                        LogitRow::kOneFinite, LogitRow::kPeaked,
+                                        LogitRow::kTies,      LogitRow::kNearTie};
 const LogitsFormat kFormats[] = {LogitsFormat::kFloat32, LogitsFormat::kFloat16,
                                  LogitsFormat::kBFloat16};
 
@@ -317,6 +326,62 @@ TEST(FusedLogits, ExpNonpositiveFactsForGreedy) {
     const float norm = float_of(norm_bits(rng));
     ASSERT_LT(below_one * norm, norm) << norm;
   }
+}
+
+TEST(FusedLogits, ProbabilitiesAndGreedyTokensMatchCoreBitwise) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // The verifiers' p(t) (row statistics + LogitsProbRow) written out by the test hook: every
+  // probability bitwise core::probs_from_logits', and the V2 token core's argmax_lowest of those
+  // probabilities (near-tie rows included, where it differs from the logits' argmax).
+  uint64_t seed = 400;
+  int64_t logit_argmax_differs = 0;
+  for (const LogitsFormat format : kFormats) {
+    for (const int64_t vocab : {1, 5, 16, 17, 100, 2049, 4099, 32000}) {
+      for (const double temperature : {0.0, 0.5, 1.0, 2.0}) {
+        const int64_t rows = vocab >= 32000 ? 2 : 6;
+        LogitsCase c(seed++, rows, 0, vocab, format, temperature, temperature, kAllRows, false,
+                     false);
+        if (vocab >= 32000) {  // one near-tie row among the two
+          std::mt19937_64 rng(seed);
+          random_logit_row(rng, c.target.values.data(), vocab, LogitRow::kNearTie, false);
+          c.target.bits16.clear();
+          c.target.encode();
+          c.refresh_probs();
+        }
+        const DeviceLogitsBuffers device(c.target);
+        DeviceBuffer<float> probs(rows * vocab);
+        DeviceBuffer<int32_t> greedy(rows);
+        DeviceBuffer<uint32_t> status(rows);
+        ASSERT_EQ(gpu::fused_logits_rows(device.view(), rows, vocab, probs.span(), greedy.span(),
+                                         status.span(), nullptr),
+                  cudaSuccess);
+        std::vector<float> gpu_probs;
+        std::vector<int32_t> gpu_greedy;
+        std::vector<uint32_t> gpu_status;
+        ASSERT_EQ(probs.copy_to(gpu_probs), cudaSuccess);
+        ASSERT_EQ(greedy.copy_to(gpu_greedy), cudaSuccess);
+        ASSERT_EQ(status.copy_to(gpu_status), cudaSuccess);
+        int64_t mismatches = 0;
+        std::string first;
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::span<const float> ref(&c.probs.probs_target[r * vocab], vocab);
+          const std::span<const float> logits(&c.target.values[r * vocab], vocab);
+          ASSERT_EQ(gpu_status[r], 0u) << "row " << r;
+          EXPECT_EQ(gpu_greedy[r], argmax_lowest(ref)) << name(format) << " V=" << vocab
+                                                       << " T=" << temperature << " row " << r;
+          logit_argmax_differs += argmax_lowest(ref) != argmax_lowest(logits);
+          for (int64_t t = 0; t < vocab; ++t) {
+            if (bits_of(gpu_probs[r * vocab + t]) != bits_of(ref[t]) && mismatches++ == 0) {
+              first = "row " + std::to_string(r) + " token " + std::to_string(t);
+            }
+          }
+        }
+        EXPECT_EQ(mismatches, 0) << name(format) << " V=" << vocab << " T=" << temperature
+                                 << ", first at " << first;
+      }
+    }
+  }
+  EXPECT_GT(logit_argmax_differs, 0) << "near-tie rows must exercise the exact V2 pass";
 }
 
 TEST(VerifyLogits, ChainMatchesCore) {
