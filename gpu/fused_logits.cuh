@@ -74,6 +74,9 @@ struct RowStatsScratch {
   int32_t lowest[kWarpSize];
 };
 
+// Kernels place 8-byte data (chunk sums) right after this scratch.
+static_assert(sizeof(RowStatsScratch) % 8 == 0, "RowStatsScratch must keep 8-byte alignment");
+
 /// The logit at row-relative token t, converted to float exactly (format is block-uniform).
 __device__ inline float logit_at(const void* row, int format, int64_t t) {
   if (format == static_cast<int>(LogitsFormat::kFloat16)) {

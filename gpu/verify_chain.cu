@@ -149,8 +149,8 @@ cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t 
   detail::check_size("status", status.size(), rows, "rows");
   return launch_kernel(detail::fused_rows_kernel, dim3(static_cast<unsigned>(rows)),
                        dim3(static_cast<unsigned>(detail::chain_block_threads(vocab))),
-                       detail::logits_shared_bytes(), stream, detail::logits_source(logits),
-                       vocab, probs.data(), greedy_tokens.data(), status.data());
+                       detail::logits_shared_bytes(), stream, detail::logits_source(logits), vocab,
+                       probs.data(), greedy_tokens.data(), status.data());
 }
 
 }  // namespace speclab::gpu

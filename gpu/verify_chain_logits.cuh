@@ -207,9 +207,9 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
 
 /// Test hook (gpu::fused_logits_rows): one CTA per row, the statistics, every p(t) as the
 /// verifiers compute it, and the V2 token. Dynamic shared memory: logits_shared_bytes().
-__global__ void __launch_bounds__(1024) fused_rows_kernel(LogitsSource source, int64_t vocab,
-                                                          float* probs, int32_t* greedy,
-                                                          uint32_t* status) {
+__global__ void __launch_bounds__(1024)
+    fused_rows_kernel(LogitsSource source, int64_t vocab, float* probs, int32_t* greedy,
+                      uint32_t* status) {
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
   RowStatsScratch* scratch = reinterpret_cast<RowStatsScratch*>(shared);
   float* tile = reinterpret_cast<float*>(scratch + 1);

@@ -1,14 +1,12 @@
 // The verifiers on logits with the temperature softmax fused (gpu::LogitsBatch) against core:
 // core::probs_from_logits on every row (unfiltered, each model's temperature) followed by
 // core::verify_chain_reference or core::verify_block must give the same tokens bit for bit.
-// Also: the facts about exp_nonpositive the fused V2 relies on (gpu/fused_logits.cuh), bad
-// logits, seed/step read from device memory, and (device only) a verification step captured in
-// a CUDA graph and replayed. Built for the device (label gpu) and for the SIMT emulation
-// (gpu-emu).
+// Also: bad logits, seed/step read from device memory, and (device only) a verification step
+// captured in a CUDA graph and replayed. Built for the device (label gpu) and for the SIMT
+// emulation (gpu-emu).
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <span>
@@ -23,236 +21,26 @@
 #include "gpu/verify_block.hpp"
 #include "gpu/verify_chain.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
+#include "tests/gpu/logits_case.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 
 namespace speclab {
 namespace {
 
 using gpu::LogitsFormat;
+using testing::bits_of;
 using testing::DeviceBuffer;
+using testing::DeviceCase;
+using testing::DeviceLogitsBuffers;
+using testing::float_of;
+using testing::kAllRows;
+using testing::kFormats;
+using testing::kInf;
+using testing::LogitRow;
+using testing::LogitsCase;
+using testing::name;
 using testing::OwnedChainBatch;
-
-const float kInf = std::numeric_limits<float>::infinity();
-
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-
-float float_of(uint32_t b) {
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
-
-/// binary16 bits of a float that is exactly a half (a multiple of 1/64 below 16 in magnitude,
-/// ±inf or NaN; the generators below make only those).
-uint16_t exact_half_bits(float x) {
-  const uint32_t b = bits_of(x);
-  const uint16_t sign = static_cast<uint16_t>((b >> 16) & 0x8000u);
-  if ((b & 0x7fffffffu) == 0) return sign;
-  if ((b & 0x7f800000u) == 0x7f800000u) {
-    return static_cast<uint16_t>(sign | 0x7c00u | ((b & 0x7fffffu) != 0 ? 0x200u : 0u));
-  }
-  const int exponent = static_cast<int>((b >> 23) & 0xffu) - 127;
-  if (exponent < -14) {  // a subnormal half: mantissa · 2^-24
-    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::ldexp(std::fabs(x), 24)));
-  }
-  return static_cast<uint16_t>(sign | ((exponent + 15) << 10) | ((b >> 13) & 0x3ffu));
-}
-
-/// One model's logits [rows, V]: what the device stores and the exact floats core is given.
-struct HostLogits {
-  LogitsFormat format = LogitsFormat::kFloat32;
-  double temperature = 1.0;
-  std::vector<float> values;     // as core sees them (each stored value converted exactly)
-  std::vector<uint16_t> bits16;  // fp16/bf16 storage
-
-  /// Stores `values` in `format` and replaces them by the stored values read back as floats.
-  void encode() {
-    if (format == LogitsFormat::kFloat32) return;
-    bits16.resize(values.size());
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (format == LogitsFormat::kFloat16) {
-        bits16[i] = exact_half_bits(values[i]);
-        values[i] = gpu::half_bits_to_float(bits16[i]);
-      } else {
-        bits16[i] = static_cast<uint16_t>(bits_of(values[i]) >> 16);
-        values[i] = gpu::bfloat16_bits_to_float(bits16[i]);
-      }
-    }
-  }
-};
-
-enum class LogitRow { kNormal, kMasked, kOneFinite, kPeaked, kTies, kNearTie };
-
-/// A random row of one kind. Values are multiples of 1/64 in (-16, 16) for fp16 (exact there),
-/// arbitrary floats otherwise (bf16 keeps the top 16 bits).
-void random_logit_row(std::mt19937_64& rng, float* row, int64_t v, LogitRow kind, bool half) {
-  std::normal_distribution<float> normal(0.0f, kind == LogitRow::kPeaked ? 1.0f : 3.0f);
-  std::uniform_int_distribution<int64_t> token(0, v - 1);
-  std::uniform_int_distribution<int> coin(0, 3);
-  std::uniform_int_distribution<int> small(-3, 0);
-  auto value = [&] {
-    float x = normal(rng);
-    if (half) x = std::round(std::fmin(std::fmax(x, -15.0f), 15.0f) * 64.0f) / 64.0f;
-    return x;
-  };
-  for (int64_t t = 0; t < v; ++t) {
-    switch (kind) {
-      case LogitRow::kTies:
-        row[t] = static_cast<float>(small(rng));  // many equal logits, ties at the max
-        break;
-      case LogitRow::kMasked:
-        row[t] = coin(rng) == 0 ? -kInf : value();
-        break;
-      case LogitRow::kOneFinite:
-        row[t] = -kInf;
-        break;
-      default:
-        row[t] = value();
-    }
-  }
-  if (kind == LogitRow::kPeaked) row[token(rng)] = 12.0f;
-  if (kind == LogitRow::kNearTie && !half) {
-    // The max 0.25 and up to three logits 1, 2, 3 ulps (2^-26) below it, the rest ≤ 0.2: after
-    // tempering by c = float(1/T), x = -k·2^-26·c, and exp rounds to 1 (a tie in p) for
-    // k·c ≤ 2 (2 by round-half-to-even), not for k·c ≥ 3.
-    for (int64_t t = 0; t < v; ++t) row[t] = std::fmin(row[t], 0.2f);
-    for (int k = 3; k >= 1; --k) row[token(rng)] = 0.25f - static_cast<float>(k) * 0x1p-26f;
-    row[token(rng)] = 0.25f;
-  }
-  if (kind == LogitRow::kMasked || kind == LogitRow::kOneFinite) row[token(rng)] = value();
-}
-
-/// A verification case: logits for both models, core's probabilities from them, drafts drawn
-/// from q, optionally ragged γ with request ids.
-struct LogitsCase {
-  HostLogits target, draft;
-  OwnedChainBatch probs;  // core::probs_from_logits of every row; the tokens of the case
-
-  LogitsCase(uint64_t seed, int64_t b, int64_t g, int64_t v, LogitsFormat format, double t_target,
-             double t_draft, const std::vector<LogitRow>& kinds, bool draft_is_target, bool ragged)
-      : probs(b, g, v) {
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<size_t> pick(0, kinds.size() - 1);
-    const bool half = format == LogitsFormat::kFloat16;
-    target = {format, t_target, std::vector<float>(b * (g + 1) * v), {}};
-    draft = {format, t_draft, std::vector<float>(b * g * v), {}};
-    for (int64_t r = 0; r < b; ++r) {
-      for (int64_t i = 0; i <= g; ++i) {
-        random_logit_row(rng, &target.values[(r * (g + 1) + i) * v], v, kinds[pick(rng)], half);
-      }
-      for (int64_t i = 0; i < g; ++i) {
-        float* row = &draft.values[(r * g + i) * v];
-        if (draft_is_target) {
-          std::copy_n(&target.values[(r * (g + 1) + i) * v], v, row);
-        } else {
-          random_logit_row(rng, row, v, kinds[pick(rng)], half);
-        }
-      }
-    }
-    target.encode();
-    draft.encode();
-    refresh_probs();
-    probs.draw_drafts(seed ^ 0xd7af7u);
-    if (ragged) {
-      std::uniform_int_distribution<int32_t> n(0, static_cast<int32_t>(g));
-      probs.n_draft.resize(b);
-      for (auto& x : probs.n_draft) x = n(rng);
-      probs.request_ids.resize(b);
-      for (int64_t r = 0; r < b; ++r) probs.request_ids[r] = static_cast<uint32_t>(500 + 3 * r);
-    }
-  }
-
-  /// core::probs_from_logits of every row (rows core rejects are left at 0).
-  void refresh_probs() {
-    const int64_t v = probs.vocab;
-    auto convert = [&](const HostLogits& logits, std::vector<float>& out) {
-      for (size_t row = 0; row * v < logits.values.size(); ++row) {
-        try {
-          probs_from_logits(std::span<const float>(&logits.values[row * v], v),
-                            SamplingParams{logits.temperature, 0, 1.0, 0.0},
-                            std::span<float>(&out[row * v], v));
-        } catch (const InvalidInput&) {
-          std::fill_n(&out[row * v], v, 0.0f);
-        }
-      }
-    };
-    convert(target, probs.probs_target);
-    convert(draft, probs.probs_draft);
-  }
-};
-
-/// Device copies of one model's logits.
-struct DeviceLogitsBuffers {
-  DeviceBuffer<float> f32;
-  DeviceBuffer<uint16_t> b16;
-  HostLogits host;
-
-  explicit DeviceLogitsBuffers(const HostLogits& logits, bool empty = false)
-      : f32(logits.format == LogitsFormat::kFloat32 && !empty ? logits.values
-                                                              : std::vector<float>{}),
-        b16(empty ? std::vector<uint16_t>{} : logits.bits16),
-        host(logits) {}
-  gpu::DeviceLogits view() const {
-    const std::span<const std::byte> bytes = host.format == LogitsFormat::kFloat32
-                                                 ? std::as_bytes(f32.const_span())
-                                                 : std::as_bytes(b16.const_span());
-    return {host.format, bytes, host.temperature};
-  }
-};
-
-/// Device inputs and outputs of one case.
-struct DeviceCase {
-  DeviceLogitsBuffers target, draft;
-  DeviceBuffer<int32_t> tokens, n_draft;
-  DeviceBuffer<uint32_t> request_ids;
-  DeviceBuffer<int32_t> emitted, n_accepted;
-  DeviceBuffer<uint8_t> mask, fallback;
-  DeviceBuffer<uint32_t> status;
-  int64_t b, g, v;
-
-  DeviceCase(const LogitsCase& c, bool without_draft = false)
-      : target(c.target),
-        draft(c.draft, without_draft),
-        tokens(c.probs.draft_tokens),
-        n_draft(c.probs.n_draft),
-        request_ids(c.probs.request_ids),
-        emitted(c.probs.batch * (c.probs.gamma + 1)),
-        n_accepted(c.probs.batch),
-        mask(c.probs.batch * c.probs.gamma),
-        fallback(c.probs.batch),
-        status(c.probs.batch),
-        b(c.probs.batch),
-        g(c.probs.gamma),
-        v(c.probs.vocab) {}
-  gpu::LogitsBatch batch() const {
-    return {b,
-            g,
-            v,
-            target.view(),
-            draft.view(),
-            tokens.const_span(),
-            n_draft.const_span(),
-            request_ids.const_span()};
-  }
-  gpu::ChainDeviceOutput output() {
-    return {emitted.span(), n_accepted.span(), mask.span(), fallback.span(), status.span()};
-  }
-  testing::GpuChainResult read(cudaError_t launch) const {
-    testing::GpuChainResult out;
-    out.launch = launch;
-    for (const cudaError_t e :
-         {emitted.copy_to(out.emitted_tokens), n_accepted.copy_to(out.n_accepted),
-          mask.copy_to(out.accept_mask), fallback.copy_to(out.residual_fallback),
-          status.copy_to(out.status)}) {
-      if (out.sync == cudaSuccess) out.sync = e;
-    }
-    return out;
-  }
-};
+using testing::random_logit_row;
 
 testing::GpuChainResult run_chain(const LogitsCase& c, const ChainParams& params,
                                   bool without_draft = false) {
@@ -264,17 +52,6 @@ testing::GpuChainResult run_block(const LogitsCase& c, const BlockParams& params
                                   const gpu::BlockKernelOptions& options = {}) {
   DeviceCase d(c);
   return d.read(gpu::verify_block(d.batch(), params, d.output(), nullptr, options));
-}
-
-const char* name(LogitsFormat f) {
-  return f == LogitsFormat::kFloat32 ? "fp32" : f == LogitsFormat::kFloat16 ? "fp16" : "bf16";
-}
-
-std::string describe(const LogitsCase& c, const std::string& label) {
-  return label + " (" + name(c.target.format) + " B=" + std::to_string(c.probs.batch) +
-         " γ=" + std::to_string(c.probs.gamma) + " V=" + std::to_string(c.probs.vocab) +
-         " T=" + std::to_string(c.target.temperature) + "/" + std::to_string(c.draft.temperature) +
-         ")";
 }
 
 void expect_chain_matches_core(const LogitsCase& c, const ChainParams& params,
@@ -292,99 +69,7 @@ void expect_block_matches_core(const LogitsCase& c, const BlockParams& params,
       << describe(c, label) << " block";
 }
 
-const std::vector<LogitRow> kAllRows = {LogitRow::kNormal,    LogitRow::kMasked,
-                                        LogitRow::kOneFinite, LogitRow::kPeaked,
-                                        LogitRow::kTies,      LogitRow::kNearTie};
-const LogitsFormat kFormats[] = {LogitsFormat::kFloat32, LogitsFormat::kFloat16,
-                                 LogitsFormat::kBFloat16};
-
-TEST(FusedLogits, ExpNonpositiveFactsForGreedy) {
-  // The facts gpu/fused_logits.cuh's V2 relies on, over every float where they are not obvious:
-  // (1) exp_nonpositive(x) ≤ 1 for x ≤ 0 (and = 1 at 0); (3) exp_nonpositive(x) < 1 for
-  // x < -2^-22. Every float in [-1, -2^-40] is checked (x in (-2^-40, 0] gives r = x, so
-  // 1 + r rounds to 1: fact (1) with equality); below -1 the result is at most 2^-1·1.5.
-  EXPECT_EQ(gpu::exp_nonpositive(0.0f), 1.0f);
-  EXPECT_EQ(gpu::exp_nonpositive(-0.0f), 1.0f);
-  const uint32_t near_zero = bits_of(-0x1p-40f), minus_one = bits_of(-1.0f);
-  const uint32_t gap = bits_of(-0x1p-22f);
-  int64_t above_one = 0, tie_below_gap = 0;
-  for (uint32_t b = near_zero; b <= minus_one; ++b) {  // negative floats grow with their bits
-    const float e = gpu::exp_nonpositive(float_of(b));
-    above_one += e > 1.0f;
-    tie_below_gap += b > gap && e >= 1.0f;
-  }
-  EXPECT_EQ(above_one, 0);
-  EXPECT_EQ(tie_below_gap, 0);
-  for (float x = -1.0f; x > -100.0f; x -= 0.0078125f) ASSERT_LT(gpu::exp_nonpositive(x), 0.75f);
-  EXPECT_EQ(gpu::exp_nonpositive(-kInf), 0.0f);
-  // (2): e < 1 gives float(e·norm) < norm for every normal norm in [2^-31, 1]; the worst e is
-  // the float below 1, checked on a dense sample of norms.
-  const float below_one = std::nextafter(1.0f, 0.0f);
-  std::mt19937 rng(3);
-  std::uniform_int_distribution<uint32_t> norm_bits(bits_of(0x1p-31f), bits_of(1.0f));
-  for (int k = 0; k < 1000000; ++k) {
-    const float norm = float_of(norm_bits(rng));
-    ASSERT_LT(below_one * norm, norm) << norm;
-  }
-}
-
-TEST(FusedLogits, ProbabilitiesAndGreedyTokensMatchCoreBitwise) {
-  SPECLAB_SKIP_WITHOUT_GPU();
-  // The verifiers' p(t) (row statistics + LogitsProbRow) written out by the test hook: every
-  // probability bitwise core::probs_from_logits', and the V2 token core's argmax_lowest of those
-  // probabilities (near-tie rows included, where it differs from the logits' argmax).
-  uint64_t seed = 400;
-  int64_t logit_argmax_differs = 0;
-  for (const LogitsFormat format : kFormats) {
-    for (const int64_t vocab : {1, 5, 16, 17, 100, 2049, 4099, 32000}) {
-      for (const double temperature : {0.0, 0.5, 1.0, 2.0}) {
-        const int64_t rows = vocab >= 32000 ? 2 : 6;
-        LogitsCase c(seed++, rows, 0, vocab, format, temperature, temperature, kAllRows, false,
-                     false);
-        if (vocab >= 32000) {  // one near-tie row among the two
-          std::mt19937_64 rng(seed);
-          random_logit_row(rng, c.target.values.data(), vocab, LogitRow::kNearTie, false);
-          c.target.bits16.clear();
-          c.target.encode();
-          c.refresh_probs();
-        }
-        const DeviceLogitsBuffers device(c.target);
-        DeviceBuffer<float> probs(rows * vocab);
-        DeviceBuffer<int32_t> greedy(rows);
-        DeviceBuffer<uint32_t> status(rows);
-        ASSERT_EQ(gpu::fused_logits_rows(device.view(), rows, vocab, probs.span(), greedy.span(),
-                                         status.span(), nullptr),
-                  cudaSuccess);
-        std::vector<float> gpu_probs;
-        std::vector<int32_t> gpu_greedy;
-        std::vector<uint32_t> gpu_status;
-        ASSERT_EQ(probs.copy_to(gpu_probs), cudaSuccess);
-        ASSERT_EQ(greedy.copy_to(gpu_greedy), cudaSuccess);
-        ASSERT_EQ(status.copy_to(gpu_status), cudaSuccess);
-        int64_t mismatches = 0;
-        std::string first;
-        for (int64_t r = 0; r < rows; ++r) {
-          const std::span<const float> ref(&c.probs.probs_target[r * vocab], vocab);
-          const std::span<const float> logits(&c.target.values[r * vocab], vocab);
-          ASSERT_EQ(gpu_status[r], 0u) << "row " << r;
-          EXPECT_EQ(gpu_greedy[r], argmax_lowest(ref)) << name(format) << " V=" << vocab
-                                                       << " T=" << temperature << " row " << r;
-          logit_argmax_differs += argmax_lowest(ref) != argmax_lowest(logits);
-          for (int64_t t = 0; t < vocab; ++t) {
-            if (bits_of(gpu_probs[r * vocab + t]) != bits_of(ref[t]) && mismatches++ == 0) {
-              first = "row " + std::to_string(r) + " token " + std::to_string(t);
-            }
-          }
-        }
-        EXPECT_EQ(mismatches, 0) << name(format) << " V=" << vocab << " T=" << temperature
-                                 << ", first at " << first;
-      }
-    }
-  }
-  EXPECT_GT(logit_argmax_differs, 0) << "near-tie rows must exercise the exact V2 pass";
-}
-
-TEST(VerifyLogits, ChainMatchesCore) {
+TEST(VerifyChainLogits, GpuMatchesReference) {
   SPECLAB_SKIP_WITHOUT_GPU();
   uint64_t seed = 1;
   for (const LogitsFormat format : kFormats) {
@@ -402,7 +87,7 @@ TEST(VerifyLogits, ChainMatchesCore) {
   }
 }
 
-TEST(VerifyLogits, ChainMatchesCoreEdgeCases) {
+TEST(VerifyChainLogits, GpuMatchesReferenceEdgeRows) {
   SPECLAB_SKIP_WITHOUT_GPU();
   // Draft == target: everything accepted, the bonus path (and V2 accepts the draft's argmax
   // only when it is the target's).
@@ -436,7 +121,7 @@ TEST(VerifyLogits, ChainMatchesCoreEdgeCases) {
             "");
 }
 
-TEST(VerifyLogits, ChainMatchesCoreLargeBatch) {
+TEST(VerifyChainLogits, GpuMatchesReferenceManyRequests) {
   SPECLAB_SKIP_WITHOUT_GPU();
   const LogitsCase c(40, 64, 3, 3000, LogitsFormat::kFloat16, 1.0, 1.0,
                      {LogitRow::kNormal, LogitRow::kPeaked}, false, true);
@@ -445,7 +130,7 @@ TEST(VerifyLogits, ChainMatchesCoreLargeBatch) {
   expect_chain_matches_core(wide, {ChainMethod::kToken, 1.0, 43, 9}, "V = 4099");
 }
 
-TEST(VerifyLogits, GreedyFollowsProbabilityTiesNotLogitTies) {
+TEST(VerifyChainLogits, GreedyFollowsProbabilityTiesNotLogitTies) {
   SPECLAB_SKIP_WITHOUT_GPU();
   // Token 2 has the logit just below the max (token 5): its tempered gap x = -2^-26 rounds
   // exp to exactly 1, so p(2) = p(5) and core's V2 (lowest id among the maximal probabilities)
@@ -469,7 +154,7 @@ TEST(VerifyLogits, GreedyFollowsProbabilityTiesNotLogitTies) {
   }
 }
 
-TEST(VerifyLogits, BlockMatchesCore) {
+TEST(VerifyBlockLogits, GpuMatchesReference) {
   SPECLAB_SKIP_WITHOUT_GPU();
   uint64_t seed = 60;
   for (const LogitsFormat format : kFormats) {
@@ -500,7 +185,7 @@ bool row_read(ChainMethod method, bool block, bool is_target, int64_t row, int32
   return is_target ? row <= n : row <= n && row < n_draft;
 }
 
-TEST(VerifyLogits, BadLogitsSetStatusInRowsRead) {
+TEST(VerifyLogits, GpuFlagsBadLogitsInRowsItReads) {
   SPECLAB_SKIP_WITHOUT_GPU();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const LogitsFormat format : {LogitsFormat::kFloat32, LogitsFormat::kFloat16}) {
@@ -617,7 +302,7 @@ TEST(VerifyLogits, SeedAndStepFromDeviceMemory) {
   EXPECT_EQ(differing_steps, 2) << "the argument path must differ from the word's seed/step";
 }
 
-TEST(VerifyLogits, GraphReplayMatchesCore) {
+TEST(VerifyLogits, GraphReplayMatchesReference) {
   // Device only: the emulation's runtime has no stream capture.
 #if defined(SPECLAB_SIMT_EMULATION)
   GTEST_SKIP() << "CUDA graphs need the device runtime (the emulation has no stream capture)";
@@ -679,7 +364,7 @@ TEST(VerifyLogits, GraphReplayMatchesCore) {
 #endif
 }
 
-TEST(VerifyLogits, BadShapesAndTemperaturesThrow) {
+TEST(VerifyLogits, GpuRejectsBadShapesAndTemperatures) {
   // Checked on the host before anything touches the device, so this runs everywhere.
   const LogitsCase c(300, 2, 2, 10, LogitsFormat::kFloat32, 1.0, 1.0, kAllRows, false, false);
   std::vector<int32_t> emitted(6), n_accepted(2);
