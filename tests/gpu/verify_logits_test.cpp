@@ -113,6 +113,12 @@ TEST(VerifyChainLogits, GpuMatchesReferenceEdgeRows) {
       expect_chain_matches_core(c, {method, 0.5, 21, 7}, "temperatures");
     }
   }
+  // γ = 0: no draft rows at all (empty draft logits), only the bonus row or the argmax.
+  const LogitsCase none(25, 5, 0, 250, LogitsFormat::kBFloat16, 1.0, 1.0, kAllRows, false, false);
+  for (const ChainMethod method : {ChainMethod::kToken, ChainMethod::kGreedy}) {
+    expect_chain_matches_core(none, {method, 1.0, 26, 1}, "γ = 0");
+  }
+  expect_block_matches_core(none, {26, 1}, "γ = 0");
   // V2 needs no draft logits.
   const LogitsCase c(30, 6, 4, 500, LogitsFormat::kFloat32, 1.0, 1.0, kAllRows, true, true);
   const ChainParams greedy{ChainMethod::kGreedy, 1.0, 0, 0};
@@ -167,6 +173,9 @@ TEST(VerifyBlockLogits, GpuMatchesReference) {
       }
     }
   }
+  const LogitsCase many(69, 64, 3, 2000, LogitsFormat::kFloat16, 1.0, 1.0,
+                        {LogitRow::kNormal, LogitRow::kPeaked}, false, true);
+  expect_block_matches_core(many, {69, 5}, "B = 64");
   const LogitsCase same(70, 8, 5, 600, LogitsFormat::kFloat16, 1.0, 1.0, kAllRows, true, true);
   expect_block_matches_core(same, {71, 2}, "draft == target");
   const LogitsCase greedy(72, 8, 3, 300, LogitsFormat::kFloat32, 0.0, 1.0, kAllRows, false, true);
