@@ -227,6 +227,7 @@ __global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a) {
       __syncthreads();  // read before the next pair may write it
       if (bad) break;
     }
+    __syncthreads();  // state.status was read above (also when no pair ran); warp 0 writes it next
   }
 
   // 2. Warp 0: the gathered values and w (lane 0, core's order).

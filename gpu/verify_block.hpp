@@ -55,9 +55,10 @@ cudaError_t verify_block(const ChainBatch& batch, const BlockParams& params,
 /// core::probs_from_logits on every row followed by core::verify_block, bit for bit. Every row
 /// 1..γ_b of p and q is reduced once (max and normaliser: two reads of s-byte logits, 2sV per row)
 /// for the gathered p_i(x_i), q_i(x_i); the Z rows, the residual and the bonus row are then
-/// computed on the fly from the logits. Bytes read per request: 4γ_b + 4sV·γ_b (the reductions)
-/// + 2sV·(γ_b − τ) (Z rows) or 3sV when τ = γ_b (bonus: its reduction and the sampling pass), +2sV
-/// when τ = 0; gpu/README.md "The verifiers on logits".
+/// computed on the fly from the logits. Bytes read per request (s-byte logits): 4γ_b +
+/// 4sV·γ_b (the reductions) + 2sV·(γ_b − τ) for τ < γ_b (Z rows, the last one the residual) or
+/// 3sV for τ = γ_b (the bonus row: its reduction and the sampling pass); gpu/README.md "The
+/// verifiers on logits".
 cudaError_t verify_block(const LogitsBatch& batch, const BlockParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream,
                          const BlockKernelOptions& options = {});
