@@ -136,6 +136,16 @@ TEST(VerifyChainLogits, GpuMatchesReferenceManyRequests) {
   expect_chain_matches_core(wide, {ChainMethod::kToken, 1.0, 43, 9}, "V = 4099");
 }
 
+TEST(VerifyLogits, GpuMatchesReferenceLargeVocab) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // A Llama-3-sized vocabulary: 1024 threads, 63 exponential tiles per row, 502 chunks.
+  const LogitsCase c(45, 2, 2, 128256, LogitsFormat::kBFloat16, 0.7, 0.7,
+                     {LogitRow::kNormal, LogitRow::kPeaked, LogitRow::kMasked}, false, false);
+  expect_chain_matches_core(c, {ChainMethod::kToken, 1.0, 46, 1}, "V = 128256");
+  expect_chain_matches_core(c, {ChainMethod::kGreedy, 1.0, 46, 1}, "V = 128256");
+  expect_block_matches_core(c, {46, 1}, "V = 128256");
+}
+
 TEST(VerifyChainLogits, GreedyFollowsProbabilityTiesNotLogitTies) {
   SPECLAB_SKIP_WITHOUT_GPU();
   // Token 2 has the logit just below the max (token 5): its tempered gap x = -2^-26 rounds
