@@ -20,8 +20,8 @@
 //
 // V2 on logits (greedy_token). Core takes argmax_lowest over p = float(e·norm) with
 // e_t = exp_nonpositive(x_t), x_t = float(float(l_t − max)·float(1/T)). Facts (proved in
-// gpu/README.md "V2 on logits", the float ones checked exhaustively by
-// FusedLogits.ExpNonpositiveNearZero):
+// gpu/README.md "V2 on logits"; (1) and (3) checked for every float near 0 and sampled beyond by
+// FusedLogits.ExpNonpositiveFactsForGreedy):
 //  (1) exp_nonpositive(x) ≤ 1 for every x ≤ 0, and exp_nonpositive(0) = 1, so a max-logit token
 //      has e = 1 and p = norm;
 //  (2) e < 1 implies float(e·norm) < norm (norm is a normal float in [1/V, 1]);
