@@ -2,6 +2,29 @@
 #include "gpu/verify_block.cuh"
 
 namespace speclab::gpu {
+namespace {
+
+template <bool kLogits>
+cudaError_t launch_verify_block(detail::BlockKernelArgs& args, int64_t batch, int64_t gamma,
+                                int64_t vocab, const BlockParams& params,
+                                const BlockKernelOptions& options, cudaStream_t stream) {
+  args.seed = params.seed;
+  args.step = params.step;
+  args.seed_step = options.seed_step;
+  args.always_serial_z = options.always_serial_z ? 1 : 0;
+  const size_t shared_bytes = detail::block_shared_bytes(gamma, args.n_chunks, kLogits);
+  if (shared_bytes > 48 * 1024) {
+    const cudaError_t status = cudaFuncSetAttribute(detail::verify_block_kernel<kLogits>,
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(shared_bytes));
+    if (status != cudaSuccess) return status;
+  }
+  return launch_kernel(detail::verify_block_kernel<kLogits>, dim3(static_cast<unsigned>(batch)),
+                       dim3(static_cast<unsigned>(detail::chain_block_threads(vocab))),
+                       shared_bytes, stream, args);
+}
+
+}  // namespace
 
 cudaError_t verify_block(const ChainBatch& batch, const BlockParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream,
@@ -11,19 +34,20 @@ cudaError_t verify_block(const ChainBatch& batch, const BlockParams& params,
                              output);
   detail::BlockKernelArgs args{};
   detail::fill_common_args(args, batch, output);
-  args.seed = params.seed;
-  args.step = params.step;
-  args.always_serial_z = options.always_serial_z ? 1 : 0;
-  const size_t shared_bytes = detail::block_shared_bytes(batch.gamma, args.n_chunks);
-  if (shared_bytes > 48 * 1024) {
-    const cudaError_t status = cudaFuncSetAttribute(detail::verify_block_kernel,
-                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    static_cast<int>(shared_bytes));
-    if (status != cudaSuccess) return status;
-  }
-  return launch_kernel(detail::verify_block_kernel, dim3(static_cast<unsigned>(batch.batch)),
-                       dim3(static_cast<unsigned>(detail::chain_block_threads(batch.vocab))),
-                       shared_bytes, stream, args);
+  return launch_verify_block<false>(args, batch.batch, batch.gamma, batch.vocab, params, options,
+                                    stream);
+}
+
+cudaError_t verify_block(const LogitsBatch& batch, const BlockParams& params,
+                         const ChainDeviceOutput& output, cudaStream_t stream,
+                         const BlockKernelOptions& options) {
+  detail::check_logits_launch(batch, true, output);
+  detail::BlockKernelArgs args{};
+  detail::fill_request_args(args, batch, output);
+  args.target = detail::logits_source(batch.target);
+  args.draft = detail::logits_source(batch.draft);
+  return launch_verify_block<true>(args, batch.batch, batch.gamma, batch.vocab, params, options,
+                                   stream);
 }
 
 }  // namespace speclab::gpu

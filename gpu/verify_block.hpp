@@ -36,6 +36,9 @@ struct BlockKernelOptions {
   /// Decide every η_i ≤ h_i with the serial (core-order) Z_i, as if every test were a near-tie:
   /// lets the tests check the serial path token for token.
   bool always_serial_z = false;
+  /// When not null (device memory), seed and step are read from it and BlockParams' are ignored
+  /// (CUDA graphs, see DeviceSeedStep).
+  const DeviceSeedStep* seed_step = nullptr;
 };
 
 /// Verifies a batch with SPEC.md V5 on `stream`. Every pointer in `batch` and `output` is device
@@ -45,6 +48,18 @@ struct BlockKernelOptions {
 /// and every emitted token -1. n_accepted = τ, accept_mask marks positions 1..τ,
 /// residual_fallback as SPEC.md V5. Returns the launch status and never synchronises.
 cudaError_t verify_block(const ChainBatch& batch, const BlockParams& params,
+                         const ChainDeviceOutput& output, cudaStream_t stream,
+                         const BlockKernelOptions& options = {});
+
+/// verify_block on logits with the temperature softmax fused (see LogitsBatch): the tokens of
+/// core::probs_from_logits on every row followed by core::verify_block, bit for bit. Every row
+/// 1..γ_b of p and q is reduced once (max and normaliser: two reads of s-byte logits, 2sV per row)
+/// for the gathered p_i(x_i), q_i(x_i); the Z rows, the residual and the bonus row are then
+/// computed on the fly from the logits. Bytes read per request (s-byte logits): 4γ_b +
+/// 4sV·γ_b (the reductions) + 2sV·(γ_b − τ) for τ < γ_b (Z rows, the last one the residual) or
+/// 3sV for τ = γ_b (the bonus row: its reduction and the sampling pass); gpu/README.md "The
+/// verifiers on logits".
+cudaError_t verify_block(const LogitsBatch& batch, const BlockParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream,
                          const BlockKernelOptions& options = {});
 

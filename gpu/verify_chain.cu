@@ -1,9 +1,12 @@
 // Host side of the chain verifier kernels (gpu/verify_chain.cuh): shape checks and the launch.
+#include <cmath>
 #include <limits>
 #include <string>
 
 #include "core/error.hpp"
+#include "gpu/fused_logits.cuh"
 #include "gpu/verify_chain.cuh"
+#include "gpu/verify_chain_logits.cuh"
 
 namespace speclab::gpu {
 namespace detail {
@@ -16,21 +19,48 @@ void check_size(const char* argument, size_t actual, int64_t expected, const std
   }
 }
 
+void check_batch_shape(int64_t batch, int64_t gamma, int64_t vocab) {
+  if (batch < 1 || batch > std::numeric_limits<int32_t>::max()) {
+    throw InvalidInput("batch size B is " + std::to_string(batch) +
+                       "; expected 1 ≤ B < 2^31 (one CTA per request)");
+  }
+  if (gamma < 0) throw InvalidInput("gamma is " + std::to_string(gamma) + "; expected γ ≥ 0");
+  if (vocab < 1 || vocab > std::numeric_limits<int32_t>::max()) {
+    throw InvalidInput("vocab size V is " + std::to_string(vocab) +
+                       "; expected 1 ≤ V < 2^31 (token ids are int32)");
+  }
+}
+
+void check_outputs(const ChainDeviceOutput& output, int64_t b, int64_t g, const std::string& bgv) {
+  check_size("emitted_tokens", output.emitted_tokens.size(), b * (g + 1), "B·(γ+1)" + bgv);
+  check_size("n_accepted", output.n_accepted.size(), b, "B");
+  check_size("accept_mask", output.accept_mask.size(), b * g, "B·γ" + bgv);
+  check_size("residual_fallback", output.residual_fallback.size(), b, "B");
+  check_size("status", output.status.size(), b, "B");
+}
+
+// One model's logits: the byte count for its format, and a temperature core accepts whose
+// float(1/T) is finite (below about 2.9e-39 it is not, and core's probabilities would be NaN).
+void check_logits(const char* model, const DeviceLogits& logits, int64_t elements,
+                  const std::string& formula) {
+  const int64_t element = logits.format == LogitsFormat::kFloat32 ? 4 : 2;
+  if (static_cast<int64_t>(logits.data.size()) != elements * element) {
+    throw InvalidInput(std::string(model) + " logits have " + std::to_string(logits.data.size()) +
+                       " bytes; expected " + formula + "·" + std::to_string(element) + " = " +
+                       std::to_string(elements * element));
+  }
+  const double t = logits.temperature;
+  if (!std::isfinite(t) || t < 0.0 || (t > 0.0 && !std::isfinite(static_cast<float>(1.0 / t)))) {
+    throw InvalidInput(std::string(model) + " temperature is " + std::to_string(t) +
+                       "; expected a finite value ≥ 0 whose float(1/T) is finite (0 = greedy)");
+  }
+}
+
 }  // namespace
 
 void check_chain_launch(const ChainBatch& batch, const ChainParams& params,
                         const ChainDeviceOutput& output) {
-  if (batch.batch < 1 || batch.batch > std::numeric_limits<int32_t>::max()) {
-    throw InvalidInput("batch size B is " + std::to_string(batch.batch) +
-                       "; expected 1 ≤ B < 2^31 (one CTA per request)");
-  }
-  if (batch.gamma < 0) {
-    throw InvalidInput("gamma is " + std::to_string(batch.gamma) + "; expected γ ≥ 0");
-  }
-  if (batch.vocab < 1 || batch.vocab > std::numeric_limits<int32_t>::max()) {
-    throw InvalidInput("vocab size V is " + std::to_string(batch.vocab) +
-                       "; expected 1 ≤ V < 2^31 (token ids are int32)");
-  }
+  check_batch_shape(batch.batch, batch.gamma, batch.vocab);
   const int64_t b = batch.batch, g = batch.gamma, v = batch.vocab;
   const std::string bgv =
       " with B=" + std::to_string(b) + ", γ=" + std::to_string(g) + ", V=" + std::to_string(v);
@@ -46,11 +76,23 @@ void check_chain_launch(const ChainBatch& batch, const ChainParams& params,
     throw InvalidInput("leniency is " + std::to_string(params.leniency) +
                        "; expected 0 < leniency ≤ 1 (1 is lossless V1)");
   }
-  check_size("emitted_tokens", output.emitted_tokens.size(), b * (g + 1), "B·(γ+1)" + bgv);
-  check_size("n_accepted", output.n_accepted.size(), b, "B");
-  check_size("accept_mask", output.accept_mask.size(), b * g, "B·γ" + bgv);
-  check_size("residual_fallback", output.residual_fallback.size(), b, "B");
-  check_size("status", output.status.size(), b, "B");
+  check_outputs(output, b, g, bgv);
+}
+
+void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
+                         const ChainDeviceOutput& output) {
+  check_batch_shape(batch.batch, batch.gamma, batch.vocab);
+  const int64_t b = batch.batch, g = batch.gamma, v = batch.vocab;
+  const std::string bgv =
+      " with B=" + std::to_string(b) + ", γ=" + std::to_string(g) + ", V=" + std::to_string(v);
+  check_logits("target", batch.target, b * (g + 1) * v, "B·(γ+1)·V" + bgv);
+  if (needs_draft || !batch.draft.data.empty()) {
+    check_logits("draft", batch.draft, b * g * v, "B·γ·V" + bgv);
+  }
+  check_size("draft_tokens", batch.draft_tokens.size(), b * g, "B·γ" + bgv);
+  if (!batch.n_draft.empty()) check_size("n_draft", batch.n_draft.size(), b, "B");
+  if (!batch.request_ids.empty()) check_size("request_ids", batch.request_ids.size(), b, "B");
+  check_outputs(output, b, g, bgv);
 }
 
 }  // namespace detail
@@ -58,6 +100,57 @@ void check_chain_launch(const ChainBatch& batch, const ChainParams& params,
 cudaError_t verify_chain(const ChainBatch& batch, const ChainParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream) {
   return detail::launch_verify_chain<KernelMutant::kNone>(batch, params, output, stream);
+}
+
+cudaError_t verify_chain(const ChainBatch& batch, const ChainParams& params,
+                         const ChainDeviceOutput& output, cudaStream_t stream,
+                         const DeviceSeedStep* seed_step) {
+  return detail::launch_verify_chain<KernelMutant::kNone>(batch, params, output, stream, seed_step);
+}
+
+cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
+                         const ChainDeviceOutput& output, cudaStream_t stream,
+                         const DeviceSeedStep* seed_step) {
+  detail::check_logits_launch(batch, params.method != ChainMethod::kGreedy, output);
+  if (params.method == ChainMethod::kLenient && !(params.leniency > 0.0 && params.leniency <= 1.0 &&
+                                                  static_cast<float>(params.leniency) > 0.0f)) {
+    throw InvalidInput("leniency is " + std::to_string(params.leniency) +
+                       "; expected 0 < leniency ≤ 1 (1 is lossless V1)");
+  }
+  detail::LogitsChainKernelArgs args{};
+  detail::fill_request_args(args, batch, output);
+  args.target = detail::logits_source(batch.target);
+  args.draft = detail::logits_source(batch.draft);
+  args.method = static_cast<int>(params.method);
+  args.leniency =
+      params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
+  args.seed = params.seed;
+  args.step = params.step;
+  args.seed_step = seed_step;
+  const size_t shared_bytes = detail::chain_logits_shared_bytes(args.n_chunks);
+  if (shared_bytes > 48 * 1024) {
+    const cudaError_t status = cudaFuncSetAttribute(detail::verify_chain_logits_kernel,
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(shared_bytes));
+    if (status != cudaSuccess) return status;
+  }
+  return launch_kernel(detail::verify_chain_logits_kernel, dim3(static_cast<unsigned>(batch.batch)),
+                       dim3(static_cast<unsigned>(detail::chain_block_threads(batch.vocab))),
+                       shared_bytes, stream, args);
+}
+
+cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t vocab,
+                              std::span<float> probs, std::span<int32_t> greedy_tokens,
+                              std::span<uint32_t> status, cudaStream_t stream) {
+  detail::check_batch_shape(rows, 0, vocab);
+  detail::check_logits("logits", logits, rows * vocab, "rows·V");
+  detail::check_size("probs", probs.size(), rows * vocab, "rows·V");
+  detail::check_size("greedy_tokens", greedy_tokens.size(), rows, "rows");
+  detail::check_size("status", status.size(), rows, "rows");
+  return launch_kernel(detail::fused_rows_kernel, dim3(static_cast<unsigned>(rows)),
+                       dim3(static_cast<unsigned>(detail::chain_block_threads(vocab))),
+                       detail::logits_shared_bytes(), stream, detail::logits_source(logits), vocab,
+                       probs.data(), greedy_tokens.data(), status.data());
 }
 
 }  // namespace speclab::gpu

@@ -52,6 +52,26 @@ struct ChainKernelArgs {
   float leniency;    // 1 for V1
   uint64_t seed;
   uint32_t step;
+  const DeviceSeedStep* seed_step;  // when set, seed and step are read from it
+};
+
+/// The seed and step of a launch: from device memory when the launcher was given a word there.
+template <class Args>
+__device__ inline void launch_seed_step(const Args& a, uint64_t* seed, uint32_t* step) {
+  if (a.seed_step != nullptr) {
+    *seed = a.seed_step->seed;
+    *step = a.seed_step->step;
+  } else {
+    *seed = a.seed;
+    *step = a.step;
+  }
+}
+
+/// A probability row in memory, read as p(t): the accessor the row passes take, so the fused
+/// logits kernels (gpu/fused_logits.cuh) can pass rows that compute p(t) instead.
+struct ProbRowRef {
+  const float* p;
+  __device__ float operator()(int64_t t) const { return p[t]; }
 };
 
 /// Block-wide scratch at the start of dynamic shared memory (poisoned per block in emulation).
@@ -218,19 +238,20 @@ __device__ inline int32_t block_argmax_checked(const float* row, int64_t vocab,
 }
 
 /// Sampling weight of token t: the residual max(0, p - l·q) or the bonus/fallback weight p.
-template <bool kResidual>
-__device__ inline uint64_t weight_at(const float* p, const float* q, float leniency, int64_t t) {
+/// P and Q are row accessors (ProbRowRef, or a fused logits row).
+template <bool kResidual, class P, class Q>
+__device__ inline uint64_t weight_at(const P& p, const Q& q, float leniency, int64_t t) {
   if constexpr (kResidual) {
-    return residual_fixed(p[t], q[t], leniency);
+    return residual_fixed(p(t), q(t), leniency);
   } else {
-    return to_fixed(p[t]);
+    return to_fixed(p(t));
   }
 }
 
 /// The single pass over a row: per-chunk fixed-point weight sums into chunk_sums, and the row
-/// checks (block-uniform status bits; q is checked for a residual).
-template <bool kResidual, KernelMutant kMutant>
-__device__ uint32_t weight_pass(const float* p, const float* q, float leniency, int64_t vocab,
+/// checks (block-uniform status bits; q is checked for a residual). P and Q are row accessors.
+template <bool kResidual, KernelMutant kMutant, class P, class Q>
+__device__ uint32_t weight_pass(const P& p, const Q& q, float leniency, int64_t vocab,
                                 int64_t n_chunks, uint64_t* chunk_sums, BlockScratch* scratch) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
@@ -244,11 +265,11 @@ __device__ uint32_t weight_pass(const float* p, const float* q, float leniency, 
       const int64_t t = first + static_cast<int64_t>(k) * kWarpSize;
       const bool in_row = kMutant == KernelMutant::kGridStrideOffByOne ? t <= vocab : t < vocab;
       if (in_row) {
-        const float pv = p[t];
+        const float pv = p(t);
         invalid |= !valid_probability(pv);
         sum_p += pv;
         if constexpr (kResidual) {
-          const float qv = q[t];
+          const float qv = q(t);
           invalid |= !valid_probability(qv);
           sum_q += qv;
           w += residual_fixed(pv, qv, leniency);
@@ -325,10 +346,10 @@ __device__ uint64_t locate_by(Weight weight, int64_t vocab, int64_t n_chunks,
   return total;
 }
 
-template <bool kResidual, KernelMutant kMutant>
-__device__ uint64_t locate(const float* p, const float* q, float leniency, int64_t vocab,
-                           int64_t n_chunks, const uint64_t* chunk_sums, uint32_t bits,
-                           BlockScratch* scratch, RequestState* state) {
+template <bool kResidual, KernelMutant kMutant, class P, class Q>
+__device__ uint64_t locate(const P& p, const Q& q, float leniency, int64_t vocab, int64_t n_chunks,
+                           const uint64_t* chunk_sums, uint32_t bits, BlockScratch* scratch,
+                           RequestState* state) {
   return locate_by<kMutant>([&](int64_t t) { return weight_at<kResidual>(p, q, leniency, t); },
                             vocab, n_chunks, chunk_sums, bits, scratch, state);
 }
@@ -350,11 +371,10 @@ __device__ inline uint32_t check_drafts(const int32_t* n_drafts, int64_t r, int6
   return status;
 }
 
-/// The fields every verifier kernel's argument struct shares, from the host-side batch and output.
-template <class Args, class Output>
-void fill_common_args(Args& args, const ChainBatch& batch, const Output& output) {
-  args.probs_target = batch.probs_target.data();
-  args.probs_draft = batch.probs_draft.empty() ? nullptr : batch.probs_draft.data();
+/// The fields every verifier kernel's argument struct shares apart from the rows (ChainBatch or
+/// LogitsBatch), from the host-side batch and output.
+template <class Args, class Batch, class Output>
+void fill_request_args(Args& args, const Batch& batch, const Output& output) {
   args.draft_tokens = batch.draft_tokens.data();
   args.n_draft = batch.n_draft.empty() ? nullptr : batch.n_draft.data();
   args.request_ids = batch.request_ids.empty() ? nullptr : batch.request_ids.data();
@@ -366,6 +386,14 @@ void fill_common_args(Args& args, const ChainBatch& batch, const Output& output)
   args.gamma = batch.gamma;
   args.vocab = batch.vocab;
   args.n_chunks = (batch.vocab + kChunkTokens - 1) / kChunkTokens;
+}
+
+/// fill_request_args and the probability rows.
+template <class Args, class Output>
+void fill_common_args(Args& args, const ChainBatch& batch, const Output& output) {
+  fill_request_args(args, batch, output);
+  args.probs_target = batch.probs_target.data();
+  args.probs_draft = batch.probs_draft.empty() ? nullptr : batch.probs_draft.data();
 }
 
 /// Writes every output entry of request r (so no buffer needs clearing beforehand): the accepted
@@ -406,6 +434,9 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
   const float* target_rows = a.probs_target + r * (g + 1) * v;
   const float* draft_rows = a.probs_draft != nullptr ? a.probs_draft + r * g * v : nullptr;
   const int32_t* tokens = a.draft_tokens + r * g;
+  uint64_t seed = 0;
+  uint32_t step = 0;
+  launch_seed_step(a, &seed, &step);
 
   // 1. Warp 0: n_draft, the draft tokens, and the V1/V3 accept tests on gathered values.
   if (threadIdx.x < kWarpSize) {
@@ -421,7 +452,7 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
           const float pv = target_rows[i * v + x], qv = draft_rows[i * v + x];
           invalid = !valid_gathered(pv) || !valid_gathered(qv);
           const RandomAddress address{
-              a.seed, request, a.step, static_cast<uint32_t>(i + 1), Purpose::kAcceptTest, 0};
+              seed, request, step, static_cast<uint32_t>(i + 1), Purpose::kAcceptTest, 0};
           stop = invalid || !lenient_accepts(philox_uniform(address), a.leniency, qv, pv);
         }
         const unsigned stops = __ballot_sync(kFullMask, stop);
@@ -462,11 +493,11 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
     } else {
       const int64_t n = state.n;
       const bool bonus = n == state.n_draft;
-      const float* p = target_rows + n * v;
-      const float* q = bonus ? nullptr : draft_rows + n * v;
-      const RandomAddress address{a.seed,
+      const ProbRowRef p{target_rows + n * v};
+      const ProbRowRef q{bonus ? nullptr : draft_rows + n * v};
+      const RandomAddress address{seed,
                                   request,
-                                  a.step,
+                                  step,
                                   static_cast<uint32_t>(n + 1),
                                   bonus ? Purpose::kBonusSample : Purpose::kResidualSample,
                                   0};
@@ -507,7 +538,8 @@ inline int chain_block_threads(int64_t vocab) {
 
 template <KernelMutant kMutant>
 cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& params,
-                                const ChainDeviceOutput& output, cudaStream_t stream) {
+                                const ChainDeviceOutput& output, cudaStream_t stream,
+                                const DeviceSeedStep* seed_step = nullptr) {
   check_chain_launch(batch, params, output);
   ChainKernelArgs args{};
   fill_common_args(args, batch, output);
@@ -516,6 +548,7 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
       params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
   args.seed = params.seed;
   args.step = params.step;
+  args.seed_step = seed_step;
   const size_t shared_bytes =
       sizeof(BlockScratch) + static_cast<size_t>(args.n_chunks) * sizeof(uint64_t);
   if (shared_bytes > 48 * 1024) {

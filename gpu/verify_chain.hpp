@@ -9,6 +9,7 @@
 #include <span>
 
 #include "core/verify_chain.hpp"
+#include "gpu/logits.hpp"
 
 namespace speclab::gpu {
 
@@ -32,12 +33,68 @@ struct ChainDeviceOutput {
   std::span<uint32_t> status;            ///< [B] ChainStatus bits
 };
 
+/// Seed and step in device memory. A launch captured in a CUDA graph keeps the argument values it
+/// was captured with; a kernel given this word reads seed and step from it instead of
+/// ChainParams/BlockParams, so a replayed graph verifies a new step after a cudaMemcpyAsync (or a
+/// kernel) writes the word, with no host synchronisation and no re-capture.
+struct DeviceSeedStep {
+  uint64_t seed = 0;
+  uint32_t step = 0;
+  uint32_t reserved = 0;  ///< keeps the word 16 bytes; ignored
+};
+
+/// One model's logits in device memory, as the sampling pipeline sees them before the softmax.
+struct DeviceLogits {
+  LogitsFormat format = LogitsFormat::kFloat32;
+  std::span<const std::byte> data;  ///< rows·V elements of `format` (4 or 2 bytes each)
+  double temperature = 1.0;         ///< T ≥ 0, finite; 0 = greedy (one-hot at the argmax)
+};
+
+/// A ChainBatch whose probabilities are given as logits: p_i = core::probs_from_logits(target
+/// logits row i, T_target) and q_i likewise with the draft's format and temperature (SPEC.md
+/// sampling pipeline without filters: top_k = 0, top_p = 1, min_p = 0). The softmax is fused into
+/// the verifier kernels; no probability array exists. Token and bookkeeping spans as ChainBatch.
+struct LogitsBatch {
+  int64_t batch = 0;                      ///< B ≥ 1
+  int64_t gamma = 0;                      ///< γ ≥ 0
+  int64_t vocab = 0;                      ///< V ≥ 1
+  DeviceLogits target;                    ///< [B, γ+1, V]
+  DeviceLogits draft;                     ///< [B, γ, V]; data may be empty for kGreedy
+  std::span<const int32_t> draft_tokens;  ///< [B, γ]
+  std::span<const int32_t> n_draft;       ///< [B] or empty (all γ)
+  std::span<const uint32_t> request_ids;  ///< [B] or empty (0..B-1)
+};
+
 /// Verifies a batch on `stream`. Every pointer in `batch` and `output` is device memory (their
 /// sizes are checked on the host; their values are validated by the kernel, per request, in the
 /// rows it reads: see `status`). Throws InvalidInput for bad shapes or parameters, as core does;
 /// returns the launch status and never synchronises.
 cudaError_t verify_chain(const ChainBatch& batch, const ChainParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream);
+
+/// As above; when `seed_step` (device memory) is not null the kernel reads seed and step from it
+/// and params.seed/params.step are ignored (CUDA graphs, see DeviceSeedStep).
+cudaError_t verify_chain(const ChainBatch& batch, const ChainParams& params,
+                         const ChainDeviceOutput& output, cudaStream_t stream,
+                         const DeviceSeedStep* seed_step);
+
+/// verify_chain on logits with the temperature softmax fused (gpu/verify_chain_logits.cuh): the
+/// tokens of core::probs_from_logits on every row followed by core::verify_chain_reference, bit
+/// for bit, reading per tested row only its logits (never a probability array). A row with a
+/// NaN or +inf logit gives kChainBadValue, a row with every logit -inf kChainBadSum, for the
+/// request that reads it. Shapes, formats and temperatures are checked on the host (InvalidInput).
+cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
+                         const ChainDeviceOutput& output, cudaStream_t stream,
+                         const DeviceSeedStep* seed_step = nullptr);
+
+/// Test hook for the fused softmax: the probabilities p(t) and the V2 token of each of `rows`
+/// logits rows exactly as the logits verifiers compute them (gpu/fused_logits.cuh), written out
+/// (probs [rows, V], greedy_tokens [rows], status [rows] as ChainStatus bits; a bad row gets
+/// zeros and token -1). The verifiers themselves never write probabilities; this lets a test
+/// compare every value with core::probs_from_logits bit for bit. All spans are device memory.
+cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t vocab,
+                              std::span<float> probs, std::span<int32_t> greedy_tokens,
+                              std::span<uint32_t> status, cudaStream_t stream);
 
 /// Deliberately broken kernels for the emulation's mutant tests (TESTING.md "Mutants"); built
 /// into the emulation library only (gpu/verify_chain_mutants.cu).

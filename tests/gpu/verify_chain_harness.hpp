@@ -61,9 +61,15 @@ struct GpuChainResult {
   std::vector<uint32_t> status;
 };
 
+/// gpu::verify_chain on probability rows (the overload the default launcher names).
+inline cudaError_t verify_chain_probs(const ChainBatch& batch, const ChainParams& params,
+                                      const gpu::ChainDeviceOutput& output, cudaStream_t stream) {
+  return gpu::verify_chain(batch, params, output, stream);
+}
+
 /// Copies `host` to the device, launches, copies the outputs back.
 inline GpuChainResult run_gpu_chain(const OwnedChainBatch& host, const ChainParams& params,
-                                    const ChainLauncher& launcher = gpu::verify_chain,
+                                    const ChainLauncher& launcher = verify_chain_probs,
                                     size_t pad = 0) {
   DeviceBuffer<float> target(host.probs_target, pad), draft(host.probs_draft, pad);
   DeviceBuffer<int32_t> tokens(host.draft_tokens), n_draft(host.n_draft);

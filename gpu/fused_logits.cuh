@@ -1,0 +1,308 @@
+// The temperature softmax of core::probs_from_logits (unfiltered) fused into the verifier kernels:
+// instead of a probability array, a logits row is reduced once to its statistics (max, argmax,
+// the largest logit below the max, core's normaliser) and then read through LogitsProbRow, which
+// computes p(t) = float(exp_nonpositive((l_t − max)·float(1/T)) · norm) — exactly the float
+// operations of core/sampling.cpp, so every p(t) is bitwise core's probability.
+//
+// Row statistics (compute_row_stats, one or two rows at once, block-wide):
+//  A. one pass over the logits: NaN/+inf and all -inf checks, a block argmax (largest value,
+//     lowest id; the max is order-free, so it is core's max_of) and the runner-up (the largest
+//     logit strictly below the max), warp shuffles then warp 0;
+//  B. T > 0 only: core's normaliser in core's exact order. The exponentials of 2048 consecutive
+//     tokens per row are computed by all threads into a shared-memory tile; after a barrier
+//     threads 16·j + k (row j, lane k < 16) add the tile's entries t ≡ k (mod 16) serially in
+//     float, continuing their running sums across tiles (core's 16 vector lanes); thread 0 adds
+//     the 16 lane sums in double in lane order, then the tail t ≥ 16·⌊V/16⌋ in double, and forms
+//     norm = float(1/total). Two rows (target and draft of one position) share the tiles, so the
+//     serial adds of both rows run side by side on 32 threads.
+// Bytes read per row: A reads the logits once, B once more (from L2 for any realistic V): 2·s·V
+// for s-byte logits, plus a third read wherever the row is later scanned (residual, bonus, Z).
+//
+// V2 on logits (greedy_token). Core takes argmax_lowest over p = float(e·norm) with
+// e_t = exp_nonpositive(x_t), x_t = float(float(l_t − max)·float(1/T)). Facts (proved in
+// gpu/README.md "V2 on logits"; (1) and (3) checked for every float near 0 and sampled beyond by
+// FusedLogits.ExpNonpositiveFactsForGreedy):
+//  (1) exp_nonpositive(x) ≤ 1 for every x ≤ 0, and exp_nonpositive(0) = 1, so a max-logit token
+//      has e = 1 and p = norm;
+//  (2) e < 1 implies float(e·norm) < norm (norm is a normal float in [1/V, 1]);
+//  (3) exp_nonpositive(x) < 1 for every float x < −2^-22;
+//  (4) x_t is monotone in l_t (float subtraction of a constant and multiplication by a positive
+//      constant are monotone under round-to-nearest).
+// By (1)-(2) core's V2 token is the LOWEST t WITH e_t = 1, which can precede the lowest max-logit
+// id when a smaller logit's x rounds within 2^-25 of 0. By (3)-(4), if the runner-up's
+// x < −2^-22 then only max-logit tokens have e = 1 and the token is the logits' argmax (the
+// common case, no extra read); otherwise one more pass finds the lowest t with e_t = 1 exactly.
+// T = 0: the one-hot row at argmax_lowest(logits), so the argmax.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/logits.cuh"
+#include "gpu/simt.cuh"
+#include "gpu/verify_chain.cuh"
+
+namespace speclab::gpu::detail {
+
+inline constexpr int64_t kExpTile = 2048;  // exponentials per row per tile (multiple of 16)
+/// −2^-22: a runner-up whose tempered gap x is below this cannot tie the max in p (fact (3)).
+inline constexpr float kGreedyTieGap = -2.384185791015625e-7f;
+
+/// Where one model's logits live and how they are tempered (block-uniform).
+struct LogitsSource {
+  const void* data;  // [rows, V] of `format`
+  int format;        // LogitsFormat
+  float scale;       // float(1/T) as core; unused when greedy
+  int greedy;        // T == 0
+};
+
+/// Statistics of one logits row (compute_row_stats).
+struct LogitsRowStats {
+  float max;        // the largest logit
+  float runner_up;  // the largest logit below max (-inf if none)
+  float norm;       // core's float(1/total) (T > 0)
+  int32_t argmax;   // the lowest id holding max
+  uint32_t status;  // kChainBadValue (a NaN/+inf logit), kChainBadSum (every logit -inf)
+};
+
+/// Dynamic shared memory of compute_row_stats (besides the tile).
+struct RowStatsScratch {
+  float best[2][kWarpSize];
+  float second[2][kWarpSize];
+  int32_t index[2][kWarpSize];
+  float lane_sums[2][kSumLanes];
+  LogitsRowStats result[2];
+  int32_t lowest[kWarpSize];
+};
+
+// Kernels place 8-byte data (chunk sums) right after this scratch.
+static_assert(sizeof(RowStatsScratch) % 8 == 0, "RowStatsScratch must keep 8-byte alignment");
+
+/// The logit at row-relative token t, converted to float exactly (format is block-uniform).
+__device__ inline float logit_at(const void* row, int format, int64_t t) {
+  if (format == static_cast<int>(LogitsFormat::kFloat16)) {
+    return load_logit<LogitsFormat::kFloat16>(row, t);
+  }
+  if (format == static_cast<int>(LogitsFormat::kBFloat16)) {
+    return load_logit<LogitsFormat::kBFloat16>(row, t);
+  }
+  return load_logit<LogitsFormat::kFloat32>(row, t);
+}
+
+/// Row `row` of a source as a pointer to its first element.
+__device__ inline const void* logits_row(const LogitsSource& source, int64_t row, int64_t vocab) {
+  if (source.format == static_cast<int>(LogitsFormat::kFloat32)) {
+    return static_cast<const float*>(source.data) + row * vocab;
+  }
+  return static_cast<const uint16_t*>(source.data) + row * vocab;
+}
+
+/// One row of probabilities computed from its logits and statistics: p(t) bitwise core's.
+struct LogitsProbRow {
+  const void* logits;
+  int format;
+  float scale;
+  int greedy;
+  float max;
+  float norm;
+  int32_t argmax;
+
+  /// core's e_t = exp_nonpositive((l_t − max)·scale) (T > 0).
+  __device__ float exponential(int64_t t) const {
+    return exp_nonpositive((logit_at(logits, format, t) - max) * scale);
+  }
+  __device__ float operator()(int64_t t) const {
+    if (greedy != 0) return t == argmax ? 1.0f : 0.0f;
+    return exponential(t) * norm;
+  }
+};
+
+__device__ inline LogitsProbRow prob_row(const LogitsSource& source, const void* row,
+                                         const LogitsRowStats& stats) {
+  return {row, source.format, source.scale, source.greedy, stats.max, stats.norm, stats.argmax};
+}
+
+// The better of two (max, index, runner-up) triples: larger max, lower index on ties; the
+// runner-up is the largest value below the merged max.
+__device__ inline void merge_best(float* best, int32_t* index, float* second, float other_best,
+                                  int32_t other_index, float other_second) {
+  const float merged = other_best > *best ? other_best : *best;
+  float s = other_second > *second ? other_second : *second;
+  if (*best<merged&& * best> s) s = *best;
+  if (other_best < merged && other_best > s) s = other_best;
+  take_better(best, index, other_best, other_index);
+  *second = s;
+}
+
+/// Statistics of n_rows (1 or 2, block-uniform) logits rows: rows[j] of sources[j]. with_norm
+/// false skips step B (V2 needs only the max). Results in scratch->result[0..n_rows), visible to
+/// every thread on return. `tile` holds 2·kExpTile floats of dynamic shared memory.
+__device__ inline void compute_row_stats(const LogitsSource* sources, const void* const* rows,
+                                         int n_rows, int64_t vocab, bool with_norm,
+                                         RowStatsScratch* scratch, float* tile) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
+  const float infinity = float_from_bits(0x7f800000u);
+
+  // A. Checks, argmax and runner-up.
+  int bad[2] = {0, 0}, finite[2] = {0, 0};
+  for (int j = 0; j < n_rows; ++j) {
+    float best = -infinity, second = -infinity;
+    int32_t best_index = 0x7fffffff;
+    for (int64_t t = threadIdx.x; t < vocab; t += blockDim.x) {
+      const float x = logit_at(rows[j], sources[j].format, t);
+      bad[j] |= !(x < infinity);
+      finite[j] |= x > -infinity;
+      if (x > best) {  // ascending t: the first of equal values stays
+        second = best;
+        best = x;
+        best_index = static_cast<int32_t>(t);
+      } else if (x < best && x > second) {
+        second = x;
+      }
+    }
+    for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
+      const float other = __shfl_xor_sync(kFullMask, best, offset);
+      const int32_t other_index = __shfl_xor_sync(kFullMask, best_index, offset);
+      const float other_second = __shfl_xor_sync(kFullMask, second, offset);
+      merge_best(&best, &best_index, &second, other, other_index, other_second);
+    }
+    if (lane == 0) {
+      scratch->best[j][warp] = best;
+      scratch->index[j][warp] = best_index;
+      scratch->second[j][warp] = second;
+    }
+  }
+  __syncthreads();
+  if (warp == 0) {
+    for (int j = 0; j < n_rows; ++j) {
+      float best = lane < n_warps ? scratch->best[j][lane] : -infinity;
+      int32_t index = lane < n_warps ? scratch->index[j][lane] : 0x7fffffff;
+      float second = lane < n_warps ? scratch->second[j][lane] : -infinity;
+      for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
+        const float other = __shfl_xor_sync(kFullMask, best, offset);
+        const int32_t other_index = __shfl_xor_sync(kFullMask, index, offset);
+        const float other_second = __shfl_xor_sync(kFullMask, second, offset);
+        merge_best(&best, &index, &second, other, other_index, other_second);
+      }
+      if (lane == 0) {
+        scratch->result[j].max = best;
+        scratch->result[j].argmax = index;
+        scratch->result[j].runner_up = second;
+        scratch->result[j].norm = 0.0f;
+      }
+    }
+  }
+  for (int j = 0; j < 2; ++j) {
+    bad[j] = __syncthreads_or(bad[j]);
+    finite[j] = __syncthreads_or(finite[j]);
+  }
+  bool need_norm[2] = {false, false};
+  bool any_norm = false;
+  for (int j = 0; j < n_rows; ++j) {
+    const uint32_t status = bad[j] != 0 ? kChainBadValue : finite[j] == 0 ? kChainBadSum : kChainOk;
+    if (threadIdx.x == 0) scratch->result[j].status = status;
+    need_norm[j] = with_norm && status == kChainOk && sources[j].greedy == 0;
+    any_norm |= need_norm[j];
+  }
+  if (!any_norm) {  // block-uniform
+    __syncthreads();
+    return;
+  }
+
+  // B. core's normaliser: 16 float lane sums over t ≡ k (mod 16), t < 16·⌊V/16⌋, in order.
+  float shift[2], scale[2];
+  for (int j = 0; j < n_rows; ++j) {
+    shift[j] = scratch->result[j].max;
+    scale[j] = sources[j].scale;
+  }
+  const int64_t full = vocab / kSumLanes * kSumLanes;
+  const int summer_row = static_cast<int>(threadIdx.x) / kSumLanes;  // threads 0..31 sum
+  const int summer_lane = static_cast<int>(threadIdx.x) % kSumLanes;
+  const bool summer = summer_row < n_rows && need_norm[summer_row < 2 ? summer_row : 0];
+  float lane_sum = 0.0f;
+  for (int64_t base = 0; base < full; base += kExpTile) {
+    const int64_t len = full - base < kExpTile ? full - base : kExpTile;
+    for (int j = 0; j < n_rows; ++j) {
+      if (!need_norm[j]) continue;
+      for (int64_t k = threadIdx.x; k < len; k += blockDim.x) {
+        tile[j * kExpTile + k] =
+            exp_nonpositive((logit_at(rows[j], sources[j].format, base + k) - shift[j]) * scale[j]);
+      }
+    }
+    __syncthreads();
+    if (summer) {
+      const float* entries = tile + summer_row * kExpTile;
+      for (int64_t k = summer_lane; k < len; k += kSumLanes) lane_sum += entries[k];
+    }
+    __syncthreads();  // the tile is rewritten next round
+  }
+  if (summer) scratch->lane_sums[summer_row][summer_lane] = lane_sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int j = 0; j < n_rows; ++j) {
+      if (!need_norm[j]) continue;
+      double total = 0.0;
+      for (int k = 0; k < kSumLanes; ++k) total += scratch->lane_sums[j][k];
+      for (int64_t t = full; t < vocab; ++t) {
+        total += exp_nonpositive((logit_at(rows[j], sources[j].format, t) - shift[j]) * scale[j]);
+      }
+      scratch->result[j].norm = static_cast<float>(1.0 / total);
+    }
+  }
+  __syncthreads();
+}
+
+/// core's V2 token on the row's probabilities, from its logits and statistics (see the header
+/// comment): the argmax unless the runner-up is within 2^-22 of the max after tempering, then the
+/// lowest t with e_t = 1 by one more pass. Block-uniform.
+__device__ inline int32_t greedy_token(const LogitsProbRow& row, const LogitsRowStats& stats,
+                                       int64_t vocab, RowStatsScratch* scratch) {
+  if (row.greedy != 0) return stats.argmax;
+  const float gap = (stats.runner_up - stats.max) * row.scale;  // x of the runner-up
+  if (gap < kGreedyTieGap) return stats.argmax;                 // false for NaN: exact pass
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
+  int32_t lowest = 0x7fffffff;
+  for (int64_t t = threadIdx.x; t < vocab; t += blockDim.x) {
+    if (row.exponential(t) == 1.0f) {  // ascending t: the first hit is this thread's lowest
+      lowest = static_cast<int32_t>(t);
+      break;
+    }
+  }
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
+    const int32_t other = __shfl_xor_sync(kFullMask, lowest, offset);
+    lowest = other < lowest ? other : lowest;
+  }
+  if (lane == 0) scratch->lowest[warp] = lowest;
+  __syncthreads();
+  int32_t result = 0x7fffffff;
+  for (int w = 0; w < n_warps; ++w) {
+    result = scratch->lowest[w] < result ? scratch->lowest[w] : result;
+  }
+  __syncthreads();                                // lowest[] may be rewritten by the next call
+  return result < vocab ? result : stats.argmax;  // the argmax always has e = 1
+}
+
+/// The host-side LogitsSource of a DeviceLogits (T checked by the launcher).
+inline LogitsSource logits_source(const DeviceLogits& logits) {
+  LogitsSource source{};
+  source.data = logits.data.empty() ? nullptr : logits.data.data();
+  source.format = static_cast<int>(logits.format);
+  source.greedy = logits.temperature == 0.0 ? 1 : 0;
+  source.scale = logits.temperature == 0.0 ? 0.0f : static_cast<float>(1.0 / logits.temperature);
+  return source;
+}
+
+/// Host-side checks of a LogitsBatch's shapes, formats and temperatures (InvalidInput), and of the
+/// outputs; `needs_draft` is false for V2.
+void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
+                         const ChainDeviceOutput& output);
+
+/// Bytes of dynamic shared memory compute_row_stats needs after its caller's own layout (aligned).
+inline size_t logits_shared_bytes() {
+  return sizeof(RowStatsScratch) + 2 * static_cast<size_t>(kExpTile) * sizeof(float);
+}
+
+}  // namespace speclab::gpu::detail

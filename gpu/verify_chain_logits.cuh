@@ -1,0 +1,232 @@
+// Chain verifier kernel V1-V3 on logits with the temperature softmax fused (header
+// gpu/verify_chain.hpp, LogitsBatch; the fused softmax in gpu/fused_logits.cuh). One CTA per
+// request:
+//  1. warp 0 checks n_draft and the draft tokens (as the probability kernel);
+//  2. V1/V3: positions i = 1, 2, … in order. The block reduces target row i and draft row i
+//     together (max, argmax, core's normaliser; two rows share the tiles); thread 0 computes
+//     p_i(x_i) and q_i(x_i) from the two gathered logits exactly as core computes them, draws u_i
+//     and applies lenient_accepts. The first rejection (or bad row) stops; that position's
+//     statistics stay in shared memory for the residual. After γ_b acceptances the bonus row
+//     p_{γ_b+1} is reduced alone;
+//  3. V1/V3: one pass over the residual max(0, p − l·q) or the bonus row p, computing p(t) and
+//     q(t) on the fly from the logits and the statistics, in the probability kernel's chunk
+//     layout; the same exact fixed-point inverse CDF (block scan, fixed_target, warp rescan of one
+//     chunk) and zero-mass fallback to p;
+//  V2: rows i = 1, 2, … reduced without the normaliser; the token is greedy_token (the argmax
+//     unless a tempered near-tie, then one exact pass), stopping at the first mismatch.
+// Bytes read per request (γ_b drafts, n accepted, s-byte logits): V1/V3 4γ_b (tokens) +
+// 2·(2sV)·min(n+1, γ_b) (max and normaliser passes of p_i and q_i for every tested position) +
+// 2sV (residual: p and q) or 2sV + sV (bonus: its statistics and the sampling pass), + sV more in
+// the rare fallback; V2 4γ_b + sV·(n+1) (+ sV per row whose tempered runner-up ties the max).
+#pragma once
+
+#include <cstdint>
+
+#include "core/philox.hpp"
+#include "core/rules.hpp"
+#include "gpu/fused_logits.cuh"
+#include "gpu/simt.cuh"
+#include "gpu/verify_chain.cuh"
+
+namespace speclab::gpu::detail {
+
+struct LogitsChainKernelArgs {
+  LogitsSource target;          // [B, γ+1, V]
+  LogitsSource draft;           // [B, γ, V] (data null for V2)
+  const int32_t* draft_tokens;  // [B, γ]
+  const int32_t* n_draft;       // [B] or null (all γ)
+  const uint32_t* request_ids;  // [B] or null (0..B-1)
+  int32_t* emitted_tokens;      // [B, γ+1]
+  int32_t* n_accepted;          // [B]
+  uint8_t* accept_mask;         // [B, γ]
+  uint8_t* residual_fallback;   // [B]
+  uint32_t* status;             // [B]
+  int64_t gamma;
+  int64_t vocab;
+  int64_t n_chunks;  // ⌈V / kChunkTokens⌉
+  int method;        // ChainMethod
+  float leniency;    // 1 for V1
+  uint64_t seed;
+  uint32_t step;
+  const DeviceSeedStep* seed_step;  // when set, seed and step are read from it
+};
+
+/// Dynamic shared memory: BlockScratch, RowStatsScratch, the chunk sums, the exponential tiles.
+inline size_t chain_logits_shared_bytes(int64_t n_chunks) {
+  return sizeof(BlockScratch) + sizeof(RowStatsScratch) +
+         static_cast<size_t>(n_chunks) * sizeof(uint64_t) +
+         2 * static_cast<size_t>(kExpTile) * sizeof(float);
+}
+
+__global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKernelArgs a) {
+  __shared__ RequestState state;
+  __shared__ LogitsRowStats stats[2];  // of the rows in use: target, draft
+  __shared__ int32_t stop_flag;
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
+  RowStatsScratch* logits_scratch = reinterpret_cast<RowStatsScratch*>(scratch + 1);
+  uint64_t* chunk_sums = reinterpret_cast<uint64_t*>(logits_scratch + 1);
+  float* tile = reinterpret_cast<float*>(chunk_sums + a.n_chunks);
+
+  const int64_t r = blockIdx.x;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int64_t g = a.gamma, v = a.vocab;
+  const bool greedy = a.method == static_cast<int>(ChainMethod::kGreedy);
+  const uint32_t request = a.request_ids != nullptr ? a.request_ids[r] : static_cast<uint32_t>(r);
+  const int32_t* tokens = a.draft_tokens + r * g;
+  uint64_t seed = 0;
+  uint32_t step = 0;
+  launch_seed_step(a, &seed, &step);
+  const LogitsSource sources[2] = {a.target, a.draft};
+
+  // 1. Warp 0: n_draft and the draft tokens.
+  if (threadIdx.x < kWarpSize) {
+    int64_t n_draft = 0;
+    const uint32_t status = check_drafts(a.n_draft, r, g, v, tokens, lane, &n_draft);
+    if (lane == 0) {
+      state.n_draft = n_draft;
+      state.n = n_draft;
+      state.chunk = -1;
+      state.chunk_base = 0;
+      state.status = status;
+      state.last = -1;
+      state.fallback = 0;
+    }
+  }
+  __syncthreads();
+  if (state.status != kChainOk) {
+    write_request_outputs(a, r, g, tokens, state.status, 0, -1, 0);
+    return;  // block-uniform
+  }
+  const int64_t n_draft = state.n_draft;
+
+  if (greedy) {
+    // V2: argmax rows in order until the first mismatch (or the bonus position).
+    for (int64_t i = 0;; ++i) {
+      const void* rows[1] = {logits_row(a.target, r * (g + 1) + i, v)};
+      compute_row_stats(sources, rows, 1, v, false, logits_scratch, tile);
+      const LogitsRowStats row_stats = logits_scratch->result[0];
+      int32_t best = row_stats.argmax;
+      if (row_stats.status == kChainOk) {
+        best = greedy_token(prob_row(a.target, rows[0], row_stats), row_stats, v, logits_scratch);
+      }
+      const bool stop = row_stats.status != kChainOk || i == n_draft || tokens[i] != best;
+      if (stop && threadIdx.x == 0) {
+        state.status |= row_stats.status;
+        state.n = i;
+        state.last = best;
+      }
+      if (stop) break;  // block-uniform
+    }
+  } else {
+    // 2. V1/V3: the accept tests in order, each on freshly reduced rows p_i and q_i.
+    int64_t n = n_draft;
+    for (int64_t i = 0; i < n_draft; ++i) {
+      const void* rows[2] = {logits_row(a.target, r * (g + 1) + i, v),
+                             logits_row(a.draft, r * g + i, v)};
+      compute_row_stats(sources, rows, 2, v, true, logits_scratch, tile);
+      if (threadIdx.x == 0) {
+        const LogitsRowStats sp = logits_scratch->result[0], sq = logits_scratch->result[1];
+        stats[0] = sp;
+        stats[1] = sq;
+        const uint32_t bad = sp.status | sq.status;
+        int stop = 1;
+        if (bad != kChainOk) {
+          state.status |= bad;
+        } else {
+          const int32_t x = tokens[i];
+          const float pv = prob_row(a.target, rows[0], sp)(x);
+          const float qv = prob_row(a.draft, rows[1], sq)(x);
+          const RandomAddress address{
+              seed, request, step, static_cast<uint32_t>(i + 1), Purpose::kAcceptTest, 0};
+          stop = !valid_gathered(pv) || !valid_gathered(qv) ||
+                 !lenient_accepts(philox_uniform(address), a.leniency, qv, pv);
+          if (!valid_gathered(pv) || !valid_gathered(qv)) state.status |= kChainBadValue;
+        }
+        stop_flag = stop;
+      }
+      __syncthreads();
+      const bool stop = stop_flag != 0;
+      __syncthreads();  // every thread has read stop_flag before the next test writes it
+      if (stop) {
+        n = i;
+        break;
+      }
+    }
+    if (state.status == kChainOk) {  // block-uniform: written before the last barrier
+      const bool bonus = n == n_draft;
+      if (bonus) {
+        const void* rows[1] = {logits_row(a.target, r * (g + 1) + n, v)};
+        compute_row_stats(sources, rows, 1, v, true, logits_scratch, tile);
+        if (threadIdx.x == 0) {
+          stats[0] = logits_scratch->result[0];
+          state.status |= stats[0].status;
+        }
+        __syncthreads();
+      }
+      if (state.status == kChainOk) {
+        // 3. The residual (rejected at n) or the bonus row, computed from the logits on the fly.
+        const LogitsProbRow p =
+            prob_row(a.target, logits_row(a.target, r * (g + 1) + n, v), stats[0]);
+        const LogitsProbRow q =
+            bonus ? p : prob_row(a.draft, logits_row(a.draft, r * g + n, v), stats[1]);
+        const RandomAddress address{seed,
+                                    request,
+                                    step,
+                                    static_cast<uint32_t>(n + 1),
+                                    bonus ? Purpose::kBonusSample : Purpose::kResidualSample,
+                                    0};
+        const uint32_t bits = philox_bits(address);
+        const uint32_t bad = bonus ? weight_pass<false, KernelMutant::kNone>(
+                                         p, q, a.leniency, v, a.n_chunks, chunk_sums, scratch)
+                                   : weight_pass<true, KernelMutant::kNone>(
+                                         p, q, a.leniency, v, a.n_chunks, chunk_sums, scratch);
+        if (bad != kChainOk) {
+          if (threadIdx.x == 0) state.status |= bad;
+        } else if (bonus) {
+          locate<false, KernelMutant::kNone>(p, q, a.leniency, v, a.n_chunks, chunk_sums, bits,
+                                             scratch, &state);
+        } else if (locate<true, KernelMutant::kNone>(p, q, a.leniency, v, a.n_chunks, chunk_sums,
+                                                     bits, scratch, &state) == 0) {
+          // Rounding left no residual mass: sample p with the residual's uniform (SPEC.md V1).
+          weight_pass<false, KernelMutant::kNone>(p, q, a.leniency, v, a.n_chunks, chunk_sums,
+                                                  scratch);
+          locate<false, KernelMutant::kNone>(p, q, a.leniency, v, a.n_chunks, chunk_sums, bits,
+                                             scratch, &state);
+          if (threadIdx.x == 0) state.fallback = 1;
+        }
+      }
+    }
+    if (threadIdx.x == 0) state.n = n;
+  }
+  __syncthreads();
+
+  // 4. Outputs.
+  write_request_outputs(a, r, g, tokens, state.status, state.n, state.last, state.fallback);
+}
+
+/// Test hook (gpu::fused_logits_rows): one CTA per row, the statistics, every p(t) as the
+/// verifiers compute it, and the V2 token. Dynamic shared memory: logits_shared_bytes().
+__global__ void __launch_bounds__(1024)
+    fused_rows_kernel(LogitsSource source, int64_t vocab, float* probs, int32_t* greedy,
+                      uint32_t* status) {
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  RowStatsScratch* scratch = reinterpret_cast<RowStatsScratch*>(shared);
+  float* tile = reinterpret_cast<float*>(scratch + 1);
+  const int64_t row = blockIdx.x;
+  const void* rows[1] = {logits_row(source, row, vocab)};
+  compute_row_stats(&source, rows, 1, vocab, true, scratch, tile);
+  const LogitsRowStats stats = scratch->result[0];
+  const LogitsProbRow p = prob_row(source, rows[0], stats);
+  int32_t token = -1;
+  if (stats.status == kChainOk) token = greedy_token(p, stats, vocab, scratch);  // block-uniform
+  for (int64_t t = threadIdx.x; t < vocab; t += blockDim.x) {
+    probs[row * vocab + t] = stats.status == kChainOk ? p(t) : 0.0f;
+  }
+  if (threadIdx.x == 0) {
+    greedy[row] = token;
+    status[row] = stats.status;
+  }
+}
+
+}  // namespace speclab::gpu::detail
