@@ -5,7 +5,7 @@
 #
 #   scripts/peer/llama_cpp_compare.sh [--threads N] [--tokens N] [--rounds N] [--gamma LIST]
 #                                     [--model FILE.gguf] [--omp-wait-policy passive|active|default]
-#                                     [--speclab BUILD_DIR] [-- SPECLAB_ARGS...]
+#                                     [--json FILE] [--speclab BUILD_DIR] [-- SPECLAB_ARGS...]
 #
 # llama.cpp comes from the llama-cpp-python sdist on PyPI (it vendors llama.cpp); its own
 # `llama-lookup` and `llama-bench` are built with CMake, CPU only, under build-peer/ (git-ignored)
@@ -36,6 +36,7 @@ while [[ $# -gt 0 ]]; do
     --gamma) gamma=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
     --omp-wait-policy) wait_policy=$2; shift 2 ;;
+    --json) json_out=$2; shift 2 ;;
     --speclab) speclab_build=$2; shift 2 ;;
     --build-only) build_only=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -75,6 +76,7 @@ fi
 driver_args=(--llama-bin "$bld/bin" --model "$model" --threads "$threads" --tokens "$tokens"
              --rounds "$rounds" --gamma "$gamma")
 [[ -n "$speclab_build" ]] && driver_args+=(--speclab "$speclab_build")
+[[ -n "${json_out:-}" ]] && driver_args+=(--json "$json_out")
 case "$wait_policy" in
   passive|active) export OMP_WAIT_POLICY=$wait_policy ;;
   default) unset OMP_WAIT_POLICY ;;
