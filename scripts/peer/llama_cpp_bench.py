@@ -14,7 +14,8 @@ llama.cpp measurements, all greedy (--temp 0), EOS ignored so every run generate
 speclab: `speclab bench decode --target smollm2-135m --draft prompt-lookup-smollm2 --temperature 0
   --json` with OMP_NUM_THREADS, plus any arguments after `--`.
 The runs are interleaved round by round (llama.cpp, then speclab) and medians are reported; the
-speclab/llama.cpp ratio and the speedups are taken within a round, then their median.
+speclab/llama.cpp ratio and the speedups are taken within a round, then their median. The fastest
+round of each is printed too: on a shared machine other work only slows a run down.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def llama_lookup(args, prompt: str, draft_max: int) -> dict:
     }
 
 
-def llama_bench(args, n_prompt: int) -> dict:
+def llama_bench(args, n_prompt: int, depth: int) -> dict:
     cmd = [
         str(args.llama_bin / "llama-bench"), "-m", str(args.model), "-t", str(args.threads),
         "-p", str(n_prompt), "-n", "0", "-r", "3", "-o", "json",
@@ -112,8 +113,17 @@ def llama_bench(args, n_prompt: int) -> dict:
         "-p", "0", "-n", str(args.tokens), "-d", str(n_prompt), "-r", "3", "-o", "json",
     ]
     tg = json.loads(run(cmd).stdout)
+    # Cost of one call over m = γ+1 positions relative to one position (r of speclab's table),
+    # at the rewrite prompt's depth.
+    sizes = [1] + [g + 1 for g in args.gamma]
+    cmd = [
+        str(args.llama_bin / "llama-bench"), "-m", str(args.model), "-t", str(args.threads),
+        "-p", ",".join(str(m) for m in sizes), "-n", "0", "-d", str(depth), "-r", "5", "-o", "json",
+    ]
+    calls = {x["n_prompt"]: x["n_prompt"] / x["avg_ts"] for x in json.loads(run(cmd).stdout)}
     return {"pp_tokens_per_s": pp[0]["avg_ts"], "pp_stddev": pp[0]["stddev_ts"],
-            "tg_tokens_per_s": tg[0]["avg_ts"], "tg_stddev": tg[0]["stddev_ts"]}
+            "tg_tokens_per_s": tg[0]["avg_ts"], "tg_stddev": tg[0]["stddev_ts"],
+            "call_ratio": {g: calls[g + 1] / calls[1] for g in args.gamma}}
 
 
 def speclab_exe(build: Path) -> Path:
@@ -184,7 +194,8 @@ def main() -> int:
             rec["speclab"].append(speclab_bench(args, extra))
             msg += f"; speclab plain {rec['speclab'][-1]['plain_tokens_per_s']:.1f} tok/s"
         print(msg + f" [{time.time() - t0:.0f} s]", flush=True)
-    bench = llama_bench(args, rec["chat_plain"][0]["prompt_tokens"])
+    bench = llama_bench(args, rec["chat_plain"][0]["prompt_tokens"],
+                        rec["rewrite_plain"][0]["prompt_tokens"])
 
     # Greedy speculative decoding must reproduce the plain greedy text (it may run a few tokens
     # past the plain run: llama-lookup checks the limit after a whole accepted draft).
@@ -202,21 +213,28 @@ def main() -> int:
     print()
     print(f"llama.cpp (llama-lookup; chat prompt {rec['chat_plain'][0]['prompt_tokens']} tokens, "
           f"rewrite prompt {rec['rewrite_plain'][0]['prompt_tokens']} tokens)")
-    print(f"  plain decode        {lc_plain:8.1f} tok/s   (rewrite prompt: {lc_rw_plain:.1f})")
+    lc_plain_max = max(x["tokens_per_s"] for x in rec["chat_plain"])
+    print(f"  plain decode        {lc_plain:8.1f} tok/s   (best round {lc_plain_max:.1f}; rewrite "
+          f"prompt: {lc_rw_plain:.1f})")
     print(f"  prompt processing   {lc_pp:8.1f} tok/s   (not in the decode rate)")
     print(f"  llama-bench         tg{args.tokens}@d{rec['chat_plain'][0]['prompt_tokens']} "
           f"{bench['tg_tokens_per_s']:.1f} ± {bench['tg_stddev']:.1f} tok/s, "
           f"pp{rec['chat_plain'][0]['prompt_tokens']} {bench['pp_tokens_per_s']:.1f} ± "
           f"{bench['pp_stddev']:.1f} tok/s")
-    print("  prompt lookup on the rewrite prompt (speedup = spec tok/s ÷ plain tok/s, same prompt):")
-    lc_best = 0.0
+    print("  prompt lookup on the rewrite prompt (speedup = spec tok/s ÷ plain tok/s, same prompt;")
+    print("  r = one call over γ+1 positions ÷ one over 1, llama-bench at the prompt's depth):")
+    lc_best = lc_best_max = 0.0
     for g in args.gamma:
         xs = rec["rewrite_spec"][g]
         rate = med([x["tokens_per_s"] for x in xs])
         sp = med([x["tokens_per_s"] / p["tokens_per_s"] for x, p in zip(xs, rec["rewrite_plain"])])
         acc = sum(x["accepted"] for x in xs) / max(1, sum(x["drafted"] for x in xs))
+        sp_max = (max(x["tokens_per_s"] for x in xs)
+                  / max(p["tokens_per_s"] for p in rec["rewrite_plain"]))
         lc_best = max(lc_best, sp)
-        print(f"    γ ≤ {g}: {rate:7.1f} tok/s  speedup {sp:4.2f}x  accepted {acc:.3f} of drafted "
+        lc_best_max = max(lc_best_max, sp_max)
+        print(f"    γ ≤ {g}: {rate:7.1f} tok/s  speedup {sp:4.2f}x (best rounds {sp_max:4.2f}x)  "
+              f"r {bench['call_ratio'][g]:.2f}  accepted {acc:.3f} of drafted "
               f"({xs[0]['drafted']} drafted)  output {'= plain' if same[g] else 'DIFFERS from plain'}")
 
     if args.speclab:
@@ -224,21 +242,29 @@ def main() -> int:
         sl_plain = med([x["plain_tokens_per_s"] for x in sl])
         print()
         print("speclab bench decode (" + (" ".join(extra) if extra else "default prompts") + ")")
-        print(f"  plain decode        {sl_plain:8.1f} tok/s")
-        sl_best = 0.0
+        sl_plain_max = max(x["plain_tokens_per_s"] for x in sl)
+        print(f"  plain decode        {sl_plain:8.1f} tok/s   (best round {sl_plain_max:.1f})")
+        sl_best = sl_best_max = 0.0
         for i, g in enumerate(args.gamma):
             rows = [next(r for r in x["rows"] if r["gamma"] == g) for x in sl]
             sp = med([r["speedup"] for r in rows])
+            sp_max = max(r["tokens_per_s"] for r in rows) / sl_plain_max
             sl_best = max(sl_best, sp)
+            sl_best_max = max(sl_best_max, sp_max)
             print(f"    γ = {g}: {med([r['tokens_per_s'] for r in rows]):7.1f} tok/s  speedup "
-                  f"{sp:4.2f}x  alpha {med([r['alpha'] for r in rows]):.3f}")
+                  f"{sp:4.2f}x (best rounds {sp_max:4.2f}x)  r {med([r['target_call_ratio'] for r in rows]):.2f}"
+                  f"  alpha {med([r['alpha'] for r in rows]):.3f}")
         print()
         # The ratio is taken per round (the two ran back to back), then the median.
         ratio = med([x["plain_tokens_per_s"] / c["tokens_per_s"]
                      for x, c in zip(sl, rec["chat_plain"])])
-        print(f"{'':28s}{'llama.cpp':>12s}{'speclab':>12s}{'speclab/llama.cpp':>20s}")
-        print(f"{'plain decode tok/s':28s}{lc_plain:12.1f}{sl_plain:12.1f}{ratio:20.3f}")
-        print(f"{'best prompt-lookup speedup':28s}{lc_best:11.2f}x{sl_best:11.2f}x")
+        print(f"{'':30s}{'llama.cpp':>12s}{'speclab':>12s}{'speclab/llama.cpp':>20s}")
+        print(f"{'plain decode tok/s, median':30s}{lc_plain:12.1f}{sl_plain:12.1f}{ratio:20.3f}")
+        print(f"{'plain decode tok/s, best round':30s}{lc_plain_max:12.1f}{sl_plain_max:12.1f}"
+              f"{sl_plain_max / lc_plain_max:20.3f}")
+        print(f"{'prompt-lookup speedup, median':30s}{lc_best:11.2f}x{sl_best:11.2f}x   (best γ)")
+        print(f"{'prompt-lookup speedup, best':30s}{lc_best_max:11.2f}x{sl_best_max:11.2f}x   "
+              "(best γ, fastest rounds)")
         if not extra:
             print("note: without extra arguments speclab decodes its own default prompts, not the "
                   "rewrite prompt above (see `speclab bench decode --help`)")
@@ -251,6 +277,7 @@ def main() -> int:
             for x in rec["rewrite_spec"][g]:
                 x.pop("text", None)
         rec["rewrite_spec"] = {str(g): v for g, v in rec["rewrite_spec"].items()}
+        bench["call_ratio"] = {str(g): v for g, v in bench["call_ratio"].items()}
         rec["llama_bench"] = bench
         rec["speclab_args"] = extra
         args.json.write_text(json.dumps(rec, indent=1))
