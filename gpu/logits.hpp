@@ -63,6 +63,25 @@ SPECLAB_HD inline float bfloat16_bits_to_float(uint16_t b) {
   return float_from_bits(static_cast<uint32_t>(b) << 16);
 }
 
+/// The bits of a float (std::bit_cast where nvcc may not have it in device code).
+SPECLAB_HD inline uint32_t bits_from_float(float value) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(value);
+#else
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+#endif
+}
+
+/// float to bfloat16 bits, rounded to nearest even (__float2bfloat16_rn's rounding); a NaN stays a
+/// quiet NaN of the same sign. Software form, so the device and the emulation give the same bits.
+SPECLAB_HD inline uint16_t bfloat16_bits_from_float(float value) {
+  const uint32_t bits = bits_from_float(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
 /// exp(x) for x ≤ 0 in float: core/sampling.cpp's exp_nonpositive (Cephes expf, Cody-Waite
 /// reduction, degree-6 polynomial), the same float operations in the same order, so with no
 /// contraction (-ffp-contract=off, --fmad=false) the result is bitwise core's. x < -87 (and -inf)

@@ -35,7 +35,11 @@ __global__ void __launch_bounds__(kThreads) synthetic_kernel(SyntheticLogitsArgs
       const int64_t base_row = (row / a.group) * a.base_group_stride + row % a.group;
       value += a.base[base_row * a.vocab + t];
     }
-    a.out[i] = value;
+    if (a.format == LogitsFormat::kBFloat16) {
+      static_cast<uint16_t*>(a.out)[i] = bfloat16_bits_from_float(value);
+    } else {
+      static_cast<float*>(a.out)[i] = value;
+    }
   }
 }
 
@@ -48,6 +52,10 @@ cudaError_t synthetic_logits(const SyntheticLogitsArgs& args, cudaStream_t strea
                        std::to_string(args.vocab) + ", group " + std::to_string(args.group) +
                        ", base_group_stride " + std::to_string(args.base_group_stride) +
                        "; expected rows, vocab ≥ 1, a device output, 1 ≤ group ≤ stride");
+  }
+  if (args.format != LogitsFormat::kFloat32 && args.format != LogitsFormat::kBFloat16) {
+    throw InvalidInput("synthetic_logits: format " + std::to_string(static_cast<int>(args.format)) +
+                       "; expected kFloat32 or kBFloat16 (fp16 output is not implemented)");
   }
   const int64_t blocks =
       std::min<int64_t>((args.rows * args.vocab + kThreads - 1) / kThreads, int64_t{132} * 32);
