@@ -50,12 +50,19 @@ r = json.load(open(sys.argv[1]))
 if r.get("device") is None:
     print("bench gpu:", r.get("message")); sys.exit(0)
 print(f"device {r['device']}, device-to-device copy {r['copy_gbps']:.0f} GB/s (read + write)")
-print(f"{'kernel':18} {'B':>3} {'γ':>2} {'V':>7} {'GB/s':>8} {'vs copy':>8}")
+# A fused row (a verifier on logits) also shows its speed over the two kernels on the same inputs.
+seconds = {(k["kernel"], k["input"], k["batch"], k["gamma"], k["vocab"]): k["seconds"]
+           for k in r["kernels"]}
+print(f"{'kernel':35} {'input':11} {'B':>3} {'γ':>2} {'V':>7} {'GB/s':>8} {'vs copy':>8} "
+      f"{'vs 2 kernels':>12}")
 for k in r["kernels"]:
     if k["batch"] == 64:
         mark = "" if k["ratio_to_copy"] >= 0.8 else "  < 80% goal"
-        print(f"{k['kernel']:18} {k['batch']:>3} {k['gamma']:>2} {k['vocab']:>7} "
-              f"{k['gbps']:8.0f} {100 * k['ratio_to_copy']:7.0f}%{mark}")
+        two = seconds.get(("probs_from_logits + " + k["kernel"], k["input"], k["batch"],
+                           k["gamma"], k["vocab"]))
+        versus = f"{two / k['seconds']:11.2f}x" if two and k["input"] != "probs_fp32" else ""
+        print(f"{k['kernel']:35} {k['input']:11} {k['batch']:>3} {k['gamma']:>2} {k['vocab']:>7} "
+              f"{k['gbps']:8.0f} {100 * k['ratio_to_copy']:7.0f}% {versus:>12}{mark}")
 for d in r["decode"]:
     print(f"LSM decode B={d['batch']}: device {d['gpu_tokens_per_s']:.0f} tokens/s, "
           f"core {d['core_tokens_per_s']:.0f} tokens/s ({d['speedup_over_core']:.1f}x)")
