@@ -1,6 +1,7 @@
 // `speclab bench gpu`: the device kernels' effective bandwidth (the bytes each must move, from
 // gpu/README.md, over its cudaEvent time) beside the device-to-device copy bandwidth measured in
-// the same run, and the device LinearSoftmax decoding loop's tokens/s beside core's. Inputs are
+// the same run, the verifiers on logits fused and as two kernels (softmax, then the verifier), and
+// the device LinearSoftmax decoding loop's tokens/s beside core's. Inputs are
 // generated on the device in a pool larger than the L2 cache and rotated, so every timed launch
 // reads from HBM. Without a device (or without CUDA in the build) it says so and measures nothing.
 #include <fmt/format.h>
