@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "core/error.hpp"
@@ -48,7 +49,7 @@ std::vector<LayerSkipRange> parse_layer_skip(std::string_view spec) {
     } else if (layers.starts_with("ffn")) {
       range.attention = false;
       layers.remove_prefix(3);
-    } else if (!layers.empty() && (layers.front() < '0' || layers.front() > '9')) {
+    } else if (!layers.empty() && std::isalpha(static_cast<unsigned char>(layers.front()))) {
       fail("has an unknown sublayer prefix (expected none, 'attn' or 'ffn')");
     }
     const size_t dash = layers.find('-');

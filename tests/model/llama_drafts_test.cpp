@@ -202,7 +202,7 @@ TEST(SmolLM2Drafts, GreedySpeculativeEqualsPlainGreedy) {
   const auto plain = plain_decode(target(), prompts, config);
   set_verifier(config, "greedy");
   for (const char* name :
-       {"prompt-lookup-smollm2", "ngram3-smollm2", "layerskip:attn8-27", "layerskip:14-23"}) {
+       {"prompt-lookup-smollm2", "ngram3-smollm2", "layerskip:attn27-29", "layerskip:24-29"}) {
     auto draft = make_model(name);
     for (const int64_t gamma : {1, 4}) {
       config.gamma = gamma;
