@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#if defined(__AVX512F__) || defined(__F16C__)
+#if defined(__AVX512F__) || defined(__AVX2__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -28,8 +28,6 @@ using simd::Vec;
 static_assert(QuantMatrix::kPanelRows == kLanes);
 
 using I32x16 = int32_t __attribute__((vector_size(64)));
-using U8x16 = uint8_t __attribute__((vector_size(16)));
-using I8x16 = int8_t __attribute__((vector_size(16)));
 
 constexpr int64_t kQ4_1Record = 320;  // d[16], m[16] as fp16, 16 × 16 bytes of nibble pairs
 constexpr int64_t kQ8_0Record = 544;  // d[16] as fp16, 32 × 16 int8
@@ -66,22 +64,47 @@ inline void load_halves(const std::byte* p, Vec& v) {
 #endif
 }
 
-// Weights of columns 2j and 2j + 1 of a Q4_1 record's 16 rows: d·q + m, rounded after the
-// product and after the sum as GGUF's dequantize() does (the library is built without
-// contraction, so this is not fused).
+// 16 bytes at p widened to 32-bit lanes, zero- or sign-extended. GCC scalarises
+// __builtin_convertvector between these widths, so the widening is spelled out per target.
+template <bool kSigned>
+inline void widen_bytes(const std::byte* p, I32x16& q) {
+#if defined(__AVX512F__)
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  // Masked forms: GCC 12 warns about the unmasked ones' undefined pass-through operand.
+  q = (I32x16)(kSigned ? _mm512_maskz_cvtepi8_epi32(0xffff, b)
+                       : _mm512_maskz_cvtepu8_epi32(0xffff, b));
+#elif defined(__AVX2__)
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i hi = _mm_unpackhi_epi64(b, b);
+  const __m256i q2[2] = {kSigned ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b),
+                         kSigned ? _mm256_cvtepi8_epi32(hi) : _mm256_cvtepu8_epi32(hi)};
+  std::memcpy(&q, q2, sizeof q);
+#else
+  for (int i = 0; i < kLanes; ++i) {
+    q[i] = kSigned ? static_cast<int8_t>(p[i]) : static_cast<uint8_t>(p[i]);
+  }
+#endif
+}
+
+// Weights of columns 2j and 2j + 1 of a Q4_1 record's 16 rows: d·q + m as GGUF's dequantize()
+// rounds it, product and sum rounded separately. d·q is exact in float (an 11-bit fp16
+// significand times a 4-bit integer, ≥ 2⁻²⁴, far from float's underflow), so the sum is the only
+// rounding and one fused multiply-add gives the same bits in one instruction.
 inline void dequant_q4_1(const std::byte* pair, const Vec& d, const Vec& m, Vec& w0, Vec& w1) {
-  U8x16 bytes;
-  std::memcpy(&bytes, pair, sizeof bytes);
-  const I32x16 q = __builtin_convertvector(bytes, I32x16);
-  w0 = d * __builtin_convertvector(q & 15, Vec) + m;
-  w1 = d * __builtin_convertvector(q >> 4, Vec) + m;
+  I32x16 q;
+  widen_bytes<false>(pair, q);
+  const Vec q0 = __builtin_convertvector(q & 15, Vec), q1 = __builtin_convertvector(q >> 4, Vec);
+  w0 = m;
+  w1 = m;
+  fma_into(w0, d, q0);
+  fma_into(w1, d, q1);
 }
 
 // Weights of column j of a Q8_0 record's 16 rows: d·q.
 inline void dequant_q8_0(const std::byte* column, const Vec& d, Vec& w) {
-  I8x16 bytes;
-  std::memcpy(&bytes, column, sizeof bytes);
-  w = d * __builtin_convertvector(__builtin_convertvector(bytes, I32x16), Vec);
+  I32x16 q;
+  widen_bytes<true>(column, q);
+  w = d * __builtin_convertvector(q, Vec);
 }
 
 struct KernelArgs {
@@ -121,13 +144,15 @@ void quant_kernel(const KernelArgs& g) {
         for (int r = 0; r < R; ++r) dequant_q4_1(rec[r] + 64 + 16 * j, d[r], m[r], w0[r], w1[r]);
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
-          const Vec xb = Vec{} + (xt[(2 * j) * C + c]);
+          const float s = xt[(2 * j) * C + c];
+          const Vec xb = {s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) fma_into(acc[r][c], w0[r], xb);
         }
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
-          const Vec xb = Vec{} + (xt[(2 * j + 1) * C + c]);
+          const float s = xt[(2 * j + 1) * C + c];
+          const Vec xb = {s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) fma_into(acc[r][c], w1[r], xb);
         }
@@ -139,7 +164,8 @@ void quant_kernel(const KernelArgs& g) {
         for (int r = 0; r < R; ++r) dequant_q8_0(rec[r] + 32 + 16 * j, d[r], w[r]);
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
-          const Vec xb = Vec{} + (xt[j * C + c]);
+          const float s = xt[j * C + c];
+          const Vec xb = {s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) fma_into(acc[r][c], w[r], xb);
         }
