@@ -1,5 +1,5 @@
 // LlamaModel (see llama.hpp): the LLaMA forward pass as llama.cpp computes it for rope type 0,
-// each linear layer one skinny_gemm over the new positions so the weights stream once per call.
+// each linear layer one skinny product over the new positions so the weights stream once per call.
 #include "core/models/llama.hpp"
 
 #include <fmt/format.h>
@@ -16,25 +16,15 @@
 namespace speclab {
 namespace {
 
-// Dequantises a 2-D tensor into a PanelMatrix [n_rows × row_length], checking its shape.
-PanelMatrix load_matrix(const GgufFile& file, const std::string& name, int64_t rows,
-                        int64_t depth) {
+// A 2-D tensor [rows × depth] in `storage`, checking its shape.
+WeightMatrix load_matrix(const GgufFile& file, const std::string& name, int64_t rows, int64_t depth,
+                         WeightStorage storage) {
   const GgufTensor t = file.tensor(name);
   if (t.row_length() != depth || t.n_rows() != rows) {
     throw InvalidInput(fmt::format("{}: tensor '{}' is {} rows × {}; expected {} × {}", file.name(),
                                    name, t.n_rows(), t.row_length(), rows, depth));
   }
-  PanelMatrix a(rows, depth);
-#pragma omp parallel
-  {
-    std::vector<float> row(depth);
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < rows; ++i) {
-      t.dequantize_row(i, row);
-      for (int64_t k = 0; k < depth; ++k) a.at(i, k) = row[k];
-    }
-  }
-  return a;
+  return WeightMatrix(t, storage);
 }
 
 std::vector<float> load_vector(const GgufFile& file, const std::string& name, int64_t size) {
@@ -58,16 +48,15 @@ void rms_norm(const float* x, const float* w, int64_t n, int64_t d, double eps, 
 }
 
 // y = A·x for n columns (x [n × depth], y [n × rows]).
-void matmul(const PanelMatrix& a, const std::vector<float>& x, int64_t n, std::vector<float>& y) {
+void matmul(const WeightMatrix& a, const std::vector<float>& x, int64_t n, std::vector<float>& y) {
   y.resize(static_cast<size_t>(n * a.rows()));
-  skinny_gemm(a, SkinnyGemmShape{a.rows(), a.depth(), n},
-              std::span<const float>(x.data(), static_cast<size_t>(n * a.depth())), a.depth(), {},
-              y, a.rows());
+  a.apply(std::span<const float>(x.data(), static_cast<size_t>(n * a.depth())), n, y);
 }
 
 }  // namespace
 
-LlamaModel::LlamaModel(const std::filesystem::path& gguf_path) {
+LlamaModel::LlamaModel(const std::filesystem::path& gguf_path, WeightStorage storage)
+    : storage_(storage) {
   const auto t0 = std::chrono::steady_clock::now();
   const GgufFile file = GgufFile::open(gguf_path);
   const std::string arch = file.get_string("general.architecture");
@@ -108,8 +97,10 @@ LlamaModel::LlamaModel(const std::filesystem::path& gguf_path) {
                                                : gguf_path.stem().string();
 
   const int64_t d = c.n_embd, kv = c.n_head_kv * c.head_dim;
-  token_embd_ = load_matrix(file, "token_embd.weight", c.vocab, d);
-  if (file.has_tensor("output.weight")) output_ = load_matrix(file, "output.weight", c.vocab, d);
+  token_embd_ = load_matrix(file, "token_embd.weight", c.vocab, d, storage);
+  if (file.has_tensor("output.weight")) {
+    output_ = load_matrix(file, "output.weight", c.vocab, d, storage);
+  }
   output_norm_ = load_vector(file, "output_norm.weight", d);
   layers_.resize(static_cast<size_t>(c.n_layer));
   for (int64_t l = 0; l < c.n_layer; ++l) {
@@ -117,13 +108,13 @@ LlamaModel::LlamaModel(const std::filesystem::path& gguf_path) {
     const std::string p = fmt::format("blk.{}.", l);
     layer.attn_norm = load_vector(file, p + "attn_norm.weight", d);
     layer.ffn_norm = load_vector(file, p + "ffn_norm.weight", d);
-    layer.wq = load_matrix(file, p + "attn_q.weight", d, d);
-    layer.wk = load_matrix(file, p + "attn_k.weight", kv, d);
-    layer.wv = load_matrix(file, p + "attn_v.weight", kv, d);
-    layer.wo = load_matrix(file, p + "attn_output.weight", d, d);
-    layer.w_gate = load_matrix(file, p + "ffn_gate.weight", c.n_ff, d);
-    layer.w_up = load_matrix(file, p + "ffn_up.weight", c.n_ff, d);
-    layer.w_down = load_matrix(file, p + "ffn_down.weight", d, c.n_ff);
+    layer.wq = load_matrix(file, p + "attn_q.weight", d, d, storage);
+    layer.wk = load_matrix(file, p + "attn_k.weight", kv, d, storage);
+    layer.wv = load_matrix(file, p + "attn_v.weight", kv, d, storage);
+    layer.wo = load_matrix(file, p + "attn_output.weight", d, d, storage);
+    layer.w_gate = load_matrix(file, p + "ffn_gate.weight", c.n_ff, d, storage);
+    layer.w_up = load_matrix(file, p + "ffn_up.weight", c.n_ff, d, storage);
+    layer.w_down = load_matrix(file, p + "ffn_down.weight", d, c.n_ff, storage);
   }
   rope_inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
   for (int64_t i = 0; i < c.head_dim / 2; ++i) {
@@ -131,6 +122,17 @@ LlamaModel::LlamaModel(const std::filesystem::path& gguf_path) {
         std::pow(c.rope_base, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim)));
   }
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int64_t LlamaModel::weight_bytes() const {
+  int64_t bytes = token_embd_.bytes() + output_.bytes();
+  for (const Layer& layer : layers_) {
+    for (const WeightMatrix* w :
+         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      bytes += w->bytes();
+    }
+  }
+  return bytes;
 }
 
 void LlamaModel::truncate(int64_t sequence_id, int64_t length) {
@@ -214,7 +216,8 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
   std::vector<float> gate, up, down;
   for (int64_t j = 0; j < n; ++j) {
     const int32_t t = tokens[static_cast<size_t>(start + j)];
-    for (int64_t e = 0; e < d; ++e) x[static_cast<size_t>(j * d + e)] = token_embd_.at(t, e);
+    token_embd_.dequantize_row(
+        t, std::span(x).subspan(static_cast<size_t>(j * d), static_cast<size_t>(d)));
   }
   // Rotates adjacent pairs (2i, 2i+1) of every head of row j by (start + j)·θ_i (rope type 0).
   auto rope = [&](std::vector<float>& y, int64_t width) {
@@ -298,8 +301,8 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
   // Final norm and LM head for the last m positions only.
   std::vector<float> h(static_cast<size_t>(m * d));
   rms_norm(&x[static_cast<size_t>((n - m) * d)], output_norm_.data(), m, d, c.rms_eps, h.data());
-  const PanelMatrix& head = output_.rows() > 0 ? output_ : token_embd_;
-  skinny_gemm(head, SkinnyGemmShape{c.vocab, d, m}, h, d, {}, out, c.vocab);
+  const WeightMatrix& head = output_.rows() > 0 ? output_ : token_embd_;
+  head.apply(h, m, out);
 }
 
 }  // namespace speclab

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/model.hpp"
-#include "core/models/skinny_gemm.hpp"
+#include "core/models/weight_matrix.hpp"
 
 namespace speclab {
 
@@ -31,8 +31,10 @@ struct LlamaConfig {
   int32_t eos_token = -1;
 };
 
-/// A LLaMA model whose weights are dequantised to fp32 at load (SmolLM2-135M: ~540 MB) and
-/// stored as PanelMatrix so every linear layer is one skinny_gemm over the new positions.
+/// A LLaMA model whose linear layers are each one skinny product over the new positions, with the
+/// weights kept in their Q4_1 / Q8_0 blocks and dequantised in registers (SmolLM2-135M: ~96 MB)
+/// or dequantised to fp32 at load (~540 MB). Both storages give the same logits, bit for bit
+/// (quant_matrix.hpp); the quantised one streams less memory per step.
 /// Rotary embeddings use llama.cpp's rope type 0 (adjacent pairs (2i, 2i+1), θ_i =
 /// base^(-2i/head_dim)), which is what GGUF's permuted Q/K weights expect.
 ///
@@ -43,7 +45,8 @@ class LlamaModel : public LanguageModel {
  public:
   /// Loads `gguf_path`. InvalidInput when the file is not a llama GGUF with the expected
   /// tensors and shapes.
-  explicit LlamaModel(const std::filesystem::path& gguf_path);
+  explicit LlamaModel(const std::filesystem::path& gguf_path,
+                      WeightStorage storage = WeightStorage::kQuantised);
 
   int64_t vocab() const override { return config_.vocab; }
   std::string name() const override { return name_; }
@@ -59,6 +62,9 @@ class LlamaModel : public LanguageModel {
   int64_t cached_length(int64_t sequence_id) const;
   /// Seconds the constructor took (mapping, parsing, dequantisation).
   double load_seconds() const { return load_seconds_; }
+  WeightStorage weight_storage() const { return storage_; }
+  /// Bytes of the weight matrices (embedding and LM head included), as stored.
+  int64_t weight_bytes() const;
 
  protected:
   void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) override;
@@ -66,8 +72,8 @@ class LlamaModel : public LanguageModel {
  private:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;  // [d]
-    PanelMatrix wq, wk, wv, wo;              // [d × d], [kv × d], [kv × d], [d × d]
-    PanelMatrix w_gate, w_up, w_down;        // [ff × d], [ff × d], [d × ff]
+    WeightMatrix wq, wk, wv, wo;             // [d × d], [kv × d], [kv × d], [d × d]
+    WeightMatrix w_gate, w_up, w_down;       // [ff × d], [ff × d], [d × ff]
   };
   struct Cache {
     std::vector<int32_t> tokens;           // tokens whose k, v are stored
@@ -81,8 +87,9 @@ class LlamaModel : public LanguageModel {
 
   LlamaConfig config_;
   std::string name_;
-  PanelMatrix token_embd_;  // [vocab × d]
-  PanelMatrix output_;      // [vocab × d]; empty when tied to token_embd_
+  WeightStorage storage_ = WeightStorage::kQuantised;
+  WeightMatrix token_embd_;  // [vocab × d]
+  WeightMatrix output_;      // [vocab × d]; empty when tied to token_embd_
   std::vector<float> output_norm_;
   std::vector<Layer> layers_;
   std::vector<float> rope_inv_freq_;  // [head_dim / 2]

@@ -36,6 +36,7 @@ constexpr int64_t kQ8_0Source = 34;
 // Columns per register tile, as in skinny_gemm: the depth-major tile of x stays in L1.
 constexpr int kMaxCols = 8;
 constexpr int64_t kBlockPanels = 4;  // panels per OpenMP work item (a multiple of every R)
+constexpr int64_t kPrefetchRecords = 4;
 // Weights above which the product is split over threads. Dequantising makes the kernel
 // compute-bound, so a second core pays off from smaller matrices than skinny_gemm's 2^22
 // floats; below this the fork/join (and, on a loaded machine, waiting for a descheduled
@@ -134,6 +135,11 @@ void quant_kernel(const KernelArgs& g) {
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       rec[r] = g.w + r * g.panel_stride + b * record;
+      // The kernel spends ~30 cycles on a record, too few for the hardware prefetcher to stay a
+      // memory latency ahead on R streams; ask for the record kPrefetchRecords ahead.
+      for (int64_t line = 0; line < record; line += 64) {
+        __builtin_prefetch(rec[r] + kPrefetchRecords * record + line);
+      }
       load_halves(rec[r], d[r]);
       if constexpr (kQ4) load_halves(rec[r] + 32, m[r]);
     }
