@@ -199,7 +199,7 @@ constexpr std::array<Kernel, kMaxCols + 1> kKernels =
 
 // Panels per kernel call for C columns: several FMA chains in flight for one column, and the
 // accumulators, dequantised weights and scales within AVX-512's 32 registers.
-constexpr int panels_for(int n_cols) { return n_cols <= 2 ? 4 : 2; }
+constexpr int panels_for(int n_cols) { return n_cols <= 4 ? 4 : 2; }
 
 Kernel kernel_for(bool q4, int r, int c) {
   switch (r) {
