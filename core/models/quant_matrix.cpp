@@ -37,10 +37,11 @@ constexpr int64_t kQ8_0Source = 34;
 constexpr int kMaxCols = 8;
 constexpr int64_t kBlockPanels = 4;  // panels per OpenMP work item (a multiple of every R)
 constexpr int64_t kPrefetchRecords = 4;
-// Weights above which the product is split over threads. Dequantising makes the kernel
-// compute-bound, so a second core pays off from smaller matrices than skinny_gemm's 2^22
-// floats; below this the fork/join (and, on a loaded machine, waiting for a descheduled
-// thread) costs about what it saves. Chosen with bench/quant_gemm_bench.cpp.
+// Weights above which the product is split over threads: skinny_gemm's threshold, so both
+// storages thread the same products (in SmolLM2 only the LM head). Dequantising makes the kernel
+// compute-bound, so on an idle machine a second core may pay off for the 0.3–0.9 M-weight layer
+// products too; on a loaded one each of a step's ~200 fork/joins can wait a scheduler time slice
+// for a descheduled thread, as skinny_gemm's comment says.
 constexpr int64_t kParallelWeights = int64_t{1} << 22;
 
 uint16_t load_u16(const std::byte* p) {
