@@ -189,14 +189,13 @@ TEST(SmolLM2NGram, ModelsHeldOutTextAndRowsAreDistributions) {
 }
 
 // SPEC.md V2: greedy verification emits plain greedy decoding's tokens whatever the draft. Each
-// draft, γ ∈ {1, 4}, three chat prompts in one ragged batch.
+// draft, γ ∈ {1, 4}, two chat prompts in one ragged batch (one that prompt lookup can copy from).
 TEST(SmolLM2Drafts, GreedySpeculativeEqualsPlainGreedy) {
   SPECLAB_REQUIRE_MODEL();
   const std::vector<std::vector<int32_t>> prompts = {
-      chat_prompt("What is the capital of France?"),
       chat_prompt("Write a Python function that adds two numbers."),
       chat_prompt("Repeat after me: the quick brown fox jumps over the lazy dog.")};
-  DecodeConfig config{.max_new_tokens = 24,
+  DecodeConfig config{.max_new_tokens = 12,
                       .sampling = {.temperature = 0.0},
                       .draft_sampling = {.temperature = 0.0},
                       .seed = 3};
