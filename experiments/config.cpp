@@ -350,7 +350,7 @@ std::optional<RunSettings> resolve_settings(const LeafValues& values, std::strin
   const auto model = [&](std::string_view key) -> std::string {
     const std::optional<std::string> name = r.read<std::string>(key);
     if (!name) return {};
-    if (std::find(models.begin(), models.end(), *name) == models.end()) {
+    if (!is_model_name(*name)) {
       r.error(key, fmt::format("{} is \"{}\"; expected a model name{}; known models: {}", key,
                                *name, did_you_mean(*name, models), fmt::join(models, ", ")));
       return {};

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <utility>
 
 #include "core/error.hpp"
@@ -55,16 +56,54 @@ void matmul(const WeightMatrix& a, const std::vector<float>& x, int64_t n, std::
 
 }  // namespace
 
-LlamaModel::LlamaModel(const std::filesystem::path& gguf_path, WeightStorage storage)
-    : storage_(storage) {
+LlamaModel::LlamaModel(const std::filesystem::path& gguf_path, LayerSkip skip,
+                       WeightStorage storage)
+    : skip_(std::move(skip)) {
   const auto t0 = std::chrono::steady_clock::now();
+  weights_ = load_weights(gguf_path, storage);
+  config_ = weights_->config;
+  name_ = weights_->name;
+  const auto n_layer = static_cast<size_t>(config_.n_layer);
+  if (skip_.attention.empty() && skip_.ffn.empty()) {
+    skip_.attention.assign(n_layer, false);
+    skip_.ffn.assign(n_layer, false);
+  } else if (skip_.attention.size() != n_layer || skip_.ffn.size() != n_layer) {
+    throw InvalidInput(fmt::format(
+        "{}: layer-skip '{}' covers {} attention and {} FFN sublayers; the model has {} layers",
+        name_, skip_.spec, skip_.attention.size(), skip_.ffn.size(), n_layer));
+  }
+  if (skip_.skipped_attention() + skip_.skipped_ffn() > 0) {
+    name_ += fmt::format(" layerskip:{}", skip_.spec);
+  }
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::shared_ptr<const LlamaModel::Weights> LlamaModel::load_weights(
+    const std::filesystem::path& gguf_path, WeightStorage storage) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<const Weights>> live;
+  std::error_code error;
+  auto key = std::filesystem::weakly_canonical(gguf_path, error).string();
+  if (error) key = gguf_path.string();
+  key += "|" + weight_storage_name(storage);
+  std::lock_guard lock(mutex);
+  if (auto shared = live[key].lock()) return shared;
+  auto weights = read_weights(gguf_path, storage);
+  live[key] = weights;
+  return weights;
+}
+
+std::shared_ptr<const LlamaModel::Weights> LlamaModel::read_weights(
+    const std::filesystem::path& gguf_path, WeightStorage storage) {
+  auto weights = std::make_shared<Weights>();
+  weights->storage = storage;
   const GgufFile file = GgufFile::open(gguf_path);
   const std::string arch = file.get_string("general.architecture");
   if (arch != "llama") {
     throw InvalidInput(
         fmt::format("{}: general.architecture is '{}'; expected 'llama'", file.name(), arch));
   }
-  LlamaConfig& c = config_;
+  LlamaConfig& c = weights->config;
   c.n_layer = file.get_int("llama.block_count");
   c.n_embd = file.get_int("llama.embedding_length");
   c.n_head = file.get_int("llama.attention.head_count");
@@ -93,18 +132,18 @@ LlamaModel::LlamaModel(const std::filesystem::path& gguf_path, WeightStorage sto
   if (file.find("tokenizer.ggml.eos_token_id") != nullptr) {
     c.eos_token = static_cast<int32_t>(file.get_int("tokenizer.ggml.eos_token_id"));
   }
-  name_ = file.find("general.name") != nullptr ? file.get_string("general.name")
-                                               : gguf_path.stem().string();
+  weights->name = file.find("general.name") != nullptr ? file.get_string("general.name")
+                                                       : gguf_path.stem().string();
 
   const int64_t d = c.n_embd, kv = c.n_head_kv * c.head_dim;
-  token_embd_ = load_matrix(file, "token_embd.weight", c.vocab, d, storage);
+  weights->token_embd = load_matrix(file, "token_embd.weight", c.vocab, d, storage);
   if (file.has_tensor("output.weight")) {
-    output_ = load_matrix(file, "output.weight", c.vocab, d, storage);
+    weights->output = load_matrix(file, "output.weight", c.vocab, d, storage);
   }
-  output_norm_ = load_vector(file, "output_norm.weight", d);
-  layers_.resize(static_cast<size_t>(c.n_layer));
+  weights->output_norm = load_vector(file, "output_norm.weight", d);
+  weights->layers.resize(static_cast<size_t>(c.n_layer));
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    Layer& layer = layers_[static_cast<size_t>(l)];
+    Layer& layer = weights->layers[static_cast<size_t>(l)];
     const std::string p = fmt::format("blk.{}.", l);
     layer.attn_norm = load_vector(file, p + "attn_norm.weight", d);
     layer.ffn_norm = load_vector(file, p + "ffn_norm.weight", d);
@@ -116,17 +155,17 @@ LlamaModel::LlamaModel(const std::filesystem::path& gguf_path, WeightStorage sto
     layer.w_up = load_matrix(file, p + "ffn_up.weight", c.n_ff, d, storage);
     layer.w_down = load_matrix(file, p + "ffn_down.weight", d, c.n_ff, storage);
   }
-  rope_inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
+  weights->rope_inv_freq.resize(static_cast<size_t>(c.head_dim / 2));
   for (int64_t i = 0; i < c.head_dim / 2; ++i) {
-    rope_inv_freq_[static_cast<size_t>(i)] = static_cast<float>(
+    weights->rope_inv_freq[static_cast<size_t>(i)] = static_cast<float>(
         std::pow(c.rope_base, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim)));
   }
-  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return weights;
 }
 
 int64_t LlamaModel::weight_bytes() const {
-  int64_t bytes = token_embd_.bytes() + output_.bytes();
-  for (const Layer& layer : layers_) {
+  int64_t bytes = weights_->token_embd.bytes() + weights_->output.bytes();
+  for (const Layer& layer : weights_->layers) {
     for (const WeightMatrix* w :
          {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
       bytes += w->bytes();
@@ -142,8 +181,9 @@ void LlamaModel::truncate(int64_t sequence_id, int64_t length) {
   const int64_t keep = std::clamp<int64_t>(length, 0, static_cast<int64_t>(cache.tokens.size()));
   const int64_t kv = config_.n_head_kv * config_.head_dim;
   cache.tokens.resize(static_cast<size_t>(keep));
-  for (auto& k : cache.k) k.resize(static_cast<size_t>(keep * kv));
-  for (auto& v : cache.v) v.resize(static_cast<size_t>(keep * kv));
+  // Layers whose attention is skipped hold no keys or values: never grow them.
+  for (auto& k : cache.k) k.resize(std::min(k.size(), static_cast<size_t>(keep * kv)));
+  for (auto& v : cache.v) v.resize(std::min(v.size(), static_cast<size_t>(keep * kv)));
 }
 
 void LlamaModel::release(int64_t sequence_id) { caches_.erase(sequence_id); }
@@ -206,6 +246,7 @@ void LlamaModel::score_logits(std::span<const ScoreRequest> requests, std::span<
 void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t start, int64_t m,
                          std::span<float> out) const {
   const LlamaConfig& c = config_;
+  const Weights& weights = *weights_;
   const int64_t d = c.n_embd, hd = c.head_dim, kv = c.n_head_kv * hd;
   const int64_t length = static_cast<int64_t>(tokens.size());
   const int64_t n = length - start;  // new positions, ≥ m
@@ -216,7 +257,7 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
   std::vector<float> gate, up, down;
   for (int64_t j = 0; j < n; ++j) {
     const int32_t t = tokens[static_cast<size_t>(start + j)];
-    token_embd_.dequantize_row(
+    weights.token_embd.dequantize_row(
         t, std::span(x).subspan(static_cast<size_t>(j * d), static_cast<size_t>(d)));
   }
   // Rotates adjacent pairs (2i, 2i+1) of every head of row j by (start + j)·θ_i (rope type 0).
@@ -224,7 +265,7 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
     for (int64_t j = 0; j < n; ++j) {
       const auto pos = static_cast<float>(start + j);
       for (int64_t i = 0; i < hd / 2; ++i) {
-        const float angle = pos * rope_inv_freq_[static_cast<size_t>(i)];
+        const float angle = pos * weights.rope_inv_freq[static_cast<size_t>(i)];
         const float cs = std::cos(angle), sn = std::sin(angle);
         for (int64_t h = 0; h < width / hd; ++h) {
           float* p = &y[static_cast<size_t>(j * width + h * hd + 2 * i)];
@@ -237,55 +278,58 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
   };
 
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    const Layer& layer = layers_[static_cast<size_t>(l)];
-    rms_norm(x.data(), layer.attn_norm.data(), n, d, c.rms_eps, xn.data());
-    matmul(layer.wq, xn, n, q);
-    matmul(layer.wk, xn, n, k);
-    matmul(layer.wv, xn, n, v);
-    rope(q, d);
-    rope(k, kv);
-    std::vector<float>& k_cache = cache.k[static_cast<size_t>(l)];
-    std::vector<float>& v_cache = cache.v[static_cast<size_t>(l)];
-    k_cache.insert(k_cache.end(), k.begin(), k.end());
-    v_cache.insert(v_cache.end(), v.begin(), v.end());
+    const Layer& layer = weights.layers[static_cast<size_t>(l)];
+    if (!skip_.attention[static_cast<size_t>(l)]) {
+      rms_norm(x.data(), layer.attn_norm.data(), n, d, c.rms_eps, xn.data());
+      matmul(layer.wq, xn, n, q);
+      matmul(layer.wk, xn, n, k);
+      matmul(layer.wv, xn, n, v);
+      rope(q, d);
+      rope(k, kv);
+      std::vector<float>& k_cache = cache.k[static_cast<size_t>(l)];
+      std::vector<float>& v_cache = cache.v[static_cast<size_t>(l)];
+      k_cache.insert(k_cache.end(), k.begin(), k.end());
+      v_cache.insert(v_cache.end(), v.begin(), v.end());
 
-    // Causal attention: row j (position start + j) sees positions 0..start + j.
+      // Causal attention: row j (position start + j) sees positions 0..start + j.
 #pragma omp parallel
-    {
-      std::vector<float> score(static_cast<size_t>(length));
+      {
+        std::vector<float> score(static_cast<size_t>(length));
 #pragma omp for collapse(2) schedule(static)
-      for (int64_t j = 0; j < n; ++j) {
-        for (int64_t h = 0; h < c.n_head; ++h) {
-          const float* qh = &q[static_cast<size_t>(j * d + h * hd)];
-          const int64_t kv_off = (h / group) * hd;
-          const int64_t n_seen = start + j + 1;
-          float max_score = -std::numeric_limits<float>::infinity();
-          for (int64_t t = 0; t < n_seen; ++t) {
-            const float* kt = &k_cache[static_cast<size_t>(t * kv + kv_off)];
-            float s = 0.0f;
-            for (int64_t e = 0; e < hd; ++e) s += qh[e] * kt[e];
-            score[static_cast<size_t>(t)] = s * scale;
-            max_score = std::max(max_score, s * scale);
-          }
-          float total = 0.0f;
-          for (int64_t t = 0; t < n_seen; ++t) {
-            float& s = score[static_cast<size_t>(t)];
-            s = std::exp(s - max_score);
-            total += s;
-          }
-          float* oh = &att[static_cast<size_t>(j * d + h * hd)];
-          std::fill(oh, oh + hd, 0.0f);
-          for (int64_t t = 0; t < n_seen; ++t) {
-            const float w = score[static_cast<size_t>(t)] / total;
-            const float* vt = &v_cache[static_cast<size_t>(t * kv + kv_off)];
-            for (int64_t e = 0; e < hd; ++e) oh[e] += w * vt[e];
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t h = 0; h < c.n_head; ++h) {
+            const float* qh = &q[static_cast<size_t>(j * d + h * hd)];
+            const int64_t kv_off = (h / group) * hd;
+            const int64_t n_seen = start + j + 1;
+            float max_score = -std::numeric_limits<float>::infinity();
+            for (int64_t t = 0; t < n_seen; ++t) {
+              const float* kt = &k_cache[static_cast<size_t>(t * kv + kv_off)];
+              float s = 0.0f;
+              for (int64_t e = 0; e < hd; ++e) s += qh[e] * kt[e];
+              score[static_cast<size_t>(t)] = s * scale;
+              max_score = std::max(max_score, s * scale);
+            }
+            float total = 0.0f;
+            for (int64_t t = 0; t < n_seen; ++t) {
+              float& s = score[static_cast<size_t>(t)];
+              s = std::exp(s - max_score);
+              total += s;
+            }
+            float* oh = &att[static_cast<size_t>(j * d + h * hd)];
+            std::fill(oh, oh + hd, 0.0f);
+            for (int64_t t = 0; t < n_seen; ++t) {
+              const float w = score[static_cast<size_t>(t)] / total;
+              const float* vt = &v_cache[static_cast<size_t>(t * kv + kv_off)];
+              for (int64_t e = 0; e < hd; ++e) oh[e] += w * vt[e];
+            }
           }
         }
       }
+      matmul(layer.wo, att, n, o);
+      for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
     }
-    matmul(layer.wo, att, n, o);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
 
+    if (skip_.ffn[static_cast<size_t>(l)]) continue;
     rms_norm(x.data(), layer.ffn_norm.data(), n, d, c.rms_eps, xn.data());
     matmul(layer.w_gate, xn, n, gate);
     matmul(layer.w_up, xn, n, up);
@@ -300,8 +344,9 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
 
   // Final norm and LM head for the last m positions only.
   std::vector<float> h(static_cast<size_t>(m * d));
-  rms_norm(&x[static_cast<size_t>((n - m) * d)], output_norm_.data(), m, d, c.rms_eps, h.data());
-  const WeightMatrix& head = output_.rows() > 0 ? output_ : token_embd_;
+  rms_norm(&x[static_cast<size_t>((n - m) * d)], weights.output_norm.data(), m, d, c.rms_eps,
+           h.data());
+  const WeightMatrix& head = weights.output.rows() > 0 ? weights.output : weights.token_embd;
   head.apply(h, m, out);
 }
 

@@ -1,17 +1,20 @@
 // LlamaModel: the LLaMA-architecture forward pass (RMSNorm, rotary embeddings, grouped-query
 // attention with a per-sequence KV cache, SwiGLU FFN, tied or separate LM head) read from a GGUF
 // file such as SmolLM2-135M (issue "A real LLM as target"). The target of SPEC.md as a real model:
-// scoring m positions at once streams the weights once, as a verification pass does.
+// scoring m positions at once streams the weights once, as a verification pass does. With a
+// LayerSkip it is also its own layer-skip draft (core/models/layer_skip.hpp).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/model.hpp"
+#include "core/models/layer_skip.hpp"
 #include "core/models/weight_matrix.hpp"
 
 namespace speclab {
@@ -32,20 +35,27 @@ struct LlamaConfig {
 };
 
 /// A LLaMA model whose linear layers are each one skinny product over the new positions, with the
-/// weights kept in their Q4_1 / Q8_0 blocks and dequantised in registers (SmolLM2-135M: ~96 MB)
-/// or dequantised to fp32 at load (~540 MB). Both storages give the same logits, bit for bit
+/// weights kept in their Q4_1 / Q8_0 blocks and dequantised in registers (SmolLM2-135M: 96 MB)
+/// or dequantised to fp32 at load (538 MB). Both storages give the same logits, bit for bit
 /// (quant_matrix.hpp); the quantised one streams less memory per step.
 /// Rotary embeddings use llama.cpp's rope type 0 (adjacent pairs (2i, 2i+1), θ_i =
 /// base^(-2i/head_dim)), which is what GGUF's permuted Q/K weights expect.
 ///
-/// State: one KV cache per sequence_id. score_logits() keeps the cached positions that match
-/// the request's tokens (up to the first row it must output) and computes only the rest;
+/// Weights are immutable and shared: every LlamaModel loaded from the same file in the same
+/// storage while another is alive reuses its weights (so a layer-skip draft beside its target
+/// costs no second copy).
+/// A model with a LayerSkip leaves the skipped attention / FFN sublayers out of the residual
+/// stream (x ← x for that sublayer) and keeps no keys or values for skipped attention.
+///
+/// State: one KV cache per sequence_id, per model. score_logits() keeps the cached positions that
+/// match the request's tokens (up to the first row it must output) and computes only the rest;
 /// truncate() rolls a cache back, release() frees it. Not thread-safe.
 class LlamaModel : public LanguageModel {
  public:
-  /// Loads `gguf_path`. InvalidInput when the file is not a llama GGUF with the expected
-  /// tensors and shapes.
-  explicit LlamaModel(const std::filesystem::path& gguf_path,
+  /// Loads `gguf_path` (or shares the weights of a live model loaded from the same file).
+  /// InvalidInput when the file is not a llama GGUF with the expected tensors and shapes, or when
+  /// a non-empty `skip` does not have one entry per layer.
+  explicit LlamaModel(const std::filesystem::path& gguf_path, LayerSkip skip = {},
                       WeightStorage storage = WeightStorage::kQuantised);
 
   int64_t vocab() const override { return config_.vocab; }
@@ -60,11 +70,15 @@ class LlamaModel : public LanguageModel {
   std::vector<float> logits(std::span<const ScoreRequest> requests);
   /// Tokens whose keys/values are cached for a sequence (0 when none).
   int64_t cached_length(int64_t sequence_id) const;
-  /// Seconds the constructor took (mapping, parsing, dequantisation).
+  /// Seconds the constructor took (mapping, parsing, dequantisation; ~0 when weights are shared).
   double load_seconds() const { return load_seconds_; }
-  WeightStorage weight_storage() const { return storage_; }
+  /// The sublayers this model skips (empty masks: none).
+  const LayerSkip& skip() const { return skip_; }
+  WeightStorage weight_storage() const { return weights_->storage; }
   /// Bytes of the weight matrices (embedding and LM head included), as stored.
   int64_t weight_bytes() const;
+  /// True when both models use the same weights in memory.
+  bool shares_weights_with(const LlamaModel& other) const { return weights_ == other.weights_; }
 
  protected:
   void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) override;
@@ -74,6 +88,17 @@ class LlamaModel : public LanguageModel {
     std::vector<float> attn_norm, ffn_norm;  // [d]
     WeightMatrix wq, wk, wv, wo;             // [d × d], [kv × d], [kv × d], [d × d]
     WeightMatrix w_gate, w_up, w_down;       // [ff × d], [ff × d], [d × ff]
+  };
+  // Everything read from the file; immutable once loaded.
+  struct Weights {
+    LlamaConfig config;
+    std::string name;
+    WeightStorage storage = WeightStorage::kQuantised;
+    WeightMatrix token_embd;  // [vocab × d]
+    WeightMatrix output;      // [vocab × d]; empty when tied to token_embd
+    std::vector<float> output_norm;
+    std::vector<Layer> layers;
+    std::vector<float> rope_inv_freq;  // [head_dim / 2]
   };
   struct Cache {
     std::vector<int32_t> tokens;           // tokens whose k, v are stored
@@ -85,14 +110,17 @@ class LlamaModel : public LanguageModel {
   void forward(Cache& cache, std::span<const int32_t> tokens, int64_t start, int64_t m,
                std::span<float> out) const;
 
+  // The weights of `gguf_path`, shared with any live model that loaded the same file in the same
+  // storage.
+  static std::shared_ptr<const Weights> load_weights(const std::filesystem::path& gguf_path,
+                                                     WeightStorage storage);
+  static std::shared_ptr<const Weights> read_weights(const std::filesystem::path& gguf_path,
+                                                     WeightStorage storage);
+
+  std::shared_ptr<const Weights> weights_;
   LlamaConfig config_;
   std::string name_;
-  WeightStorage storage_ = WeightStorage::kQuantised;
-  WeightMatrix token_embd_;  // [vocab × d]
-  WeightMatrix output_;      // [vocab × d]; empty when tied to token_embd_
-  std::vector<float> output_norm_;
-  std::vector<Layer> layers_;
-  std::vector<float> rope_inv_freq_;  // [head_dim / 2]
+  LayerSkip skip_;
   std::map<int64_t, Cache> caches_;
   double load_seconds_ = 0.0;
 };

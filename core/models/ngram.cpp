@@ -1,4 +1,5 @@
-// Byte-level interpolated Kneser–Ney n-gram models, their corpus and presets; see ngram.hpp.
+// Interpolated Kneser–Ney n-gram models over bytes or token ids, their corpus and presets; see
+// ngram.hpp.
 #include "core/models/ngram.hpp"
 
 #include <fmt/format.h>
@@ -26,14 +27,8 @@ namespace {
 constexpr double kHeldOutShare = 0.1;
 constexpr int kPresetMaxOrder = 5;
 
-// An n-gram packed oldest byte first, so sorting keys groups grams by context, then next byte.
-uint64_t pack(const unsigned char* bytes, int n) {
-  uint64_t key = 0;
-  for (int i = 0; i < n; ++i) key = (key << 8) | bytes[i];
-  return key;
-}
-
-uint64_t low_bytes_mask(int n) { return n >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1; }
+// The low `bits` bits of a key.
+uint64_t low_bits_mask(int bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
 
 // Sorted keys -> distinct keys and their multiplicities.
 void run_lengths(std::span<const uint64_t> sorted, std::vector<uint64_t>& keys,
@@ -136,7 +131,8 @@ std::vector<int32_t> corpus_prompt(int64_t offset, int64_t length, const std::st
 
 // ---- interpolated Kneser–Ney --------------------------------------------------------------------
 
-KneserNey::KneserNey(std::string_view text, int order) : order_(order) {
+KneserNey::KneserNey(std::string_view text, int order)
+    : order_(order), vocab_(kByteVocab), bits_(8) {
   if (order < 1 || order > kMaxNGramOrder) {
     throw InvalidInput(
         fmt::format("KneserNey: order {}; expected an order in [1, {}]", order, kMaxNGramOrder));
@@ -145,18 +141,57 @@ KneserNey::KneserNey(std::string_view text, int order) : order_(order) {
     throw InvalidInput(fmt::format(
         "KneserNey: training text has {} bytes; expected at least 2 and under 4 GiB", text.size()));
   }
-  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-  const int64_t size = static_cast<int64_t>(text.size());
+  train(text_to_tokens(text));
+}
+
+KneserNey::KneserNey(std::span<const int32_t> tokens, int order, int64_t vocab)
+    : order_(order), vocab_(vocab), bits_(1) {
+  if (vocab < 2 || vocab > (int64_t{1} << 32)) {
+    throw InvalidInput(
+        fmt::format("KneserNey: vocabulary of {} tokens; expected 2 ≤ V ≤ 2^32", vocab));
+  }
+  while ((int64_t{1} << bits_) < vocab) ++bits_;
+  const int max_order = 64 / bits_;
+  if (order < 1 || order > max_order) {
+    throw InvalidInput(fmt::format(
+        "KneserNey: order {}; expected an order in [1, {}] for a vocabulary of {} tokens ({} bits "
+        "each in a 64-bit key)",
+        order, max_order, vocab, bits_));
+  }
+  if (tokens.size() < 2 || tokens.size() >= std::numeric_limits<uint32_t>::max()) {
+    throw InvalidInput(
+        fmt::format("KneserNey: training text has {} tokens; expected at least 2 and under 2^32",
+                    tokens.size()));
+  }
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      throw InvalidInput(
+          fmt::format("KneserNey: training token {} is {}; expected a token id in [0, {})", i,
+                      tokens[i], vocab));
+    }
+  }
+  train(tokens);
+}
+
+uint64_t KneserNey::pack(std::span<const int32_t> gram) const {
+  uint64_t key = 0;
+  for (const int32_t t : gram) key = (key << bits_) | static_cast<uint32_t>(t);
+  return key;
+}
+
+void KneserNey::train(std::span<const int32_t> tokens) {
+  const int order = order_;
+  const int64_t size = static_cast<int64_t>(tokens.size());
   tables_.resize(order);
 
   // Top order: raw counts of every n-gram in the text.
   std::vector<uint64_t> sorted;
   if (size >= order) {
     sorted.resize(size - order + 1);
-    const uint64_t mask = low_bytes_mask(order);
-    uint64_t key = pack(bytes, order - 1);
+    const uint64_t mask = low_bits_mask(bits_ * order);
+    uint64_t key = pack(tokens.first(order - 1));
     for (int64_t i = 0; i + order <= size; ++i) {
-      key = ((key << 8) | bytes[i + order - 1]) & mask;
+      key = ((key << bits_) | static_cast<uint32_t>(tokens[i + order - 1])) & mask;
       sorted[i] = key;
     }
     std::sort(sorted.begin(), sorted.end());
@@ -166,18 +201,19 @@ KneserNey::KneserNey(std::string_view text, int order) : order_(order) {
   run_lengths(sorted, grams, counts);
   tables_[order - 1] = make_table(grams, counts);
 
-  // Lower orders: N1+(• g) = the number of distinct (n+1)-grams whose last n bytes are g.
+  // Lower orders: N1+(• g) = the number of distinct (n+1)-grams whose last n tokens are g.
   // `grams` holds the distinct (n+1)-grams of the text on entry to each step.
   for (int n = order - 1; n >= 1; --n) {
-    const uint64_t mask = low_bytes_mask(n);
+    const uint64_t mask = low_bits_mask(bits_ * n);
     sorted.resize(grams.size());
     std::transform(grams.begin(), grams.end(), sorted.begin(),
                    [mask](uint64_t g) { return g & mask; });
     std::sort(sorted.begin(), sorted.end());
     run_lengths(sorted, grams, counts);
     tables_[n - 1] = make_table(grams, counts);
-    // The distinct n-grams are those with a predecessor (just counted) plus the one at byte 0.
-    const uint64_t first = pack(bytes, n);
+    // The distinct n-grams are those with a predecessor (just counted) plus the one at token 0.
+    if (n > size) continue;
+    const uint64_t first = pack(tokens.first(n));
     if (auto it = std::lower_bound(grams.begin(), grams.end(), first);
         it == grams.end() || *it != first) {
       grams.insert(it, first);
@@ -186,18 +222,19 @@ KneserNey::KneserNey(std::string_view text, int order) : order_(order) {
 }
 
 KneserNey::Table KneserNey::make_table(std::span<const uint64_t> grams,
-                                       std::span<const uint32_t> counts) {
+                                       std::span<const uint32_t> counts) const {
   Table table;
+  const uint64_t token_mask = low_bits_mask(bits_);
   int64_t n1 = 0, n2 = 0;
   for (size_t i = 0; i < grams.size(); ++i) {
-    const uint64_t context = grams[i] >> 8;
+    const uint64_t context = grams[i] >> bits_;
     if (table.context_keys.empty() || table.context_keys.back() != context) {
       table.context_keys.push_back(context);
       table.context_totals.push_back(0);
       table.child_begin.push_back(static_cast<uint32_t>(i));
     }
     table.context_totals.back() += counts[i];
-    table.child_tokens.push_back(static_cast<uint8_t>(grams[i] & 0xff));
+    table.child_tokens.push_back(static_cast<uint32_t>(grams[i] & token_mask));
     table.child_counts.push_back(counts[i]);
     n1 += counts[i] == 1;
     n2 += counts[i] == 2;
@@ -224,28 +261,46 @@ double KneserNey::discount(int n) const {
 }
 
 int64_t KneserNey::count(std::string_view gram) const {
+  if (vocab_ != kByteVocab) {
+    throw InvalidInput(
+        fmt::format("KneserNey::count: gram '{}' is text but the model has {} tokens, not bytes",
+                    gram, vocab_));
+  }
+  return count(text_to_tokens(gram));
+}
+
+int64_t KneserNey::count(std::span<const int32_t> gram) const {
   const int n = static_cast<int>(gram.size());
   if (n < 1 || n > order_) {
     throw InvalidInput(
-        fmt::format("KneserNey::count: gram '{}' has {} bytes; expected [1, {}]", gram, n, order_));
+        fmt::format("KneserNey::count: gram has {} tokens; expected [1, {}]", n, order_));
+  }
+  for (const int32_t t : gram) {
+    if (t < 0 || t >= vocab_) {
+      throw InvalidInput(
+          fmt::format("KneserNey::count: token {}; expected a token id in [0, {})", t, vocab_));
+    }
   }
   const Table& table = tables_[n - 1];
-  const uint64_t key = pack(reinterpret_cast<const unsigned char*>(gram.data()), n);
-  const int64_t c = find_context(table, key >> 8);
+  const uint64_t key = pack(gram);
+  const int64_t c = find_context(table, key >> bits_);
   if (c < 0) return 0;
+  const auto token = static_cast<uint32_t>(key & low_bits_mask(bits_));
   const auto begin = table.child_tokens.begin() + table.child_begin[c];
   const auto end = table.child_tokens.begin() + table.child_begin[c + 1];
-  const auto it = std::lower_bound(begin, end, static_cast<uint8_t>(key & 0xff));
-  if (it == end || *it != (key & 0xff)) return 0;
+  const auto it = std::lower_bound(begin, end, token);
+  if (it == end || *it != token) return 0;
   return table.child_counts[it - table.child_tokens.begin()];
 }
 
-void KneserNey::distribution(std::span<const int32_t> context, std::span<double> probs) const {
-  std::fill(probs.begin(), probs.end(), 1.0 / static_cast<double>(kByteVocab));
+double KneserNey::distribution(std::span<const int32_t> context, std::span<double> probs) const {
+  // Every entry starts at the floor and is scaled by the same back-off weights; only the
+  // children of the contexts found get more, so untouched entries equal `floor` bit for bit.
+  double floor = 1.0 / static_cast<double>(vocab_);
+  std::fill(probs.begin(), probs.end(), floor);
   const int64_t length = static_cast<int64_t>(context.size());
   for (int n = 1; n <= order_ && n - 1 <= length; ++n) {
-    uint64_t key = 0;
-    for (int64_t i = length - (n - 1); i < length; ++i) key = (key << 8) | context[i];
+    const uint64_t key = pack(context.subspan(length - (n - 1)));
     const Table& table = tables_[n - 1];
     const int64_t c = find_context(table, key);
     if (c < 0) continue;  // c(h) = 0: P_n(· | h) = P_{n-1}(· | h')
@@ -254,10 +309,12 @@ void KneserNey::distribution(std::span<const int32_t> context, std::span<double>
     const double d = table.discount;
     const double backoff = d * static_cast<double>(end - begin) / total;
     for (double& p : probs) p *= backoff;
+    floor *= backoff;
     for (uint32_t i = begin; i < end; ++i) {
       probs[table.child_tokens[i]] += (static_cast<double>(table.child_counts[i]) - d) / total;
     }
   }
+  return floor;
 }
 
 NGramModel::NGramModel(std::shared_ptr<const KneserNey> lm, std::string name)
@@ -266,16 +323,21 @@ NGramModel::NGramModel(std::shared_ptr<const KneserNey> lm, std::string name)
 }
 
 void NGramModel::score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) {
-  std::array<double, kByteVocab> probs;
+  const int64_t vocab = lm_->vocab();
+  std::vector<double> probs(static_cast<size_t>(vocab));
   int64_t row = 0;
   for (const auto& r : requests) {
     const int64_t length = static_cast<int64_t>(r.tokens.size());
     for (int64_t j = 0; j < r.n_positions; ++j, ++row) {
-      lm_->distribution(r.tokens.first(length - r.n_positions + 1 + j), probs);
-      float* out = logits.data() + row * kByteVocab;
-      for (int64_t t = 0; t < kByteVocab; ++t) {
-        out[t] = probs[t] > 0.0 ? static_cast<float>(std::log(probs[t]))
-                                : -std::numeric_limits<float>::infinity();
+      const double floor = lm_->distribution(r.tokens.first(length - r.n_positions + 1 + j), probs);
+      // Most of a large vocabulary sits at the floor: one logarithm serves them all.
+      const auto log_floor = static_cast<float>(std::log(floor));
+      float* out = logits.data() + row * vocab;
+      for (int64_t t = 0; t < vocab; ++t) {
+        const double p = probs[static_cast<size_t>(t)];
+        out[t] = p == floor ? log_floor
+                 : p > 0.0  ? static_cast<float>(std::log(p))
+                            : -std::numeric_limits<float>::infinity();
       }
     }
   }

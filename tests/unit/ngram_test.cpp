@@ -18,6 +18,7 @@
 namespace speclab {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 using testing::error_of;
@@ -87,6 +88,72 @@ TEST(NGram, KneserNeyCountsMatchHandDerivation) {
   // An unseen context backs off to the lower orders: P(·|"zr") = P2(·|r).
   const auto zr = kn_row(lm, text_to_tokens("zr"));
   EXPECT_NEAR(zr['a'], p2, 1e-15);
+}
+
+// The same "abracadabra" as above over a 49152-token vocabulary, each letter mapped to an id that
+// needs all 16 bits of a packed token (a → 49151, b → 256, r → 40000, c → 1, d → 0): counts and
+// discounts are those derived above, and only the uniform base changes, from 1/256 to 1/49152.
+TEST(NGram, TokenKneserNeyMatchesTheByteDerivationOverALargeVocabulary) {
+  constexpr int64_t kVocab = 49152;
+  const auto id = [](char c) -> int32_t {
+    switch (c) {
+      case 'a':
+        return 49151;
+      case 'b':
+        return 256;
+      case 'r':
+        return 40000;
+      case 'c':
+        return 1;
+      default:
+        return 0;  // 'd'
+    }
+  };
+  std::vector<int32_t> tokens;
+  for (char c : std::string_view("abracadabra")) tokens.push_back(id(c));
+  const KneserNey lm(tokens, 3, kVocab);
+  EXPECT_EQ(lm.vocab(), kVocab);
+  const auto ids = [&](std::string_view gram) {
+    std::vector<int32_t> out;
+    for (char c : gram) out.push_back(id(c));
+    return out;
+  };
+  EXPECT_EQ(lm.count(ids("abr")), 2);
+  EXPECT_EQ(lm.count(ids("rac")), 1);
+  EXPECT_EQ(lm.count(ids("bar")), 0);
+  EXPECT_EQ(lm.count(ids("a")), 3);
+  EXPECT_DOUBLE_EQ(lm.discount(3), 5.0 / 9.0);
+
+  const double p1 = 2.5 / 7 + 0.5 * 5 / 7 / kVocab;
+  const double p2 = 0.5 + 0.5 * p1;
+  const double p3 = (2 - 5.0 / 9) / 2 + (5.0 / 9) / 2 * p2;
+  std::vector<double> row(kVocab);
+  const double floor = lm.distribution(ids("br"), row);
+  EXPECT_NEAR(row[id('a')], p3, 1e-15);
+  // Token 12345 never occurs: it sits at the floor, the back-off chain times 1/V.
+  EXPECT_NEAR(row[12345], 5.0 / 18 * 0.5 * 0.5 * 5 / 7 / kVocab, 1e-20);
+  EXPECT_EQ(row[12345], floor);
+  EXPECT_GT(row[id('c')], floor);  // c follows "a" in the text: above the floor
+  EXPECT_NEAR(std::accumulate(row.begin(), row.end(), 0.0), 1.0, 1e-12);
+
+  NGramModel model(std::make_shared<const KneserNey>(lm), "tokens");
+  EXPECT_EQ(model.vocab(), kVocab);
+  const std::vector<int32_t> context = ids("abr");
+  const auto probs = score_rows(model, context, 1);
+  ASSERT_EQ(probs.size(), static_cast<size_t>(kVocab));
+  EXPECT_NEAR(probs[id('a')], p3, 1e-6);  // only the last two tokens, "br", matter
+}
+
+TEST(NGram, TokenKneserNeyRejectsBadInput) {
+  const std::vector<int32_t> tokens = {1, 2, 3, 49151};
+  EXPECT_THAT(error_of([&] { KneserNey(tokens, 5, 49152); }),
+              AllOf(HasSubstr("order 5"), HasSubstr("[1, 4]"), HasSubstr("49152 tokens")));
+  EXPECT_THAT(error_of([&] { KneserNey(tokens, 2, 49151); }),
+              AllOf(HasSubstr("training token 3 is 49151"), HasSubstr("[0, 49151)")));
+  EXPECT_THAT(error_of([&] { KneserNey(std::span(tokens).first(1), 2, 10); }),
+              HasSubstr("1 tokens"));
+  const KneserNey lm(tokens, 2, 49152);
+  EXPECT_THAT(error_of([&] { lm.count("ab"); }), HasSubstr("not bytes"));
 }
 
 TEST(NGram, RowsAreDistributions) {
