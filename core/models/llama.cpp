@@ -85,7 +85,8 @@ std::shared_ptr<const LlamaModel::Weights> LlamaModel::load_weights(
   std::error_code error;
   auto key = std::filesystem::weakly_canonical(gguf_path, error).string();
   if (error) key = gguf_path.string();
-  key += "|" + weight_storage_name(storage);
+  key += '|';
+  key += weight_storage_name(storage);
   std::lock_guard lock(mutex);
   if (auto shared = live[key].lock()) return shared;
   auto weights = read_weights(gguf_path, storage);

@@ -21,6 +21,12 @@ WeightMatrix::WeightMatrix(const GgufTensor& tensor, WeightStorage storage) {
         tensor.type(), std::span(tensor.data, static_cast<size_t>(tensor.n_bytes())), rows, depth);
     return;
   }
+  if (!ggml_type_supported(tensor.type())) {
+    // Checked before the parallel loop: an exception cannot leave an OpenMP region.
+    throw InvalidInput(
+        fmt::format("tensor '{}' has type {}; speclab dequantises F32, F16, Q8_0 and Q4_1",
+                    tensor.name(), ggml_type_name(tensor.type())));
+  }
   PanelMatrix& a = matrix_.emplace<PanelMatrix>(rows, depth);
 #pragma omp parallel
   {

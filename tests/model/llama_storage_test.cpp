@@ -28,7 +28,7 @@ const std::filesystem::path kModel =
 LlamaModel& model(WeightStorage storage) {
   static std::unique_ptr<LlamaModel> fp32, quantised;
   auto& m = storage == WeightStorage::kFp32 ? fp32 : quantised;
-  if (!m) m = std::make_unique<LlamaModel>(kModel, storage);
+  if (!m) m = std::make_unique<LlamaModel>(kModel, LayerSkip{}, storage);
   return *m;
 }
 
