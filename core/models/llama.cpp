@@ -1,5 +1,5 @@
 // LlamaModel (see llama.hpp): the LLaMA forward pass as llama.cpp computes it for rope type 0,
-// each linear layer one skinny_gemm over the new positions so the weights stream once per call.
+// each linear layer one skinny product over the new positions so the weights stream once per call.
 #include "core/models/llama.hpp"
 
 #include <fmt/format.h>
@@ -17,31 +17,15 @@
 namespace speclab {
 namespace {
 
-// Dequantises a 2-D tensor into a PanelMatrix [n_rows × row_length], checking its shape.
-PanelMatrix load_matrix(const GgufFile& file, const std::string& name, int64_t rows,
-                        int64_t depth) {
+// A 2-D tensor [rows × depth] in `storage`, checking its shape.
+WeightMatrix load_matrix(const GgufFile& file, const std::string& name, int64_t rows, int64_t depth,
+                         WeightStorage storage) {
   const GgufTensor t = file.tensor(name);
   if (t.row_length() != depth || t.n_rows() != rows) {
     throw InvalidInput(fmt::format("{}: tensor '{}' is {} rows × {}; expected {} × {}", file.name(),
                                    name, t.n_rows(), t.row_length(), rows, depth));
   }
-  if (!ggml_type_supported(t.type())) {
-    // Checked before the parallel loop: an exception cannot leave an OpenMP region.
-    throw InvalidInput(
-        fmt::format("{}: tensor '{}' has type {}; speclab dequantises F32, F16, Q8_0 and Q4_1",
-                    file.name(), name, ggml_type_name(t.type())));
-  }
-  PanelMatrix a(rows, depth);
-#pragma omp parallel
-  {
-    std::vector<float> row(depth);
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < rows; ++i) {
-      t.dequantize_row(i, row);
-      for (int64_t k = 0; k < depth; ++k) a.at(i, k) = row[k];
-    }
-  }
-  return a;
+  return WeightMatrix(t, storage);
 }
 
 std::vector<float> load_vector(const GgufFile& file, const std::string& name, int64_t size) {
@@ -65,19 +49,18 @@ void rms_norm(const float* x, const float* w, int64_t n, int64_t d, double eps, 
 }
 
 // y = A·x for n columns (x [n × depth], y [n × rows]).
-void matmul(const PanelMatrix& a, const std::vector<float>& x, int64_t n, std::vector<float>& y) {
+void matmul(const WeightMatrix& a, const std::vector<float>& x, int64_t n, std::vector<float>& y) {
   y.resize(static_cast<size_t>(n * a.rows()));
-  skinny_gemm(a, SkinnyGemmShape{a.rows(), a.depth(), n},
-              std::span<const float>(x.data(), static_cast<size_t>(n * a.depth())), a.depth(), {},
-              y, a.rows());
+  a.apply(std::span<const float>(x.data(), static_cast<size_t>(n * a.depth())), n, y);
 }
 
 }  // namespace
 
-LlamaModel::LlamaModel(const std::filesystem::path& gguf_path, LayerSkip skip)
+LlamaModel::LlamaModel(const std::filesystem::path& gguf_path, LayerSkip skip,
+                       WeightStorage storage)
     : skip_(std::move(skip)) {
   const auto t0 = std::chrono::steady_clock::now();
-  weights_ = load_weights(gguf_path);
+  weights_ = load_weights(gguf_path, storage);
   config_ = weights_->config;
   name_ = weights_->name;
   const auto n_layer = static_cast<size_t>(config_.n_layer);
@@ -96,22 +79,25 @@ LlamaModel::LlamaModel(const std::filesystem::path& gguf_path, LayerSkip skip)
 }
 
 std::shared_ptr<const LlamaModel::Weights> LlamaModel::load_weights(
-    const std::filesystem::path& gguf_path) {
+    const std::filesystem::path& gguf_path, WeightStorage storage) {
   static std::mutex mutex;
   static std::map<std::string, std::weak_ptr<const Weights>> live;
   std::error_code error;
   auto key = std::filesystem::weakly_canonical(gguf_path, error).string();
   if (error) key = gguf_path.string();
+  key += '|';
+  key += weight_storage_name(storage);
   std::lock_guard lock(mutex);
   if (auto shared = live[key].lock()) return shared;
-  auto weights = read_weights(gguf_path);
+  auto weights = read_weights(gguf_path, storage);
   live[key] = weights;
   return weights;
 }
 
 std::shared_ptr<const LlamaModel::Weights> LlamaModel::read_weights(
-    const std::filesystem::path& gguf_path) {
+    const std::filesystem::path& gguf_path, WeightStorage storage) {
   auto weights = std::make_shared<Weights>();
+  weights->storage = storage;
   const GgufFile file = GgufFile::open(gguf_path);
   const std::string arch = file.get_string("general.architecture");
   if (arch != "llama") {
@@ -151,9 +137,9 @@ std::shared_ptr<const LlamaModel::Weights> LlamaModel::read_weights(
                                                        : gguf_path.stem().string();
 
   const int64_t d = c.n_embd, kv = c.n_head_kv * c.head_dim;
-  weights->token_embd = load_matrix(file, "token_embd.weight", c.vocab, d);
+  weights->token_embd = load_matrix(file, "token_embd.weight", c.vocab, d, storage);
   if (file.has_tensor("output.weight")) {
-    weights->output = load_matrix(file, "output.weight", c.vocab, d);
+    weights->output = load_matrix(file, "output.weight", c.vocab, d, storage);
   }
   weights->output_norm = load_vector(file, "output_norm.weight", d);
   weights->layers.resize(static_cast<size_t>(c.n_layer));
@@ -162,13 +148,13 @@ std::shared_ptr<const LlamaModel::Weights> LlamaModel::read_weights(
     const std::string p = fmt::format("blk.{}.", l);
     layer.attn_norm = load_vector(file, p + "attn_norm.weight", d);
     layer.ffn_norm = load_vector(file, p + "ffn_norm.weight", d);
-    layer.wq = load_matrix(file, p + "attn_q.weight", d, d);
-    layer.wk = load_matrix(file, p + "attn_k.weight", kv, d);
-    layer.wv = load_matrix(file, p + "attn_v.weight", kv, d);
-    layer.wo = load_matrix(file, p + "attn_output.weight", d, d);
-    layer.w_gate = load_matrix(file, p + "ffn_gate.weight", c.n_ff, d);
-    layer.w_up = load_matrix(file, p + "ffn_up.weight", c.n_ff, d);
-    layer.w_down = load_matrix(file, p + "ffn_down.weight", d, c.n_ff);
+    layer.wq = load_matrix(file, p + "attn_q.weight", d, d, storage);
+    layer.wk = load_matrix(file, p + "attn_k.weight", kv, d, storage);
+    layer.wv = load_matrix(file, p + "attn_v.weight", kv, d, storage);
+    layer.wo = load_matrix(file, p + "attn_output.weight", d, d, storage);
+    layer.w_gate = load_matrix(file, p + "ffn_gate.weight", c.n_ff, d, storage);
+    layer.w_up = load_matrix(file, p + "ffn_up.weight", c.n_ff, d, storage);
+    layer.w_down = load_matrix(file, p + "ffn_down.weight", d, c.n_ff, storage);
   }
   weights->rope_inv_freq.resize(static_cast<size_t>(c.head_dim / 2));
   for (int64_t i = 0; i < c.head_dim / 2; ++i) {
@@ -176,6 +162,17 @@ std::shared_ptr<const LlamaModel::Weights> LlamaModel::read_weights(
         std::pow(c.rope_base, -2.0 * static_cast<double>(i) / static_cast<double>(c.head_dim)));
   }
   return weights;
+}
+
+int64_t LlamaModel::weight_bytes() const {
+  int64_t bytes = weights_->token_embd.bytes() + weights_->output.bytes();
+  for (const Layer& layer : weights_->layers) {
+    for (const WeightMatrix* w :
+         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      bytes += w->bytes();
+    }
+  }
+  return bytes;
 }
 
 void LlamaModel::truncate(int64_t sequence_id, int64_t length) {
@@ -261,7 +258,8 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
   std::vector<float> gate, up, down;
   for (int64_t j = 0; j < n; ++j) {
     const int32_t t = tokens[static_cast<size_t>(start + j)];
-    for (int64_t e = 0; e < d; ++e) x[static_cast<size_t>(j * d + e)] = weights.token_embd.at(t, e);
+    weights.token_embd.dequantize_row(
+        t, std::span(x).subspan(static_cast<size_t>(j * d), static_cast<size_t>(d)));
   }
   // Rotates adjacent pairs (2i, 2i+1) of every head of row j by (start + j)·θ_i (rope type 0).
   auto rope = [&](std::vector<float>& y, int64_t width) {
@@ -349,8 +347,8 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
   std::vector<float> h(static_cast<size_t>(m * d));
   rms_norm(&x[static_cast<size_t>((n - m) * d)], weights.output_norm.data(), m, d, c.rms_eps,
            h.data());
-  const PanelMatrix& head = weights.output.rows() > 0 ? weights.output : weights.token_embd;
-  skinny_gemm(head, SkinnyGemmShape{c.vocab, d, m}, h, d, {}, out, c.vocab);
+  const WeightMatrix& head = weights.output.rows() > 0 ? weights.output : weights.token_embd;
+  head.apply(h, m, out);
 }
 
 }  // namespace speclab

@@ -15,7 +15,7 @@
 
 #include "core/model.hpp"
 #include "core/models/layer_skip.hpp"
-#include "core/models/skinny_gemm.hpp"
+#include "core/models/weight_matrix.hpp"
 
 namespace speclab {
 
@@ -34,13 +34,16 @@ struct LlamaConfig {
   int32_t eos_token = -1;
 };
 
-/// A LLaMA model whose weights are dequantised to fp32 at load (SmolLM2-135M: ~540 MB) and
-/// stored as PanelMatrix so every linear layer is one skinny_gemm over the new positions.
+/// A LLaMA model whose linear layers are each one skinny product over the new positions, with the
+/// weights kept in their Q4_1 / Q8_0 blocks and dequantised in registers (SmolLM2-135M: 96 MB)
+/// or dequantised to fp32 at load (538 MB). Both storages give the same logits, bit for bit
+/// (quant_matrix.hpp); the quantised one streams less memory per step.
 /// Rotary embeddings use llama.cpp's rope type 0 (adjacent pairs (2i, 2i+1), θ_i =
 /// base^(-2i/head_dim)), which is what GGUF's permuted Q/K weights expect.
 ///
-/// Weights are immutable and shared: every LlamaModel loaded from the same file while another is
-/// alive reuses its weights (so a layer-skip draft beside its target costs no second ~540 MB).
+/// Weights are immutable and shared: every LlamaModel loaded from the same file in the same
+/// storage while another is alive reuses its weights (so a layer-skip draft beside its target
+/// costs no second copy).
 /// A model with a LayerSkip leaves the skipped attention / FFN sublayers out of the residual
 /// stream (x ← x for that sublayer) and keeps no keys or values for skipped attention.
 ///
@@ -52,7 +55,8 @@ class LlamaModel : public LanguageModel {
   /// Loads `gguf_path` (or shares the weights of a live model loaded from the same file).
   /// InvalidInput when the file is not a llama GGUF with the expected tensors and shapes, or when
   /// a non-empty `skip` does not have one entry per layer.
-  explicit LlamaModel(const std::filesystem::path& gguf_path, LayerSkip skip = {});
+  explicit LlamaModel(const std::filesystem::path& gguf_path, LayerSkip skip = {},
+                      WeightStorage storage = WeightStorage::kQuantised);
 
   int64_t vocab() const override { return config_.vocab; }
   std::string name() const override { return name_; }
@@ -70,6 +74,9 @@ class LlamaModel : public LanguageModel {
   double load_seconds() const { return load_seconds_; }
   /// The sublayers this model skips (empty masks: none).
   const LayerSkip& skip() const { return skip_; }
+  WeightStorage weight_storage() const { return weights_->storage; }
+  /// Bytes of the weight matrices (embedding and LM head included), as stored.
+  int64_t weight_bytes() const;
   /// True when both models use the same weights in memory.
   bool shares_weights_with(const LlamaModel& other) const { return weights_ == other.weights_; }
 
@@ -79,15 +86,16 @@ class LlamaModel : public LanguageModel {
  private:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm;  // [d]
-    PanelMatrix wq, wk, wv, wo;              // [d × d], [kv × d], [kv × d], [d × d]
-    PanelMatrix w_gate, w_up, w_down;        // [ff × d], [ff × d], [d × ff]
+    WeightMatrix wq, wk, wv, wo;             // [d × d], [kv × d], [kv × d], [d × d]
+    WeightMatrix w_gate, w_up, w_down;       // [ff × d], [ff × d], [d × ff]
   };
   // Everything read from the file; immutable once loaded.
   struct Weights {
     LlamaConfig config;
     std::string name;
-    PanelMatrix token_embd;  // [vocab × d]
-    PanelMatrix output;      // [vocab × d]; empty when tied to token_embd
+    WeightStorage storage = WeightStorage::kQuantised;
+    WeightMatrix token_embd;  // [vocab × d]
+    WeightMatrix output;      // [vocab × d]; empty when tied to token_embd
     std::vector<float> output_norm;
     std::vector<Layer> layers;
     std::vector<float> rope_inv_freq;  // [head_dim / 2]
@@ -102,9 +110,12 @@ class LlamaModel : public LanguageModel {
   void forward(Cache& cache, std::span<const int32_t> tokens, int64_t start, int64_t m,
                std::span<float> out) const;
 
-  // The weights of `gguf_path`, shared with any live model that loaded the same file.
-  static std::shared_ptr<const Weights> load_weights(const std::filesystem::path& gguf_path);
-  static std::shared_ptr<const Weights> read_weights(const std::filesystem::path& gguf_path);
+  // The weights of `gguf_path`, shared with any live model that loaded the same file in the same
+  // storage.
+  static std::shared_ptr<const Weights> load_weights(const std::filesystem::path& gguf_path,
+                                                     WeightStorage storage);
+  static std::shared_ptr<const Weights> read_weights(const std::filesystem::path& gguf_path,
+                                                     WeightStorage storage);
 
   std::shared_ptr<const Weights> weights_;
   LlamaConfig config_;

@@ -12,45 +12,21 @@
 #include <utility>
 #include <vector>
 
-#if defined(__AVX512F__) || defined(__FMA__)
-#include <immintrin.h>
-#endif
-
 #include "core/error.hpp"
+#include "core/models/simd16.hpp"
 
 namespace speclab {
 namespace {
 
-// GCC vector extension: one AVX-512 register with -march=native, split into narrower registers
-// by the compiler elsewhere; the arithmetic is the same either way.
-using Vec = float __attribute__((vector_size(64)));
-constexpr int kLanes = 16;
+using simd::fma_into;
+using simd::kLanes;
+using simd::Vec;
 static_assert(PanelMatrix::kPanelRows == kLanes);
 // Columns per register tile. Wider tiles (16, R = 1) measured ~20% slower at m = 12–16 on
 // Zen 5: the 64 KB depth-major column tile no longer fits L1. A second tile re-reads the panel
 // block from L2, not from memory.
 constexpr int kMaxCols = 8;
 constexpr int64_t kBlockPanels = 4;  // panels per OpenMP work item (a multiple of every R)
-
-// The library is built with -ffp-contract=off, so a*b+c is not fused; fuse explicitly where the
-// hardware can (twice the throughput once the column count makes the kernel compute-bound).
-// acc += a·b. By reference, not by value: Vec arguments would change the ABI (and warn) where
-// the library is built without AVX-512.
-inline void fma_into(Vec& acc, const Vec& a, const Vec& b) {
-#if defined(__AVX512F__)
-  acc = (Vec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)acc);
-#elif defined(__FMA__)
-  __m256 a2[2], b2[2], c2[2];
-  std::memcpy(a2, &a, sizeof a);
-  std::memcpy(b2, &b, sizeof b);
-  std::memcpy(c2, &acc, sizeof acc);
-  c2[0] = _mm256_fmadd_ps(a2[0], b2[0], c2[0]);
-  c2[1] = _mm256_fmadd_ps(a2[1], b2[1], c2[1]);
-  std::memcpy(&acc, c2, sizeof acc);
-#else
-  acc = a * b + acc;
-#endif
-}
 
 struct KernelArgs {
   const float* a = nullptr;     // first panel of the group

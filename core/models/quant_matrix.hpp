@@ -1,0 +1,73 @@
+// Quantised weight matrices for the LLaMA forward pass (DESIGN.md "models/llama"): GGUF's Q4_1
+// and Q8_0 blocks repacked into 16-row panels and dequantised in registers inside the skinny
+// product, so a step streams ~0.6–1.1 bytes per weight instead of fp32's 4. Activations stay
+// float: the product equals skinny_gemm over the dequantised fp32 matrix, bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/gguf.hpp"
+
+namespace speclab {
+
+/// A [rows × depth] weight matrix in a GGUF block format (Q4_1 or Q8_0: 32 weights of one row
+/// per block), repacked in panels of 16 rows. Panel p, block b (weights k = 32b … 32b + 31 of rows
+/// 16p … 16p + 15) is one contiguous record:
+///   Q4_1 (320 bytes): fp16 d[16], fp16 m[16], then for each pair j < 16 of columns (2j, 2j + 1)
+///        16 bytes, byte i = q[i][2j] | q[i][2j + 1] << 4; weight = d·q + m.
+///   Q8_0 (544 bytes): fp16 d[16], then for each column j < 32 16 int8 q[i][j]; weight = d·q.
+/// Records are stored panel by panel, block by block, so a panel streams contiguously. Rows are
+/// padded to a whole panel with zero weights.
+class QuantMatrix {
+ public:
+  static constexpr int64_t kPanelRows = 16;
+  static constexpr int64_t kBlock = 32;
+
+  QuantMatrix() = default;
+  /// Repacks GGUF blocks: `blocks` holds `rows` rows of depth / 32 blocks of `type`, row after row
+  /// (a GGUF tensor's data). InvalidInput for a type other than Q4_1 / Q8_0, a depth that is not
+  /// a positive multiple of 32, negative rows, or a byte count that does not match the shape.
+  QuantMatrix(GgmlType type, std::span<const std::byte> blocks, int64_t rows, int64_t depth);
+
+  GgmlType type() const { return type_; }
+  int64_t rows() const { return rows_; }
+  int64_t depth() const { return depth_; }
+  int64_t n_panels() const { return (rows_ + kPanelRows - 1) / kPanelRows; }
+  int64_t n_blocks() const { return depth_ / kBlock; }
+  /// Bytes of one panel × block record: 320 (Q4_1) or 544 (Q8_0).
+  int64_t record_bytes() const;
+  /// Bytes of storage (padding included).
+  int64_t bytes() const { return n_panels() * n_blocks() * record_bytes(); }
+  const std::byte* data() const { return data_.get(); }
+
+  /// Row `row` dequantised into `out` [depth]: the values GGUF's dequantize() gives.
+  void dequantize_row(int64_t row, std::span<float> out) const;
+
+ private:
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+  GgmlType type_ = GgmlType::kQ4_1;
+  int64_t rows_ = 0;
+  int64_t depth_ = 0;
+  std::unique_ptr<std::byte[], AlignedFree> data_;
+};
+
+/// out[c·ldo + i] = Σ_{k<depth} W[i][k] · x[c·ldx + k] for i < rows, c < n_cols, with W the
+/// dequantised matrix (out = x · Wᵀ for x [n_cols × depth]). Each block is dequantised once
+/// per call into registers and used for every column. Each output is one fused multiply-add
+/// chain over k in increasing order from 0 with the weight rounded as GGUF's dequantize() rounds
+/// it, which is exactly what skinny_gemm does on the dequantised PanelMatrix: the two products
+/// agree bitwise, and a column's result does not depend on the other columns of the call.
+/// @param[in]  w       quantised matrix [rows × depth]
+/// @param[in]  x       [n_cols × ldx] row-major, ldx ≥ depth
+/// @param[in]  n_cols  positions (any count; tiles of ≤ 8 are formed inside)
+/// @param[out] out     [n_cols × ldo] row-major, ldo ≥ rows
+/// Throws InvalidInput on inconsistent shapes.
+void quant_gemm(const QuantMatrix& w, std::span<const float> x, int64_t n_cols, int64_t ldx,
+                std::span<float> out, int64_t ldo);
+
+}  // namespace speclab
