@@ -17,6 +17,10 @@
 namespace speclab {
 namespace {
 
+// Multiply-adds of one attention block (rows × heads × seen positions × head width, scores and
+// weighted sum) from which its loop runs on threads: ~1 ms of one core.
+constexpr int64_t kAttentionParallelWork = int64_t{1} << 21;
+
 // A 2-D tensor [rows × depth] in `storage`, checking its shape.
 WeightMatrix load_matrix(const GgufFile& file, const std::string& name, int64_t rows, int64_t depth,
                          WeightStorage storage) {
@@ -292,8 +296,11 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
       k_cache.insert(k_cache.end(), k.begin(), k.end());
       v_cache.insert(v_cache.end(), v.begin(), v.end());
 
-      // Causal attention: row j (position start + j) sees positions 0..start + j.
-#pragma omp parallel
+      // Causal attention: row j (position start + j) sees positions 0..start + j. Threads only
+      // when the step has enough work to repay a fork/join (on a loaded machine a fork/join
+      // waits for a descheduled thread, and a one-token step has ~10⁵ multiply-adds here).
+      const bool parallel_attention = n * c.n_head * length * hd >= kAttentionParallelWork;
+#pragma omp parallel if (parallel_attention)
       {
         std::vector<float> score(static_cast<size_t>(length));
 #pragma omp for collapse(2) schedule(static)
