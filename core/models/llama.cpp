@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <utility>
 
 #include "core/error.hpp"
 #include "core/gguf.hpp"
+#include "core/models/simd16.hpp"
 
 namespace speclab {
 namespace {
@@ -20,6 +22,39 @@ namespace {
 // Multiply-adds of one attention block (rows × heads × seen positions × head width, scores and
 // weighted sum) from which its loop runs on threads: ~1 ms of one core.
 constexpr int64_t kAttentionParallelWork = int64_t{1} << 21;
+
+// a·b over n floats: sixteen partial sums when n is a multiple of 16 (a head of 64), serially
+// otherwise. The order is fixed by n alone, so every position of every call rounds alike.
+float dot(const float* a, const float* b, int64_t n) {
+  if (n % simd::kLanes != 0) {
+    float s = 0.0f;
+    for (int64_t e = 0; e < n; ++e) s += a[e] * b[e];
+    return s;
+  }
+  simd::Vec acc{};
+  for (int64_t e = 0; e < n; e += simd::kLanes) {
+    simd::Vec va, vb;
+    std::memcpy(&va, a + e, sizeof va);
+    std::memcpy(&vb, b + e, sizeof vb);
+    simd::fma_into(acc, va, vb);
+  }
+  float s = 0.0f;
+  for (int i = 0; i < simd::kLanes; ++i) s += acc[i];
+  return s;
+}
+
+// y += w·x over n floats (element-wise, so the same rounding in any vector width).
+void axpy(float w, const float* x, float* y, int64_t n) {
+  int64_t e = 0;
+  for (; e + simd::kLanes <= n; e += simd::kLanes) {
+    simd::Vec vx, vy;
+    std::memcpy(&vx, x + e, sizeof vx);
+    std::memcpy(&vy, y + e, sizeof vy);
+    vy += w * vx;
+    std::memcpy(y + e, &vy, sizeof vy);
+  }
+  for (; e < n; ++e) y[e] += w * x[e];
+}
 
 // A 2-D tensor [rows × depth] in `storage`, checking its shape.
 WeightMatrix load_matrix(const GgufFile& file, const std::string& name, int64_t rows, int64_t depth,
@@ -312,8 +347,7 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
             float max_score = -std::numeric_limits<float>::infinity();
             for (int64_t t = 0; t < n_seen; ++t) {
               const float* kt = &k_cache[static_cast<size_t>(t * kv + kv_off)];
-              float s = 0.0f;
-              for (int64_t e = 0; e < hd; ++e) s += qh[e] * kt[e];
+              const float s = dot(qh, kt, hd);
               score[static_cast<size_t>(t)] = s * scale;
               max_score = std::max(max_score, s * scale);
             }
@@ -328,7 +362,7 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
             for (int64_t t = 0; t < n_seen; ++t) {
               const float w = score[static_cast<size_t>(t)] / total;
               const float* vt = &v_cache[static_cast<size_t>(t * kv + kv_off)];
-              for (int64_t e = 0; e < hd; ++e) oh[e] += w * vt[e];
+              axpy(w, vt, oh, hd);
             }
           }
         }
