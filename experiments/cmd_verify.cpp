@@ -97,7 +97,8 @@ void run_verify(const VerifyCliOptions& o) {
     if (!r.draft_exercised) {
       std::printf(
           "  note: at L = 1 the draft is not exercised (γ_b = min(γ, L − 1) = 0), so this checks "
-          "only the target's own sampling; shrink the support (sampling.top_k ≤ 64) for L ≥ 2\n");
+          "only the target's own sampling; pass --length ≥ 2 (shrinking the support with "
+          "sampling.top_k if needed)\n");
     }
     std::printf(
         "  N = %lld samples, p-value %.4g (level %.0e), detects TV ≥ %.4f at power "
