@@ -55,8 +55,8 @@ struct VerifyReport {
 /// Runs the check: `samples` speculative decodes of L tokens after `prompt` (in chunks with
 /// independent seeds), and the same number of plain decodes as a control. For V > 4096 both
 /// models are wrapped in a MemoModel (core/models/memo.hpp), so each distinct prefix is scored
-/// once, and requests are decoded a few hundred at a time. InvalidInput when the support of
-/// even one token has more than 4096 sequences (naming sampling.top_k / top_p), or when an
+/// once, and requests are decoded 2^20 / V at a time (at least 16). InvalidInput when the support
+/// of even one token has more than 4096 sequences (naming sampling.top_k / top_p), or when an
 /// explicit length's does.
 VerifyReport verify_distribution(LanguageModel& target, LanguageModel& draft,
                                  const std::vector<int32_t>& prompt, const DecodeConfig& config,
