@@ -187,11 +187,16 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
   const bool use_top_k = params.top_k > 0 && static_cast<size_t>(params.top_k) < vocab;
   if (use_top_k || params.top_p < 1.0) {
     // Most probable first; the lower id first among equals, so boundaries are deterministic.
+    // The order is total, so only the first k need sorting (a large V with a small top-k is the
+    // common case; a full sort of V = 49152 per row would dominate decoding a memoised model).
     std::vector<int32_t> order(vocab);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int32_t a, int32_t b) { return tempered[a] > tempered[b]; });
+    const auto before = [&](int32_t a, int32_t b) {
+      return tempered[a] > tempered[b] || (tempered[a] == tempered[b] && a < b);
+    };
     const size_t k = use_top_k ? static_cast<size_t>(params.top_k) : vocab;
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      before);
     for (size_t r = k; r < vocab; ++r) keep[order[r]] = 0;
     if (params.top_p < 1.0) {
       double survivor_mass = 0.0;

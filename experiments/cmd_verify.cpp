@@ -44,6 +44,8 @@ void write_report(const std::filesystem::path& path, const experiments::SweepPoi
   out.write_int64_attribute("samples", r.samples);
   out.write_int64_attribute("bins", r.bins);
   out.write_int64_attribute("length", r.length);
+  out.write_int64_attribute("support", r.support);
+  out.write_int64_attribute("draft_exercised", r.draft_exercised ? 1 : 0);
   out.write_double_attribute("epsilon_detectable", r.epsilon_detectable);
   out.write_double_attribute("tv_estimate", r.tv_estimate);
   out.write_double_attribute("tv_upper_99", r.tv_upper);
@@ -76,18 +78,28 @@ void run_verify(const VerifyCliOptions& o) {
       std::printf(
           "{\"point\": \"%s\", \"pass\": %s, \"p_value\": %.6g, \"samples\": %lld, "
           "\"bins\": %lld, \"length\": %lld, \"epsilon_detectable\": %.6g, \"tv_estimate\": "
-          "%.6g, \"tv_upper_99\": %.6g, \"plain_p_value\": %.6g, \"seconds\": %.3f, "
-          "\"report\": \"%s\"}\n",
+          "%.6g, \"tv_upper_99\": %.6g, \"plain_p_value\": %.6g, \"support\": %lld, "
+          "\"draft_exercised\": %s, \"seconds\": %.3f, \"report\": \"%s\"}\n",
           point.id.c_str(), r.pass ? "true" : "false", r.p_value, static_cast<long long>(r.samples),
           static_cast<long long>(r.bins), static_cast<long long>(r.length), r.epsilon_detectable,
-          r.tv_estimate, r.tv_upper, r.plain_p_value, r.seconds, report_path.string().c_str());
+          r.tv_estimate, r.tv_upper, r.plain_p_value, static_cast<long long>(r.support),
+          r.draft_exercised ? "true" : "false", r.seconds, report_path.string().c_str());
       continue;
     }
     std::printf("speclab verify: %s (target %s, draft %s, verifier %s)\n", point.id.c_str(),
                 s.target_model.c_str(), s.draft_model.c_str(), s.verifier.c_str());
-    std::printf("  joint law of the first %lld tokens: %lld outcomes, %lld χ² bins\n",
-                static_cast<long long>(r.length), static_cast<long long>(r.outcomes),
-                static_cast<long long>(r.bins));
+    std::printf(
+        "  joint law of the first %lld tokens: %lld sequences of positive probability (%lld "
+        "outcomes), %lld χ² bins%s\n",
+        static_cast<long long>(r.length), static_cast<long long>(r.support),
+        static_cast<long long>(r.outcomes), static_cast<long long>(r.bins),
+        r.memoised ? "; rows computed once per prefix" : "");
+    if (!r.draft_exercised) {
+      std::printf(
+          "  note: at L = 1 the draft is not exercised (γ_b = min(γ, L − 1) = 0), so this checks "
+          "only the target's own sampling; pass --length ≥ 2 (shrinking the support with "
+          "sampling.top_k if needed)\n");
+    }
     std::printf(
         "  N = %lld samples, p-value %.4g (level %.0e), detects TV ≥ %.4f at power "
         "%.2f\n",
@@ -121,7 +133,8 @@ void setup_verify(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--epsilon", o->check.epsilon, "TV distance to detect at power 0.99")
       ->capture_default_str();
-  cmd->add_option("--length", o->check.length, "tokens per sample (0: the most with V^L ≤ 4096)")
+  cmd->add_option("--length", o->check.length,
+                  "tokens per sample (0: the most whose support has ≤ 4096 sequences)")
       ->capture_default_str();
   cmd->add_option("--out", o->out, "report HDF5 (default: POINT_ID.verify.h5)");
   cmd->add_flag("--json", o->json, "print one JSON object per point");

@@ -1,7 +1,8 @@
 // Experiment configs with the real SmolLM2-135M as target (experiments/config.hpp, runner.hpp):
 // a tiny version of experiments/configs/smollm2_prompt_lookup.toml runs end to end with workload
-// prompts and writes its HDF5 results, and `speclab verify` refuses the V = 49152 pair with the
-// reason. Skipped when `speclab fetch-model smollm2-135m` has not put the model in data/models/.
+// prompts and writes its HDF5 results, and `speclab verify` checks the V = 49152 pair with a
+// layer-skip draft at top-k = 16 (and explains why it needs a filter). Skipped when
+// `speclab fetch-model smollm2-135m` has not put the model in data/models/.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -53,13 +54,34 @@ TEST(ConfigModel, TinyRunWritesHdf5WithWorkloadPrompts) {
   EXPECT_THAT(inspect.output, HasSubstr("baseline/sequences/tokens"));
 }
 
-TEST(ConfigModel, VerifyExplainsWhyV49152CannotBeChecked) {
+TEST(ConfigModel, VerifyExplainsThatAnUnfilteredSupportIsTooLarge) {
   SPECLAB_REQUIRE_MODEL();
-  const testing::CliRun r = run_cli("verify --config " + kConfig +
-                                    " --set decode.sequences=1 --set 'sweep.decode.gamma=[3]'");
+  const testing::CliRun r =
+      run_cli("verify --config " + kConfig +
+              " --set 'sweep.sampling.temperature=[1.0]' --set 'sweep.decode.gamma=[3]'");
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("V = 49152, so even L = 1 has too many"));
-  EXPECT_THAT(r.output, HasSubstr("sampling.temperature = 0"));
+  EXPECT_THAT(r.output, HasSubstr("V = 49152"));
+  EXPECT_THAT(r.output, HasSubstr("has more than 4096 outcomes"));
+  EXPECT_THAT(r.output, HasSubstr("Set sampling.top_k"));
+}
+
+// With top-k = 16 the first two tokens have at most 256 sequences, and a layer-skip draft is both
+// accepted and rejected (tests/model/llama_decode_slow_test.cpp), so V1 is tested end to end
+// through the CLI on the real model: the memoised rows make 2 × 6000 decodes cheap.
+TEST(ConfigModel, VerifyPassesWithTopK) {
+  SPECLAB_REQUIRE_MODEL();
+  const fs::path out = fresh_test_dir() / "topk.verify.h5";
+  const testing::CliRun r = run_cli(
+      "verify --config " + kConfig +
+      " --set 'sweep.sampling.temperature=[1.0]' --set 'sweep.decode.gamma=[3]' --set "
+      "sampling.top_k=16 --set draft.model=layerskip:attn14-22,ffn20-23 --length 2 --samples "
+      "6000 --json --out '" +
+      out.string() + "'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"pass\": true"));
+  EXPECT_THAT(r.output, HasSubstr("\"length\": 2"));
+  EXPECT_THAT(r.output, HasSubstr("\"draft_exercised\": true"));
+  EXPECT_TRUE(fs::exists(out));
 }
 
 }  // namespace

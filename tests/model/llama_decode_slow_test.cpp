@@ -12,9 +12,9 @@
 #include "core/decode.hpp"
 #include "core/gguf.hpp"
 #include "core/model_registry.hpp"
+#include "core/models/memo.hpp"
 #include "core/stats.hpp"
 #include "core/tokenizer.hpp"
-#include "tests/support/memo_model.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {
@@ -48,7 +48,7 @@ TEST(SmolLM2Speculative, FirstTwoTokensFollowTheTargetUnderV1) {
 
   auto target_model = make_model("smollm2-135m");
   auto draft_model = make_model(kDraft);
-  testing::MemoModel target(*target_model), draft(*draft_model);
+  MemoModel target(*target_model), draft(*draft_model);
   const int32_t eos = target.eos_token();
   const SamplingParams sampling{.temperature = 1.0, .top_k = 16};
 

@@ -1,5 +1,6 @@
-// `speclab verify`: passes the shipped lossless config, catches the lossy variant, rejects bad
-// input with exit status 2.
+// `speclab verify`: passes the shipped lossless config, catches the lossy variant, enumerates only
+// the support under top-k, says when L = 1 leaves the draft out, rejects bad input with exit
+// status 2.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -41,6 +42,27 @@ TEST(VerifyCli, LenientIsCaught) {
                          out("lenient.h5"));
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"pass\": false"));
+}
+
+// With top-k = 4 the support of two tokens has 4² = 16 sequences (plus the category outside it),
+// and the length picked by default is the longest whose support fits in 4096: 4⁶.
+TEST(VerifyCli, TopKEnumeratesOnlyTheSupport) {
+  auto r = run_cli("verify " + config() +
+                   " --set sampling.top_k=4 --length 2 --samples 20000 --json" + out("topk.h5"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"pass\": true"));
+  EXPECT_THAT(r.output, HasSubstr("\"support\": 16,"));
+  r = run_cli("verify " + config() + " --set sampling.top_k=4 --samples 20000 --json" +
+              out("topk-auto.h5"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"length\": 6,"));
+  EXPECT_THAT(r.output, HasSubstr("\"support\": 4096,"));
+}
+
+TEST(VerifyCli, LengthOneSaysTheDraftIsNotExercised) {
+  const auto r = run_cli("verify " + config() + " --length 1 --samples 2000" + out("one.h5"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("the draft is not exercised"));
 }
 
 TEST(VerifyCli, BadInputExitsTwo) {
