@@ -13,9 +13,9 @@
 #include <mutex>
 #include <sstream>
 
-#include "core/error.hpp"
-#include "core/hash.hpp"
-#include "core/model_registry.hpp"
+#include "core/base/error.hpp"
+#include "core/base/hash.hpp"
+#include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "experiments/workload.hpp"
 
@@ -59,7 +59,7 @@ constexpr std::array<std::string_view, 6> kTables = {"target",   "draft",  "veri
 constexpr int64_t kMaxGamma = 256;
 constexpr int64_t kMaxCount = 1'000'000;
 constexpr int64_t kMaxTokensPerPoint = 1'000'000'000;
-constexpr int64_t kMaxTreeNodes = 4096;  // as core/decode_tree.cpp
+constexpr int64_t kMaxTreeNodes = 4096;  // as core/decode/decode_tree.cpp
 
 std::string_view kind_name(ValueKind kind) {
   switch (kind) {

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/decode.hpp"
-#include "core/sampling.hpp"
+#include "core/decode/decode.hpp"
+#include "core/sampling/sampling.hpp"
 
 namespace speclab::experiments {
 
@@ -86,7 +86,7 @@ struct RunSettings {
   uint64_t seed = 0;               ///< base seed; batch k decodes with batch_seed(seed, k)
   std::string target_model;        ///< a make_model name
   std::string draft_model;         ///< empty: plain decoding only (no [draft] table)
-  std::string verifier = "token";  ///< a name of core/decode.hpp verifier_names()
+  std::string verifier = "token";  ///< a name of core/decode/decode.hpp verifier_names()
   double leniency = 1.0;
   double typical_epsilon = 0.09;
   double typical_delta = 0.3;

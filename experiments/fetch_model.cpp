@@ -14,7 +14,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace speclab {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "experiments/results.hpp"
 
 namespace speclab::experiments {

@@ -15,9 +15,9 @@
 #include <limits>
 #include <map>
 
-#include "core/error.hpp"
-#include "core/hdf5_file.hpp"
-#include "core/stats.hpp"
+#include "core/base/error.hpp"
+#include "core/io/hdf5_file.hpp"
+#include "core/stats/stats.hpp"
 
 // The project version; the build may define it from CMake's PROJECT_VERSION.
 #ifndef SPECLAB_VERSION

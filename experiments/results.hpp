@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/decode.hpp"
+#include "core/decode/decode.hpp"
 #include "experiments/sweep.hpp"
 
 namespace speclab {

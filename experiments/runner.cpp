@@ -16,10 +16,10 @@
 #include <mutex>
 #include <thread>
 
-#include "core/decode.hpp"
-#include "core/error.hpp"
-#include "core/hash.hpp"
-#include "core/model_registry.hpp"
+#include "core/base/error.hpp"
+#include "core/base/hash.hpp"
+#include "core/decode/decode.hpp"
+#include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "experiments/results.hpp"
 #include "experiments/workload.hpp"

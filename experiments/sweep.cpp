@@ -12,7 +12,7 @@
 #include <memory>
 #include <sstream>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace speclab::experiments {
 namespace fs = std::filesystem;

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.hpp"
-#include "core/gguf.hpp"
-#include "core/model_registry.hpp"
+#include "core/base/error.hpp"
+#include "core/io/gguf.hpp"
+#include "core/models/model_registry.hpp"
 #include "experiments/config.hpp"
 
 namespace speclab::experiments {

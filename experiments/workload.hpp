@@ -1,6 +1,6 @@
 // Chat workloads (data/workloads/NAME.toml): conversations whose assistant reply a real model
 // writes, formatted with the model's ChatML template and tokenised with the byte-level BPE of its
-// vocabulary (core/tokenizer.hpp), as prompts for `speclab bench decode --workload` and
+// vocabulary (core/models/tokenizer.hpp), as prompts for `speclab bench decode --workload` and
 // `decode.prompt_source = "workload:NAME"` (experiments/README.md "Workloads").
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/tokenizer.hpp"
+#include "core/models/tokenizer.hpp"
 
 namespace speclab::experiments {
 
@@ -42,7 +42,7 @@ struct ChatTokenizer {
   std::string model;  ///< the model name it was made for
 };
 
-/// The tokenizer of `model`'s vocabulary (core/model_registry.hpp tokenizer_file()).
+/// The tokenizer of `model`'s vocabulary (core/models/model_registry.hpp tokenizer_file()).
 /// InvalidInput when the model has no tokenizer (bytes or synthetic ids) or its file is absent.
 ChatTokenizer chat_tokenizer(std::string_view model);
 

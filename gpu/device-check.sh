@@ -42,7 +42,7 @@ else
 fi
 echo
 bench_json=/tmp/speclab-bench-gpu.json
-build-device/experiments/speclab bench gpu --json | tee "$bench_json"
+build-device/bin/speclab bench gpu --json | tee "$bench_json"
 echo
 /usr/bin/python3 - "$bench_json" <<'PY'
 import json, sys
@@ -68,4 +68,4 @@ for d in r["decode"]:
           f"core {d['core_tokens_per_s']:.0f} tokens/s ({d['speedup_over_core']:.1f}x)")
 PY
 echo
-build-device/experiments/speclab bench verify --json
+build-device/bin/speclab bench verify --json

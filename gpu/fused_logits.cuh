@@ -2,7 +2,7 @@
 // instead of a probability array, a logits row is reduced once to its statistics (max, argmax,
 // the largest logit below the max, core's normaliser) and then read through LogitsProbRow, which
 // computes p(t) = float(exp_nonpositive((l_t − max)·float(1/T)) · norm) — exactly the float
-// operations of core/sampling.cpp, so every p(t) is bitwise core's probability.
+// operations of core/sampling/sampling.cpp, so every p(t) is bitwise core's probability.
 //
 // Row statistics (compute_row_stats, one or two rows at once, block-wide):
 //  A. one pass over the logits: NaN/+inf and all -inf checks, a block argmax (largest value,

@@ -3,7 +3,7 @@
 #include <limits>
 #include <string>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "gpu/logits.cuh"
 
 namespace speclab::gpu {

@@ -26,7 +26,7 @@
 
 namespace speclab::gpu::detail {
 
-inline constexpr int kSumLanes = 16;  // core/sampling.cpp's FloatLanes width
+inline constexpr int kSumLanes = 16;  // core/sampling/sampling.cpp's FloatLanes width
 
 struct LogitsKernelArgs {
   const void* logits;  // [rows, V] in the kernel's format

@@ -1,7 +1,7 @@
 // Logits to probabilities on the device, the temperature softmax of core::probs_from_logits for
 // the unfiltered case (T > 0, top_k = 0, top_p = 1, min_p = 0; T = 0 gives the one-hot argmax,
 // lowest id on ties), from fp32, fp16 or bf16 logits. The result is BITWISE core's: the same max,
-// the same float exp (exp_nonpositive below, core/sampling.cpp's polynomial operation for
+// the same float exp (exp_nonpositive below, core/sampling/sampling.cpp's polynomial operation for
 // operation), the same float scale, and the normaliser summed in core's exact order (16 float
 // lane sums over i ≡ k mod 16 of the first 16·⌊V/16⌋ entries, added in double in lane order,
 // then the tail in double). Algorithm and bytes read in gpu/README.md "gpu::probs_from_logits".
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <span>
 
-#include "core/hd.hpp"
+#include "core/base/hd.hpp"
 
 namespace speclab::gpu {
 
@@ -82,7 +82,7 @@ SPECLAB_HD inline uint16_t bfloat16_bits_from_float(float value) {
   return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
-/// exp(x) for x ≤ 0 in float: core/sampling.cpp's exp_nonpositive (Cephes expf, Cody-Waite
+/// exp(x) for x ≤ 0 in float: core/sampling/sampling.cpp's exp_nonpositive (Cephes expf, Cody-Waite
 /// reduction, degree-6 polynomial), the same float operations in the same order, so with no
 /// contraction (-ffp-contract=off, --fmad=false) the result is bitwise core's. x < -87 (and -inf)
 /// gives 0.

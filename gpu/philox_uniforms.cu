@@ -1,4 +1,4 @@
-// Device-side Philox bits from core/philox.hpp (the one header shared with the CPU reference).
+// Device-side Philox bits from core/base/philox.hpp (the one header shared with the CPU reference).
 #include "gpu/philox_uniforms.hpp"
 #include "gpu/simt.cuh"
 

@@ -1,12 +1,12 @@
-// Philox uniforms on the device (SPEC.md "Randomness"): the same core/philox.hpp compiled by nvcc,
-// so device and host produce identical bits for identical addresses.
+// Philox uniforms on the device (SPEC.md "Randomness"): the same core/base/philox.hpp compiled by
+// nvcc, so device and host produce identical bits for identical addresses.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include "core/philox.hpp"
+#include "core/base/philox.hpp"
 
 namespace speclab::gpu {
 

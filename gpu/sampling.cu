@@ -6,8 +6,8 @@
 #include <limits>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/rules.hpp"
+#include "core/base/error.hpp"
+#include "core/base/rules.hpp"
 #include "gpu/sampling.hpp"
 #include "gpu/simt.cuh"
 

@@ -1,7 +1,8 @@
 // Categorical sampling of probability rows on the device: the inverse-CDF rule of
-// core::sample_categorical (core/sampling.hpp) in the exact 2^-58 fixed point of core/rules.hpp,
-// so for the same row and the same 32 Philox bits the device picks core's token bit for bit.
-// Used for the draft tokens of the GPU decoding loop (SPEC.md V1 step 1: x_i ~ q_i).
+// core::sample_categorical (core/sampling/sampling.hpp) in the exact 2^-58 fixed point of
+// core/base/rules.hpp, so for the same row and the same 32 Philox bits the device picks core's
+// token bit for bit. Used for the draft tokens of the GPU decoding loop (SPEC.md V1 step 1: x_i ~
+// q_i).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,7 +10,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/philox.hpp"
+#include "core/base/philox.hpp"
 
 namespace speclab::gpu {
 

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <string>
 
-#include "core/decode_detail.hpp"
-#include "core/error.hpp"
+#include "core/base/error.hpp"
+#include "core/decode/decode_detail.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/sampling.hpp"
 #include "gpu/simt.cuh"

@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "core/decode.hpp"
+#include "core/decode/decode.hpp"
 #include "gpu/models/linear_softmax.hpp"
 
 namespace speclab::gpu {

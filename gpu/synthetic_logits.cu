@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "gpu/simt.cuh"
 #include "gpu/synthetic_logits.hpp"
 

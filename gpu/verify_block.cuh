@@ -13,8 +13,8 @@
 
 #include <cstdint>
 
-#include "core/philox.hpp"
-#include "core/rules.hpp"
+#include "core/base/philox.hpp"
+#include "core/base/rules.hpp"
 #include "gpu/fused_logits.cuh"
 #include "gpu/simt.cuh"
 #include "gpu/verify_block.hpp"
@@ -55,7 +55,7 @@ struct BlockRequestState {
   int32_t passed;  // the last test's decision
 };
 
-/// core's block_residual_fixed (core/verify_block.hpp, host-only there), the same float
+/// core's block_residual_fixed (core/verify/verify_block.hpp, host-only there), the same float
 /// operations: to_fixed(w·p − q).
 __device__ inline uint64_t block_residual_weight(float weight, float prob_target,
                                                  float prob_draft) {

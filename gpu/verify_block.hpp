@@ -25,8 +25,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/verify_block.hpp"
-#include "core/verify_chain.hpp"
+#include "core/verify/verify_block.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "gpu/verify_chain.hpp"
 
 namespace speclab::gpu {

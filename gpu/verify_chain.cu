@@ -3,7 +3,7 @@
 #include <limits>
 #include <string>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "gpu/fused_logits.cuh"
 #include "gpu/verify_chain.cuh"
 #include "gpu/verify_chain_logits.cuh"

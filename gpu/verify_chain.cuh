@@ -1,12 +1,13 @@
-// Chain verifier kernels V1-V3 (SPEC.md), one CTA per request, following core/verify_chain_fast:
+// Chain verifier kernels V1-V3 (SPEC.md), one CTA per request, following
+// core/verify/verify_chain_fast:
 //  1. warp 0 checks n_draft and the draft tokens, then (V1/V3) runs the accept tests 32 positions
 //  at
 //     a time: lane i gathers p_i(x_i), q_i(x_i), draws u_i (Philox, SPEC.md "Randomness") and
 //     tests; a ballot finds the first rejection (or the first bad gathered value);
 //  2. V1/V3: one pass over the residual row max(0, p - l·q) (or the bonus row p) in chunks of 256
 //     tokens: warps stride over chunks, lane k loads tokens k, k+32, ... (coalesced), sums
-//     fixed-point weights (core/rules.hpp) and checks the values; a warp sum gives each chunk's
-//     total in shared memory. A block exclusive scan over per-thread runs of chunk totals
+//     fixed-point weights (core/base/rules.hpp) and checks the values; a warp sum gives each
+//     chunk's total in shared memory. A block exclusive scan over per-thread runs of chunk totals
 //     (shuffles + shared memory) gives every chunk's prefix and the row total; the one chunk whose
 //     [prefix, prefix + total) holds fixed_target(bits, total) is rescanned by warp 0 with a warp
 //     scan and a ballot. Integer sums are exact, so this is core's inverse-CDF token bit for bit.
@@ -18,9 +19,9 @@
 
 #include <cstdint>
 
-#include "core/philox.hpp"
-#include "core/rules.hpp"
-#include "core/verify_chain.hpp"
+#include "core/base/philox.hpp"
+#include "core/base/rules.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "gpu/simt.cuh"
 #include "gpu/verify_chain.hpp"
 

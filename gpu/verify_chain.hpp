@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/verify_chain.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "gpu/logits.hpp"
 
 namespace speclab::gpu {

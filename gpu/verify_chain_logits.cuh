@@ -22,8 +22,8 @@
 
 #include <cstdint>
 
-#include "core/philox.hpp"
-#include "core/rules.hpp"
+#include "core/base/philox.hpp"
+#include "core/base/rules.hpp"
 #include "gpu/fused_logits.cuh"
 #include "gpu/simt.cuh"
 #include "gpu/verify_chain.cuh"

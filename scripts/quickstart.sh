@@ -9,4 +9,4 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"${SPECLAB_JOBS:-2}" --target speclab
-./build/experiments/speclab run experiments/configs/quickstart.toml --resume "$@"
+./build/bin/speclab run experiments/configs/quickstart.toml --resume "$@"

@@ -7,7 +7,7 @@
 #include <cctype>
 #include <charconv>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace speclab {
 namespace {

@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/error.hpp"
-#include "core/hash.hpp"
+#include "core/base/error.hpp"
+#include "core/base/hash.hpp"
 #include "core/models/linear_softmax_embedding.hpp"
 
 namespace speclab {

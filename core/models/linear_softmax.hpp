@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/model.hpp"
+#include "core/models/model.hpp"
 #include "core/models/skinny_gemm.hpp"
 
 namespace speclab {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "core/hd.hpp"
+#include "core/base/hd.hpp"
 
 namespace speclab::lsm {
 

@@ -12,8 +12,8 @@
 #include <mutex>
 #include <utility>
 
-#include "core/error.hpp"
-#include "core/gguf.hpp"
+#include "core/base/error.hpp"
+#include "core/io/gguf.hpp"
 #include "core/models/simd16.hpp"
 
 namespace speclab {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model.hpp"
 #include "core/models/layer_skip.hpp"
+#include "core/models/model.hpp"
 #include "core/models/weight_matrix.hpp"
 
 namespace speclab {

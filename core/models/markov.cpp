@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace speclab {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model.hpp"
+#include "core/models/model.hpp"
 
 namespace speclab {
 

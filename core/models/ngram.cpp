@@ -17,7 +17,7 @@
 #include <sstream>
 #include <utility>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/models/prompt_lookup.hpp"
 
 namespace speclab {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/model.hpp"
+#include "core/models/model.hpp"
 
 namespace speclab {
 

@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "core/model.hpp"
+#include "core/models/model.hpp"
 
 namespace speclab {
 

@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/models/simd16.hpp"
 
 namespace speclab {

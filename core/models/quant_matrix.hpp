@@ -9,7 +9,7 @@
 #include <memory>
 #include <span>
 
-#include "core/gguf.hpp"
+#include "core/io/gguf.hpp"
 
 namespace speclab {
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/models/simd16.hpp"
 
 namespace speclab {

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace speclab {
 

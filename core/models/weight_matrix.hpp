@@ -9,7 +9,7 @@
 #include <string>
 #include <variant>
 
-#include "core/gguf.hpp"
+#include "core/io/gguf.hpp"
 #include "core/models/quant_matrix.hpp"
 #include "core/models/skinny_gemm.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/models/linear_softmax_embedding.hpp"
 #include "gpu/cublas_check.hpp"
 #include "gpu/cuda_check.hpp"

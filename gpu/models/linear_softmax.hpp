@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "core/model.hpp"
 #include "core/models/linear_softmax.hpp"
-#include "core/sampling.hpp"
+#include "core/models/model.hpp"
+#include "core/sampling/sampling.hpp"
 
 namespace speclab::gpu {
 

@@ -127,7 +127,7 @@ def llama_bench(args, n_prompt: int, depth: int) -> dict:
 
 
 def speclab_exe(build: Path) -> Path:
-    for p in (build / "bin" / "speclab", build / "experiments" / "speclab", build / "speclab"):
+    for p in (build / "bin" / "speclab", build / "speclab"):
         if p.exists():
             return p
     raise SystemExit(f"llama_cpp_bench.py: no speclab executable under {build}")

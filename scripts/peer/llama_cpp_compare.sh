@@ -46,8 +46,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 [[ -f "$model" ]] || { echo "llama_cpp_compare.sh: model file '$model' not found" >&2; exit 2; }
-if [[ -n "$speclab_build" && ! -x "$speclab_build/experiments/speclab" &&
-      ! -x "$speclab_build/bin/speclab" && ! -x "$speclab_build/speclab" ]]; then
+if [[ -n "$speclab_build" && ! -x "$speclab_build/bin/speclab" &&
+      ! -x "$speclab_build/speclab" ]]; then
   echo "llama_cpp_compare.sh: no speclab executable under '$speclab_build'" >&2; exit 2
 fi
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the GGUF reader (core/gguf.hpp): any byte string must either parse or
+// libFuzzer target for the GGUF reader (core/io/gguf.hpp): any byte string must either parse or
 // throw InvalidInput; a crash, a sanitizer report or another exception is a bug. A file that
 // parses has every metadata value and every supported tensor read back, so the views are
 // exercised too.
@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/gguf.hpp"
+#include "core/base/error.hpp"
+#include "core/io/gguf.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/models/linear_softmax.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/sampling.hpp"
+#include "core/base/error.hpp"
+#include "core/sampling/sampling.hpp"
 #include "gpu/logits.hpp"
 #include "gpu/verify_chain.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"

@@ -1,5 +1,5 @@
 // gpu::philox_bits against core::philox_bits: the shared header gives identical bits on device.
-#include "core/philox.hpp"
+#include "core/base/philox.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // gpu::sample_rows against core::sample_categorical: the same token for the same row and the same
-// Philox bits (the fixed-point rule of core/rules.hpp is exact, so equality is bit for bit), for
-// vocabularies that end inside a 256-token chunk, sparse, one-hot and peaked rows, strided rows,
-// request ids, per-row limits, the sequence append and the row copy; an all-zero row sets
+// Philox bits (the fixed-point rule of core/base/rules.hpp is exact, so equality is bit for bit),
+// for vocabularies that end inside a 256-token chunk, sparse, one-hot and peaked rows, strided
+// rows, request ids, per-row limits, the sequence append and the row copy; an all-zero row sets
 // kSampleZeroRow. Built for the device (label gpu) and for the SIMT emulation (gpu-emu).
 #include "gpu/sampling.hpp"
 
@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/philox.hpp"
-#include "core/sampling.hpp"
+#include "core/base/error.hpp"
+#include "core/base/philox.hpp"
+#include "core/sampling/sampling.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 

@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "core/decode.hpp"
-#include "core/error.hpp"
+#include "core/base/error.hpp"
+#include "core/base/philox.hpp"
+#include "core/decode/decode.hpp"
 #include "core/models/linear_softmax.hpp"
-#include "core/philox.hpp"
-#include "core/verify_block.hpp"
-#include "core/verify_chain.hpp"
+#include "core/verify/verify_block.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "gpu/models/linear_softmax.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 

@@ -12,7 +12,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 

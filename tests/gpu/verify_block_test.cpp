@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/philox.hpp"
-#include "core/verify_block.hpp"
+#include "core/base/error.hpp"
+#include "core/base/philox.hpp"
+#include "core/verify/verify_block.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/verify_chain.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/verify_chain.hpp"
 #include "tests/support/chain_fixture.hpp"

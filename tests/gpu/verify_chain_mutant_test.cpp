@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/verify_chain.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "gpu/verify_chain.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 

@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/verify_chain.hpp"
+#include "core/base/error.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 

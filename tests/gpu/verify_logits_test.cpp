@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/sampling.hpp"
-#include "core/verify_block.hpp"
-#include "core/verify_chain.hpp"
+#include "core/base/error.hpp"
+#include "core/sampling/sampling.hpp"
+#include "core/verify/verify_block.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "gpu/logits.hpp"
 #include "gpu/verify_block.hpp"
 #include "gpu/verify_chain.hpp"

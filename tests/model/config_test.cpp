@@ -10,7 +10,7 @@
 #include <string>
 
 #include "tests/support/cli_run.hpp"
-#include "tests/unit/experiment_fixture.hpp"
+#include "tests/support/experiment_fixture.hpp"
 
 namespace speclab {
 namespace {

@@ -9,12 +9,12 @@
 #include <memory>
 #include <vector>
 
-#include "core/decode.hpp"
-#include "core/gguf.hpp"
-#include "core/model_registry.hpp"
+#include "core/decode/decode.hpp"
+#include "core/io/gguf.hpp"
 #include "core/models/memo.hpp"
-#include "core/stats.hpp"
-#include "core/tokenizer.hpp"
+#include "core/models/model_registry.hpp"
+#include "core/models/tokenizer.hpp"
+#include "core/stats/stats.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {

@@ -1,8 +1,8 @@
 // Real drafts for the real target SmolLM2-135M (core/models/layer_skip, the token n-grams and
-// prompt lookup of core/model_registry): layer-skip drafts share the target's weights and skip
-// exactly the named sublayers; the token n-grams are distributions that model held-out text; and
-// greedy speculative decoding with every draft gives plain greedy decoding's tokens (SPEC.md V2).
-// Skipped when `speclab fetch-model smollm2-135m` has not put the file in data/models/.
+// prompt lookup of core/models/model_registry): layer-skip drafts share the target's weights and
+// skip exactly the named sublayers; the token n-grams are distributions that model held-out text;
+// and greedy speculative decoding with every draft gives plain greedy decoding's tokens (SPEC.md
+// V2). Skipped when `speclab fetch-model smollm2-135m` has not put the file in data/models/.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "core/decode.hpp"
-#include "core/gguf.hpp"
-#include "core/model_registry.hpp"
+#include "core/decode/decode.hpp"
+#include "core/io/gguf.hpp"
 #include "core/models/llama.hpp"
+#include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
-#include "core/tokenizer.hpp"
+#include "core/models/tokenizer.hpp"
 #include "tests/support/error_of.hpp"
 
 namespace speclab {

@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/decode.hpp"
-#include "core/gguf.hpp"
+#include "core/decode/decode.hpp"
+#include "core/io/gguf.hpp"
 #include "core/models/llama.hpp"
 
 namespace speclab {

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "core/decode.hpp"
-#include "core/error.hpp"
-#include "core/gguf.hpp"
-#include "core/model_registry.hpp"
+#include "core/base/error.hpp"
+#include "core/decode/decode.hpp"
+#include "core/io/gguf.hpp"
+#include "core/models/model_registry.hpp"
 
 namespace speclab {
 namespace {

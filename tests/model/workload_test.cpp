@@ -1,5 +1,5 @@
 // Chat workloads and `speclab bench decode` on the real SmolLM2-135M (experiments/workload.hpp,
-// experiments/bench_decode.cpp): prompts are the ChatML conversation tokenised by the model's
+// bench/bench_decode.cpp): prompts are the ChatML conversation tokenised by the model's
 // tokenizer, generation stops at <|im_end|>, and bad prompt text (too long for the context,
 // invalid UTF-8) exits 2 naming what is wrong. Skipped when `speclab fetch-model smollm2-135m`
 // has not put the model in data/models/.
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/decode.hpp"
-#include "core/gguf.hpp"
-#include "core/model_registry.hpp"
-#include "core/tokenizer.hpp"
+#include "core/decode/decode.hpp"
+#include "core/io/gguf.hpp"
+#include "core/models/model_registry.hpp"
+#include "core/models/tokenizer.hpp"
 #include "tests/support/cli_run.hpp"
 
 namespace speclab::experiments {

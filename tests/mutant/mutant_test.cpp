@@ -1,7 +1,7 @@
 // The suite must fail on deliberately broken verifiers (TESTING.md "Mutants"). Each test switches
-// one mutant of core/mutants.hpp on (this executable links speclab_core_mutants) and runs a check
-// of the statistical layer, asserting that it REJECTS the mutant; with no mutant the same check
-// passes (asserted too, so a check that rejects everything cannot pass for the wrong reason).
+// one mutant of core/base/mutants.hpp on (this executable links speclab_core_mutants) and runs a
+// check of the statistical layer, asserting that it REJECTS the mutant; with no mutant the same
+// check passes (asserted too, so a check that rejects everything cannot pass for the wrong reason).
 // Layers: "one-step joint" is the χ² of one verification step's emitted sequence against the
 // exact rational law (core/exact); "stream" is the χ² of 4-token streams of the decoding engine
 // against the target chain's exact joint law.
@@ -9,15 +9,15 @@
 
 #include <map>
 
-#include "core/decode.hpp"
-#include "core/exact.hpp"
+#include "core/base/mutants.hpp"
+#include "core/base/philox.hpp"
+#include "core/decode/decode.hpp"
+#include "core/exact/exact.hpp"
 #include "core/models/markov.hpp"
-#include "core/mutants.hpp"
-#include "core/philox.hpp"
-#include "core/sampling.hpp"
-#include "core/stats.hpp"
-#include "core/verify_block.hpp"
-#include "core/verify_chain.hpp"
+#include "core/sampling/sampling.hpp"
+#include "core/stats/stats.hpp"
+#include "core/verify/verify_block.hpp"
+#include "core/verify/verify_chain.hpp"
 
 namespace speclab {
 namespace {

@@ -2,7 +2,7 @@
 // first"): losslessness of one step and of a Markov-chain stream is an equality of rationals here,
 // and the expected values in comments are derived by hand from SPEC.md, not from the code under
 // test.
-#include "core/exact.hpp"
+#include "core/exact/exact.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace speclab::exact {
 namespace {

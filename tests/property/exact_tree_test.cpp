@@ -1,7 +1,7 @@
 // Exact rational checks of tree verification (SPEC.md V6, TESTING.md "Exact checks first"): every
 // lossless candidate law gives the target's first token and conditionals exactly, and a Markov
 // stream equal to the target chain; the draft-softmax-as-q variant provably does not.
-#include "core/exact_tree.hpp"
+#include "core/exact/exact_tree.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/verify_tree.hpp"
+#include "core/base/error.hpp"
+#include "core/verify/verify_tree.hpp"
 
 namespace speclab::exact {
 namespace {

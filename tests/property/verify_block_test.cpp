@@ -1,6 +1,6 @@
 // RapidCheck properties of the block verifier (SPEC.md V5; TESTING.md "Properties that must hold"),
 // and its weights w_i, h_i against the rational formulas to 1e-12.
-#include "core/verify_block.hpp"
+#include "core/verify/verify_block.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/exact.hpp"
+#include "core/exact/exact.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/chain_gen.hpp"
 

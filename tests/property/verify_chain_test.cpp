@@ -1,5 +1,5 @@
 // RapidCheck properties of the chain verifiers (TESTING.md "Properties that must hold").
-#include "core/verify_chain.hpp"
+#include "core/verify/verify_chain.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/sampling.hpp"
+#include "core/sampling/sampling.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/chain_gen.hpp"
 

@@ -1,7 +1,7 @@
 // RapidCheck properties of the tree verifier (SPEC.md V6; TESTING.md "Properties that must hold"):
 // structure of the output, padding and batching invariance, seeds, and a one-branch tree that is
 // V1 token for token.
-#include "core/verify_tree.hpp"
+#include "core/verify/verify_tree.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/verify_chain.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/tree_fixture.hpp"
 

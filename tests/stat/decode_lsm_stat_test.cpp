@@ -3,8 +3,8 @@
 // at V = 16 (256 joint outcomes), with N, bins, p-value and detectable ε printed.
 #include <gtest/gtest.h>
 
-#include "core/decode.hpp"
-#include "core/model_registry.hpp"
+#include "core/decode/decode.hpp"
+#include "core/models/model_registry.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {

@@ -6,10 +6,10 @@
 
 #include <map>
 
-#include "core/decode.hpp"
-#include "core/exact.hpp"
+#include "core/decode/decode.hpp"
+#include "core/exact/exact.hpp"
 #include "core/models/markov.hpp"
-#include "core/verify_tree.hpp"
+#include "core/verify/verify_tree.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {

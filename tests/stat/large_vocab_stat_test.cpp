@@ -6,11 +6,11 @@
 
 #include <algorithm>
 
-#include "core/philox.hpp"
-#include "core/rules.hpp"
-#include "core/synthetic_batch.hpp"
-#include "core/verify_block.hpp"
-#include "core/verify_tree.hpp"
+#include "core/base/philox.hpp"
+#include "core/base/rules.hpp"
+#include "core/verify/synthetic_batch.hpp"
+#include "core/verify/verify_block.hpp"
+#include "core/verify/verify_tree.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {
@@ -46,7 +46,7 @@ struct Rows {
   const float* target(int64_t i) const { return &data.probs_target[i * kVocab]; }
   const float* draft(int64_t i) const { return &data.probs_draft[i * kVocab]; }
 
-  // x ~ q_i by the fixed-point rule of core/rules.hpp (what sample_categorical computes), by
+  // x ~ q_i by the fixed-point rule of core/base/rules.hpp (what sample_categorical computes), by
   // binary search over the precomputed prefix sums.
   int32_t draw(int64_t i, uint32_t bits) const {
     const auto& cdf = draft_cdf[i];

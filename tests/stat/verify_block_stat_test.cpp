@@ -1,7 +1,8 @@
 // Statistical layer of the chain-draft verifiers added beside V1-V3 (SPEC.md V5 block verification,
 // V4 typical acceptance; TESTING.md "Statistical checks"): verify_block and verify_typical fed with
-// Philox-addressed drafts, against the exact rational laws of core/exact.hpp — the joint emitted
-// sequence of one step, the accepted-length law (11/9 on the test vector) and a Markov stream.
+// Philox-addressed drafts, against the exact rational laws of core/exact/exact.hpp — the joint
+// emitted sequence of one step, the accepted-length law (11/9 on the test vector) and a Markov
+// stream.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "core/exact.hpp"
-#include "core/philox.hpp"
-#include "core/sampling.hpp"
-#include "core/stats.hpp"
-#include "core/verify_block.hpp"
-#include "core/verify_typical.hpp"
+#include "core/base/philox.hpp"
+#include "core/exact/exact.hpp"
+#include "core/sampling/sampling.hpp"
+#include "core/stats/stats.hpp"
+#include "core/verify/verify_block.hpp"
+#include "core/verify/verify_typical.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/stat_support.hpp"
 

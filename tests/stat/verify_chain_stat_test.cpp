@@ -1,6 +1,6 @@
 // Statistical layer of the chain verifiers (SPEC.md V1-V3 and "Randomness"; TESTING.md "Statistical
 // checks"): verify_chain (the fast path) fed with Philox-addressed drafts, against the exact
-// rational laws of core/exact.hpp — joint emitted sequences of one step, a multi-step Markov
+// rational laws of core/exact/exact.hpp — joint emitted sequences of one step, a multi-step Markov
 // stream, the first-token marginal and acceptance at V = 32000, and the acceptance closed forms.
 #include <gtest/gtest.h>
 
@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "core/exact.hpp"
-#include "core/philox.hpp"
-#include "core/rules.hpp"
-#include "core/sampling.hpp"
-#include "core/stats.hpp"
-#include "core/synthetic_batch.hpp"
-#include "core/verify_chain.hpp"
+#include "core/base/philox.hpp"
+#include "core/base/rules.hpp"
+#include "core/exact/exact.hpp"
+#include "core/sampling/sampling.hpp"
+#include "core/stats/stats.hpp"
+#include "core/verify/synthetic_batch.hpp"
+#include "core/verify/verify_chain.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/stat_support.hpp"
 

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <string>
 
-#include "core/decode.hpp"
-#include "core/model_registry.hpp"
-#include "experiments/verify_distribution.hpp"
+#include "core/decode/decode.hpp"
+#include "core/models/model_registry.hpp"
+#include "core/stats/verify_distribution.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {

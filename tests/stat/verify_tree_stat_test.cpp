@@ -1,17 +1,17 @@
 // Statistical layer of tree verification (SPEC.md V6; TESTING.md "Statistical checks"): complete
 // binary draft trees of depth 2 whose candidates are drawn by each declared law from Philox
-// draft-sample uniforms, verified by verify_tree, against the exact laws of core/exact_tree.hpp —
-// the joint emitted sequence of one step for every method, and the lossy variant's first token
-// detectably away from the target.
+// draft-sample uniforms, verified by verify_tree, against the exact laws of
+// core/exact/exact_tree.hpp — the joint emitted sequence of one step for every method, and the
+// lossy variant's first token detectably away from the target.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/exact_tree.hpp"
-#include "core/stats.hpp"
-#include "core/verify_tree.hpp"
+#include "core/exact/exact_tree.hpp"
+#include "core/stats/stats.hpp"
+#include "core/verify/verify_tree.hpp"
 #include "tests/support/stat_support.hpp"
 #include "tests/support/tree_fixture.hpp"
 

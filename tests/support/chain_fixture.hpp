@@ -6,9 +6,9 @@
 #include <numeric>
 #include <vector>
 
-#include "core/philox.hpp"
-#include "core/sampling.hpp"
-#include "core/verify_chain.hpp"
+#include "core/base/philox.hpp"
+#include "core/sampling/sampling.hpp"
+#include "core/verify/verify_chain.hpp"
 
 namespace speclab::testing {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace speclab::testing {
 

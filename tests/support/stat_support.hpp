@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/stats.hpp"
+#include "core/stats/stats.hpp"
 
 namespace speclab::testing {
 

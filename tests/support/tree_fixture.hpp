@@ -7,9 +7,9 @@
 #include <numeric>
 #include <vector>
 
-#include "core/philox.hpp"
-#include "core/sampling.hpp"
-#include "core/verify_tree.hpp"
+#include "core/base/philox.hpp"
+#include "core/sampling/sampling.hpp"
+#include "core/verify/verify_tree.hpp"
 
 namespace speclab::testing {
 

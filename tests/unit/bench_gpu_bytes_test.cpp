@@ -1,6 +1,6 @@
 // The bytes `speclab bench gpu` counts per request for each device path (experiments/
 // bench_gpu_bytes.hpp) against gpu/README.md's tables, worked by hand at γ_b = 5, V = 1000.
-#include "experiments/bench_gpu_bytes.hpp"
+#include "bench/bench_gpu_bytes.hpp"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "experiments/sweep.hpp"
-#include "tests/unit/experiment_fixture.hpp"
+#include "tests/support/experiment_fixture.hpp"
 
 namespace speclab::experiments {
 namespace {

@@ -1,7 +1,7 @@
-// The cost and memory planner (core/cost_model, core/hardware): Leviathan's closed forms
+// The cost and memory planner (core/plan/cost_model, core/plan/hardware): Leviathan's closed forms
 // (SPEC.md V1, proofs/expected_emitted.md), the roofline regimes, KV-cache and weight bytes of the
 // presets, and the VRAM budget's errors.
-#include "core/cost_model.hpp"
+#include "core/plan/cost_model.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.hpp"
-#include "core/hardware.hpp"
+#include "core/base/error.hpp"
+#include "core/plan/hardware.hpp"
 
 namespace speclab {
 namespace {

@@ -1,12 +1,12 @@
 // core/decode: plain and speculative decoding engines on table models.
-#include "core/decode.hpp"
+#include "core/decode/decode.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <numeric>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/support/error_of.hpp"
 #include "tests/support/markov_models.hpp"
 

@@ -1,8 +1,8 @@
-// GGUF reader (core/gguf.hpp): files written byte by byte here, every metadata type, tensors of
+// GGUF reader (core/io/gguf.hpp): files written byte by byte here, every metadata type, tensors of
 // each supported type dequantised against values derived by hand, and truncated or hostile files
 // (each must throw InvalidInput, never crash). GgufModel.* read the real SmolLM2 file when
 // `speclab fetch-model smollm2-135m` has put it in data/models/.
-#include "core/gguf.hpp"
+#include "core/io/gguf.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/support/cli_run.hpp"
 #include "tests/support/error_of.hpp"
 

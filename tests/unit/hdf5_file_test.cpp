@@ -1,6 +1,7 @@
-// Unit tests of core/hdf5_file (DESIGN.md "Results in HDF5"): round trips, typed and shape-checked
-// reads with messages naming file and dataset, and the write-to-.partial-then-rename protocol.
-#include "core/hdf5_file.hpp"
+// Unit tests of core/io/hdf5_file (DESIGN.md "Results in HDF5"): round trips, typed and
+// shape-checked reads with messages naming file and dataset, and the write-to-.partial-then-rename
+// protocol.
+#include "core/io/hdf5_file.hpp"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -13,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace speclab {
 namespace {

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "core/model_registry.hpp"
+#include "core/models/model_registry.hpp"
 #include "tests/support/error_of.hpp"
 
 namespace speclab {

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/models/skinny_gemm.hpp"
 #include "tests/support/error_of.hpp"
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <numeric>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "core/models/prompt_lookup.hpp"
 #include "tests/support/error_of.hpp"
 

@@ -1,12 +1,12 @@
-// core/philox.hpp and the fixed-point rules of core/rules.hpp.
-#include "core/philox.hpp"
+// core/base/philox.hpp and the fixed-point rules of core/base/rules.hpp.
+#include "core/base/philox.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
 
-#include "core/rules.hpp"
+#include "core/base/rules.hpp"
 
 namespace speclab {
 namespace {

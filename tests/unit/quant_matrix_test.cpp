@@ -13,8 +13,8 @@
 #include <limits>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/gguf.hpp"
+#include "core/base/error.hpp"
+#include "core/io/gguf.hpp"
 #include "core/models/skinny_gemm.hpp"
 #include "tests/support/error_of.hpp"
 

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/hdf5_file.hpp"
+#include "core/io/hdf5_file.hpp"
 #include "experiments/merge.hpp"
 #include "experiments/runner.hpp"
-#include "tests/unit/experiment_fixture.hpp"
+#include "tests/support/experiment_fixture.hpp"
 
 namespace speclab::experiments {
 namespace {

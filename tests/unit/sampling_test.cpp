@@ -1,5 +1,5 @@
 // core/sampling: the pipeline of SPEC.md, row validation and categorical sampling.
-#include "core/sampling.hpp"
+#include "core/sampling/sampling.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/support/error_of.hpp"
 
 namespace speclab {

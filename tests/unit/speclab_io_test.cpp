@@ -1,4 +1,4 @@
-// experiments/speclab_io.py, the notebooks' reader, run by Debian's /usr/bin/python3 on a real
+// python/speclab_io.py, the notebooks' reader, run by Debian's /usr/bin/python3 on a real
 // run's output: load_summary gives one row per sweep point, load_run the datasets and attributes.
 // Skipped where /usr/bin/python3, h5py or pandas is missing.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "tests/support/cli_run.hpp"
-#include "tests/unit/experiment_fixture.hpp"
+#include "tests/support/experiment_fixture.hpp"
 
 namespace speclab {
 namespace {
@@ -54,7 +54,7 @@ print("speclab_io ok")
 )";
   testing::write_text(dir / "check.py", script);
   const std::string command = "/usr/bin/python3 '" + (dir / "check.py").string() + "' '" +
-                              (fs::path(SPECLAB_SOURCE_DIR) / "experiments").string() + "' '" +
+                              (fs::path(SPECLAB_SOURCE_DIR) / "python").string() + "' '" +
                               (dir / "out").string() + "' 2>&1";
   EXPECT_EQ(shell(command), 0);
 }

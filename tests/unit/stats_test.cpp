@@ -1,6 +1,6 @@
 // Unit tests of core/stats: χ² p-values against closed-form survival functions, the merging rule,
 // the sample-size table of TESTING.md "Statistical checks", Wilson intervals and the TV bound.
-#include "core/stats.hpp"
+#include "core/stats/stats.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace speclab {
 namespace {

@@ -1,8 +1,8 @@
-// Byte-level BPE tokenizer (core/tokenizer.hpp): the GPT-2 byte alphabet, the "smollm"
+// Byte-level BPE tokenizer (core/models/tokenizer.hpp): the GPT-2 byte alphabet, the "smollm"
 // pre-tokenizer and UTF-8 checks without a model; with the real SmolLM2 GGUF (after `speclab
 // fetch-model smollm2-135m`) ids derived by hand from its vocabulary and merges, round trips
 // (fixed strings and a RapidCheck property), special tokens, errors and the ChatML template.
-#include "core/tokenizer.hpp"
+#include "core/models/tokenizer.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/gguf.hpp"
+#include "core/base/error.hpp"
+#include "core/io/gguf.hpp"
 #include "tests/support/error_of.hpp"
 
 namespace speclab {

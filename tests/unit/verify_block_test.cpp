@@ -1,13 +1,13 @@
-// core/verify_block (SPEC.md V5): the weights on the test vector, fixed cases, and every bad input
-// of SPEC.md "Bad input" with its message.
-#include "core/verify_block.hpp"
+// core/verify/verify_block (SPEC.md V5): the weights on the test vector, fixed cases, and every bad
+// input of SPEC.md "Bad input" with its message.
+#include "core/verify/verify_block.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/support/chain_fixture.hpp"
 
 namespace speclab {

@@ -1,6 +1,6 @@
-// core/verify_chain: fixed cases and every bad input of SPEC.md "Bad input", for the reference
-// and the fast path alike.
-#include "core/verify_chain.hpp"
+// core/verify/verify_chain: fixed cases and every bad input of SPEC.md "Bad input", for the
+// reference and the fast path alike.
+#include "core/verify/verify_chain.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <functional>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/support/chain_fixture.hpp"
 
 namespace speclab {

@@ -1,13 +1,14 @@
-// core/verify_tree (SPEC.md V6): method names, fixed cases, K-SEQ's ρ, and every bad input — cycles
-// and parents out of range, token ids, sibling rules, rows — with messages naming request and node.
-#include "core/verify_tree.hpp"
+// core/verify/verify_tree (SPEC.md V6): method names, fixed cases, K-SEQ's ρ, and every bad input —
+// cycles and parents out of range, token ids, sibling rules, rows — with messages naming request
+// and node.
+#include "core/verify/verify_tree.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/tree_fixture.hpp"
 

@@ -1,13 +1,13 @@
-// core/verify_typical (SPEC.md V4, Medusa typical acceptance): the threshold, the longest run of
-// passes, the lossy marking and every bad input with its message.
-#include "core/verify_typical.hpp"
+// core/verify/verify_typical (SPEC.md V4, Medusa typical acceptance): the threshold, the longest
+// run of passes, the lossy marking and every bad input with its message.
+#include "core/verify/verify_typical.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/support/chain_fixture.hpp"
 
 namespace speclab {

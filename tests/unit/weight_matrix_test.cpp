@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "tests/support/error_of.hpp"
 
 namespace speclab {

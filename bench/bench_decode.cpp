@@ -1,0 +1,249 @@
+// `speclab bench decode`: measured speculative-decoding speedup for a model pair, beside the
+// closed forms of SPEC.md V1 (E = (1 − α^{γ+1})/(1 − α), predicted gain E/(γc + 1)).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "bench/benches.hpp"
+#include "core/base/error.hpp"
+#include "core/base/philox.hpp"
+#include "core/decode/decode.hpp"
+#include "core/models/model_registry.hpp"
+#include "core/models/ngram.hpp"
+#include "experiments/workload.hpp"
+
+namespace speclab::cli {
+namespace {
+
+constexpr std::string_view kDefaultWorkload = "rewrite";
+
+struct Row {
+  int64_t gamma = 0;
+  double alpha = 0, alpha_sum_min = 0, emitted_per_step = 0, emitted_formula = 0;
+  double speedup = 0, speedup_predicted = 0, speedup_leviathan = 0, c = 0, tokens_per_s = 0;
+  double target_ratio = 0, overhead = 0;
+  int64_t tokens = 0, eos = 0;  // generated in all; requests that stopped at EOS
+};
+
+double per_call(const ModelStats& s) { return s.calls ? s.seconds / s.calls : 0.0; }
+
+struct Prompts {
+  std::vector<std::vector<int32_t>> tokens;
+  std::string source;  // what the prompts are, for the report
+};
+
+// Byte-vocabulary models: held-out corpus text. Models with a tokenizer: a chat workload (or
+// --prompt) in their chat template; request b takes conversation b mod n. Others: random ids.
+Prompts make_prompts(const BenchDecodeOptions& o, const LanguageModel& target) {
+  Prompts prompts;
+  const bool chat = !tokenizer_file(o.target).empty();
+  if (!chat && (!o.workload.empty() || !o.prompt.empty())) {
+    throw InvalidInput(fmt::format(
+        "{} needs a target with a tokenizer (such as smollm2-135m); target {} has vocabulary "
+        "size {} and no tokenizer",
+        o.workload.empty() ? "--prompt" : "--workload", o.target, target.vocab()));
+  }
+  if (chat && !o.workload.empty() && !o.prompt.empty()) {
+    throw InvalidInput("--workload and --prompt are exclusive: give one");
+  }
+  if (chat && !o.prompt.empty()) {
+    const experiments::ChatTokenizer t = experiments::chat_tokenizer(o.target);
+    const std::vector<ChatMessage> conversation = {{"user", o.prompt}};
+    const auto ids = experiments::tokenize_conversation(t, conversation, o.tokens, "--prompt");
+    prompts.tokens.assign(static_cast<size_t>(o.batch), ids);
+    prompts.source = fmt::format("--prompt, {} tokens in the chat template", ids.size());
+    return prompts;
+  }
+  if (chat) {
+    const experiments::Workload w =
+        experiments::load_workload(o.workload.empty() ? kDefaultWorkload : o.workload);
+    prompts.tokens = experiments::workload_prompts(w, o.target, o.batch, o.tokens);
+    std::string lengths;
+    for (size_t b = 0; b < prompts.tokens.size(); ++b) {
+      lengths += fmt::format("{}{}", b ? ", " : "", prompts.tokens[b].size());
+    }
+    prompts.source = fmt::format(
+        "workload {} ({} conversations; request b takes b mod {}), "
+        "prompt tokens {}",
+        w.name, w.conversations.size(), w.conversations.size(), lengths);
+    return prompts;
+  }
+  const bool text = target.vocab() == kByteVocab;
+  for (int64_t b = 0; b < o.batch; ++b) {
+    if (text) {
+      prompts.tokens.push_back(corpus_prompt(4096 * b, 64));
+    } else {
+      std::vector<int32_t> p(16);
+      for (size_t i = 0; i < p.size(); ++i) {
+        const RandomAddress a{
+            o.seed, static_cast<uint32_t>(b), 0, static_cast<uint32_t>(i), Purpose::kPlainSample,
+            1};
+        p[i] = static_cast<int32_t>(philox_bits(a) % static_cast<uint32_t>(target.vocab()));
+      }
+      prompts.tokens.push_back(p);
+    }
+  }
+  prompts.source =
+      text ? "held-out corpus text, 64 bytes per request" : "random token ids, 16 per request";
+  return prompts;
+}
+
+// Requests of a run that ended with the target's EOS token.
+int64_t stopped_at_eos(const DecodeResult& r, int32_t eos) {
+  int64_t n = 0;
+  for (const auto& tokens : r.tokens) n += !tokens.empty() && tokens.back() == eos;
+  return n;
+}
+
+// Processes every prompt (one output row each, so a model with a KV cache keeps it) and
+// returns the seconds it took. The decoding engines reuse a cached prefix and release caches at
+// the end of a run, so a timed run after this measures decoding alone, as llama.cpp's decode rate
+// does; the prompt rate is reported apart.
+double prefill(LanguageModel& model, const std::vector<std::vector<int32_t>>& prompts) {
+  std::vector<ScoreRequest> requests;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    requests.push_back({prompts[b], 1, static_cast<int64_t>(b)});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  model.score(requests, {});
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+void run_bench_decode(const BenchDecodeOptions& o) {
+  if (o.tokens < 2 || o.batch < 1 || o.gamma.empty()) {
+    throw InvalidInput(fmt::format(
+        "bench decode needs --tokens ≥ 2, --batch ≥ 1 and at least one --gamma (got {}, {}, {})",
+        o.tokens, o.batch, o.gamma.size()));
+  }
+  for (int64_t g : o.gamma) {
+    if (g < 1) throw InvalidInput(fmt::format("--gamma value {} must be ≥ 1", g));
+  }
+  auto target = make_model(o.target);
+  auto draft = make_model(o.draft);
+  if (target->vocab() != draft->vocab()) {
+    throw InvalidInput(fmt::format("draft {} has vocabulary size {} but target {} has {}",
+                                   draft->name(), draft->vocab(), target->name(), target->vocab()));
+  }
+  const Prompts made = make_prompts(o, *target);
+  const auto& prompts = made.tokens;
+  DecodeConfig config{.max_new_tokens = o.tokens,
+                      .sampling = {.temperature = o.temperature},
+                      .draft_sampling = {.temperature = o.temperature},
+                      .seed = o.seed};
+  // Warm caches and lazily built weights before timing.
+  DecodeConfig warm = config;
+  warm.max_new_tokens = 4;
+  plain_decode(*target, prompts, warm);
+  speculative_decode(*target, *draft, prompts, warm);
+
+  int64_t prompt_tokens = 0;
+  for (const auto& p : prompts) prompt_tokens += static_cast<int64_t>(p.size());
+  const double prompt_rate = prompt_tokens / prefill(*target, prompts);
+  const DecodeResult plain = plain_decode(*target, prompts, config);
+  const double plain_seconds = plain.metrics.seconds;
+  const double plain_rate = plain.metrics.tokens / plain_seconds;
+  const double target_step = per_call(plain.metrics.target);
+  const int64_t plain_eos = stopped_at_eos(plain, target->eos_token());
+
+  std::vector<Row> rows;
+  for (int64_t gamma : o.gamma) {
+    config.gamma = gamma;
+    prefill(*target, prompts);
+    prefill(*draft, prompts);
+    const DecodeResult spec = speculative_decode(*target, *draft, prompts, config);
+    const DecodeMetrics& m = spec.metrics;
+    Row row;
+    row.gamma = gamma;
+    row.alpha = m.acceptance_rate();
+    row.alpha_sum_min = m.alpha_estimate();
+    row.tokens = m.tokens;
+    row.eos = stopped_at_eos(spec, target->eos_token());
+    // Emitted per step over the steps that drafted the full γ (the last steps of a request
+    // draft fewer so as not to overshoot --tokens).
+    int64_t full_steps = 0, full_emitted = 0;
+    for (size_t s = 0; s < m.step_drafted.size(); ++s) {
+      if (m.step_drafted[s] != gamma) continue;
+      ++full_steps;
+      full_emitted += m.step_emitted[s];
+    }
+    row.emitted_per_step = full_steps ? static_cast<double>(full_emitted) / full_steps : 0.0;
+    const double a = row.alpha;
+    row.emitted_formula = a < 1.0 ? (1.0 - std::pow(a, gamma + 1)) / (1.0 - a) : gamma + 1.0;
+    row.tokens_per_s = m.tokens / m.seconds;
+    row.speedup = row.tokens_per_s / plain_rate;
+    row.c = per_call(m.draft) / target_step;
+    row.target_ratio = per_call(m.target) / target_step;
+    // Per verification round, the time outside the models' calls (sampling the drafts,
+    // verifying, bookkeeping), in target steps.
+    const double outside = m.seconds - m.target.seconds - m.draft.seconds;
+    row.overhead = m.target.calls ? outside / m.target.calls / target_step : 0.0;
+    // Leviathan et al.: E/(γc + 1) takes a verification call to cost one target step and
+    // everything else to be free. The prediction uses the measured costs of a round instead:
+    // E/(γc + r + o), r = T(γ+1)/T(1).
+    row.speedup_leviathan = row.emitted_formula / (gamma * row.c + 1.0);
+    row.speedup_predicted = row.emitted_formula / (gamma * row.c + row.target_ratio + row.overhead);
+    rows.push_back(row);
+  }
+
+  if (o.json) {
+    std::string out = fmt::format(
+        "{{\"target\": \"{}\", \"draft\": \"{}\", \"batch\": {}, \"tokens\": {}, "
+        "\"temperature\": {}, \"prompts\": \"{}\", \"plain_tokens_per_s\": {:.6g}, "
+        "\"target_step_seconds\": {:.6g}, \"plain_generated\": {}, \"plain_stopped_at_eos\": {}, "
+        "\"prompt_tokens_per_s\": {:.6g}, \"rows\": [",
+        o.target, o.draft, o.batch, o.tokens, o.temperature, made.source, plain_rate, target_step,
+        plain.metrics.tokens, plain_eos, prompt_rate);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      out += fmt::format(
+          "{}{{\"gamma\": {}, \"alpha\": {:.6g}, \"alpha_sum_min\": {:.6g}, "
+          "\"emitted_per_step\": {:.6g}, \"emitted_formula\": {:.6g}, \"speedup\": {:.6g}, "
+          "\"speedup_predicted\": {:.6g}, \"c\": {:.6g}, \"tokens_per_s\": {:.6g}, "
+          "\"target_call_ratio\": {:.6g}, \"overhead\": {:.6g}, \"speedup_leviathan\": {:.6g}, "
+          "\"generated\": {}, \"stopped_at_eos\": {}}}",
+          i ? ", " : "", r.gamma, r.alpha, r.alpha_sum_min, r.emitted_per_step, r.emitted_formula,
+          r.speedup, r.speedup_predicted, r.c, r.tokens_per_s, r.target_ratio, r.overhead,
+          r.speedup_leviathan, r.tokens, r.eos);
+    }
+    std::printf("%s]}\n", out.c_str());
+    return;
+  }
+  std::printf("speclab bench decode: target %s, draft %s, B=%lld, %lld tokens per request, T=%g\n",
+              o.target.c_str(), o.draft.c_str(), static_cast<long long>(o.batch),
+              static_cast<long long>(o.tokens), o.temperature);
+  std::printf("  prompts: %s\n", made.source.c_str());
+  std::printf(
+      "  prompt processing: %.1f tokens/s, before each timed run and not in its rate (the runs "
+      "find the prompts' KV caches)\n",
+      prompt_rate);
+  std::printf(
+      "  plain decoding: %.1f tokens/s (target step %.3f ms), %lld tokens, %lld of %lld requests "
+      "stopped at EOS\n\n",
+      plain_rate, 1e3 * target_step, static_cast<long long>(plain.metrics.tokens),
+      static_cast<long long>(plain_eos), static_cast<long long>(o.batch));
+  std::printf(
+      "  gamma  alpha  sum-min  emitted/step  formula  c      r      o      tok/s    speedup  "
+      "predicted  Leviathan  tokens  EOS\n");
+  for (const Row& r : rows) {
+    std::printf(
+        "  %5lld  %.3f  %.3f    %6.3f       %6.3f   %.3f  %5.2f  %5.3f  %7.1f  %5.2fx   %5.2fx     "
+        "%5.2fx     %6lld  %lld\n",
+        static_cast<long long>(r.gamma), r.alpha, r.alpha_sum_min, r.emitted_per_step,
+        r.emitted_formula, r.c, r.target_ratio, r.overhead, r.tokens_per_s, r.speedup,
+        r.speedup_predicted, r.speedup_leviathan, static_cast<long long>(r.tokens),
+        static_cast<long long>(r.eos));
+  }
+  std::printf(
+      "\n  alpha: accepted / tested draft positions; sum-min: mean Σ min(p, q) on the path;\n"
+      "  formula: (1 − α^(γ+1))/(1 − α); c = draft step ÷ target step; r = verification call ÷\n"
+      "  target step; o = time outside the model calls per round ÷ target step;\n"
+      "  predicted: formula / (γc + r + o); Leviathan: formula / (γc + 1); tokens: generated in\n"
+      "  all; EOS: requests that stopped at the end-of-sequence token.\n");
+}
+
+}  // namespace speclab::cli

@@ -1,0 +1,48 @@
+// `speclab bench ...` subcommands: options and entry points (bench/bench_*.cpp,
+// bench/plan_validate.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace speclab::cli {
+
+struct BenchVerifyOptions {
+  int64_t batch = 8;
+  int64_t gamma = 5;
+  int64_t vocab = 32000;
+  int repeats = 7;
+  double draft_noise = 0.6;
+  bool json = false;
+};
+void run_bench_verify(const BenchVerifyOptions& options);
+
+struct BenchDecodeOptions {
+  std::string target = "lsm-target";
+  std::string draft = "lsm-draft";
+  std::vector<int64_t> gamma = {1, 2, 3, 4, 5, 6, 8};
+  int64_t tokens = 256;
+  int64_t batch = 1;
+  double temperature = 1.0;
+  uint64_t seed = 0;
+  std::string workload;  ///< models with a tokenizer: a data/workloads name or file ("" = rewrite)
+  std::string prompt;    ///< models with a tokenizer: one user message instead of a workload
+  bool json = false;
+};
+void run_bench_decode(const BenchDecodeOptions& options);
+
+struct BenchGpuOptions {
+  int repeats = 15;     ///< timed launches per kernel and configuration (median)
+  int64_t tokens = 64;  ///< tokens per request of the decoding-loop comparison
+  bool json = false;
+};
+/// `speclab bench gpu` (bench/bench_gpu.cpp): without a device, or in a build without
+/// CUDA, prints that and measures nothing.
+void run_bench_gpu(const BenchGpuOptions& options);
+
+/// `speclab plan --validate`: the planner's prediction against decoding runs of the LinearSoftmax
+/// pair on this machine, by batch size (bench/plan_validate.cpp).
+void run_plan_validate(bool json);
+
+}  // namespace speclab::cli

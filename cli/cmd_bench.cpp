@@ -1,0 +1,69 @@
+// `speclab bench`: throughput beside its floor and its peer (bench/bench_*.cpp).
+#include <memory>
+#include <sstream>
+
+#include "bench/benches.hpp"
+#include "cli/command.hpp"
+
+namespace speclab::cli {
+namespace {
+
+void setup_bench(CLI::App& app) {
+  auto* bench =
+      app.add_subcommand("bench", "Throughput against the measured memory-bandwidth floor");
+  bench->require_subcommand(1);
+  auto* verify = bench->add_subcommand("verify", "Time the V1 chain verifier on synthetic batches");
+  auto o = std::make_shared<BenchVerifyOptions>();
+  verify->add_option("--batch", o->batch, "requests per batch (B)")->capture_default_str();
+  verify->add_option("--gamma", o->gamma, "draft tokens per request (γ)")->capture_default_str();
+  verify->add_option("--vocab", o->vocab, "vocabulary size (V)")->capture_default_str();
+  verify->add_option("--repeats", o->repeats, "passes over the distinct batches")
+      ->capture_default_str();
+  verify
+      ->add_option("--draft-noise", o->draft_noise,
+                   "logit noise separating draft from target (sets the acceptance rate)")
+      ->capture_default_str();
+  verify->add_flag("--json", o->json, "print one JSON object");
+  verify->callback([o] { run_bench_verify(*o); });
+
+  auto* decode = bench->add_subcommand(
+      "decode", "Measured speculative-decoding speedup of a model pair beside the closed forms");
+  auto d = std::make_shared<BenchDecodeOptions>();
+  decode->add_option("--target", d->target, "target model (see `speclab models`)")
+      ->capture_default_str();
+  decode->add_option("--draft", d->draft, "draft model")->capture_default_str();
+  decode->add_option("--gamma", d->gamma, "draft lengths to measure, e.g. --gamma 1,2,4")
+      ->delimiter(',')
+      ->capture_default_str();
+  decode->add_option("--tokens", d->tokens, "tokens generated per request")->capture_default_str();
+  decode->add_option("--batch", d->batch, "requests decoded together")->capture_default_str();
+  decode->add_option("--temperature", d->temperature, "sampling temperature of both models")
+      ->capture_default_str();
+  decode->add_option("--seed", d->seed, "Philox seed")->capture_default_str();
+  decode
+      ->add_option("--workload", d->workload,
+                   "models with a tokenizer: chat workload, a data/workloads name (rewrite, "
+                   "chat) or a .toml file; default rewrite")
+      ->capture_default_str();
+  decode->add_option("--prompt", d->prompt,
+                     "models with a tokenizer: one user message instead of a workload");
+  decode->add_flag("--json", d->json, "print one JSON object");
+  decode->callback([d] { run_bench_decode(*d); });
+
+  auto* gpu = bench->add_subcommand(
+      "gpu",
+      "Device kernels' effective bandwidth beside the copy bandwidth, and the device "
+      "decoding loop beside core's (needs a CUDA device)");
+  auto g = std::make_shared<BenchGpuOptions>();
+  gpu->add_option("--repeats", g->repeats, "timed launches per kernel and shape (median)")
+      ->capture_default_str();
+  gpu->add_option("--tokens", g->tokens, "tokens per request in the decoding-loop comparison")
+      ->capture_default_str();
+  gpu->add_flag("--json", g->json, "print one JSON object");
+  gpu->callback([g] { run_bench_gpu(*g); });
+}
+
+const CommandRegistrar kRegistrar{"bench", &setup_bench};
+
+}  // namespace
+}  // namespace speclab::cli

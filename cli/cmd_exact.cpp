@@ -1,0 +1,317 @@
+// `speclab exact`: the exact output distribution of one verification step (SPEC.md V1-V6) with the
+// same target row P and draft row Q at every position (for trees: at every node, --gamma the depth,
+// --branches the candidates per node), enumerated in rational arithmetic (core/exact/exact.hpp,
+// core/exact/exact_tree.hpp), printed as JSON with every probability as an exact "num/den".
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "core/base/error.hpp"
+#include "core/exact/exact.hpp"
+#include "core/exact/exact_tree.hpp"
+#include "core/verify/verify_chain.hpp"
+#include "core/verify/verify_tree.hpp"
+
+namespace speclab::cli {
+namespace {
+
+using exact::Q;
+using exact::Row;
+
+struct ExactOptions {
+  std::string target;
+  std::string draft;
+  std::string gamma;
+  std::string method;
+  std::string leniency;
+  std::string branches;
+  std::string epsilon;
+  std::string delta;
+};
+
+// Which enumerator a --method name selects.
+struct MethodChoice {
+  enum Family { kChain, kBlock, kTypical, kTree } family = kChain;
+  ChainMethod chain = ChainMethod::kToken;
+  TreeMethod tree = TreeMethod::kIid;
+  std::string name;
+};
+
+MethodChoice parse_method(const std::string& name) {
+  MethodChoice choice;
+  choice.name = name;
+  if (name == "token" || name == "greedy" || name == "lenient") {
+    choice.chain = parse_chain_method(name);
+  } else if (name == "block") {
+    choice.family = MethodChoice::kBlock;
+  } else if (name == "typical") {
+    choice.family = MethodChoice::kTypical;
+  } else {
+    try {
+      choice.tree = parse_tree_method(name);
+      choice.family = MethodChoice::kTree;
+    } catch (const InvalidInput&) {
+      throw InvalidInput(fmt::format(
+          "--method is \"{}\"; expected one of token, greedy, lenient, block, typical, tree-iid, "
+          "tree-swor, tree-topk, tree-topk-softmax-q, kseq",
+          name));
+    }
+  }
+  return choice;
+}
+
+bool is_lossy(const MethodChoice& choice) {
+  switch (choice.family) {
+    case MethodChoice::kChain:
+      return speclab::is_lossy(choice.chain);
+    case MethodChoice::kBlock:
+      return false;
+    case MethodChoice::kTypical:
+      return true;
+    case MethodChoice::kTree:
+      return speclab::is_lossy(choice.tree);
+  }
+  return true;
+}
+
+int parse_branches(const std::string& text) {
+  int branches = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, branches);
+  if (error != std::errc{} || ptr != end || branches < 1 || branches > exact::kMaxBranches) {
+    throw InvalidInput(fmt::format(
+        "--branches is '{}'; expected an integer in [1, {}] (sibling candidates per node; K-SEQ "
+        "needs k ≥ 1)",
+        text, exact::kMaxBranches));
+  }
+  return branches;
+}
+
+double parse_positive_double(const std::string& text, std::string_view option) {
+  double value = 0.0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc{} || ptr != end || !std::isfinite(value) || value <= 0.0) {
+    throw InvalidInput(
+        fmt::format("{} is '{}'; expected a finite number > 0 (SPEC.md V4)", option, text));
+  }
+  return value;
+}
+
+// γ is read as text so that "-1" or "two" are reported by this command, naming the option, with
+// the exact-enumeration bound, rather than as a generic conversion error.
+int parse_gamma(const std::string& text) {
+  int gamma = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, gamma);
+  if (error != std::errc{} || ptr != end || gamma < 0 || gamma > exact::kMaxGamma) {
+    throw InvalidInput(
+        fmt::format("--gamma is '{}'; expected an integer in [0, {}]", text, exact::kMaxGamma));
+  }
+  return gamma;
+}
+
+// Validates a row given on the command line so that the message names the option rather than the
+// library's per-position argument.
+void validate_option_row(const Row& row, std::string_view option, std::string_view text) {
+  if (row.size() > static_cast<size_t>(exact::kMaxVocab)) {
+    throw InvalidInput(fmt::format("{} '{}' has {} entries; expected 1 ≤ V ≤ {}", option, text,
+                                   row.size(), exact::kMaxVocab));
+  }
+  Q sum = 0;
+  for (size_t a = 0; a < row.size(); ++a) {
+    if (row[a] < 0) {
+      throw InvalidInput(fmt::format("{} '{}': entry {} is {}; expected ≥ 0", option, text, a,
+                                     exact::to_fraction_string(row[a])));
+    }
+    sum += row[a];
+  }
+  if (sum != 1) {
+    throw InvalidInput(fmt::format("{} '{}' sums to {}; expected exactly 1", option, text,
+                                   exact::to_fraction_string(sum)));
+  }
+}
+
+std::string quoted_fraction(const Q& value) {
+  return fmt::format("\"{}\"", exact::to_fraction_string(value));
+}
+
+std::string json_row(const Row& row) {
+  std::vector<std::string> entries;
+  for (const Q& value : row) entries.push_back(quoted_fraction(value));
+  return fmt::format("[{}]", fmt::join(entries, ", "));
+}
+
+void run_exact(const ExactOptions& options) {
+  const Row probs_target = exact::parse_rational_row(options.target, "--target");
+  const Row probs_draft = exact::parse_rational_row(options.draft, "--draft");
+  validate_option_row(probs_target, "--target", options.target);
+  validate_option_row(probs_draft, "--draft", options.draft);
+  if (probs_draft.size() != probs_target.size()) {
+    throw InvalidInput(fmt::format("--draft has {} entries; expected as many as --target ({})",
+                                   probs_draft.size(), probs_target.size()));
+  }
+  const int gamma = parse_gamma(options.gamma);
+
+  const MethodChoice choice = parse_method(options.method);
+  exact::Method method{choice.chain};
+  if (!options.leniency.empty()) {
+    if (choice.family != MethodChoice::kChain || method.method != ChainMethod::kLenient) {
+      throw InvalidInput(fmt::format(
+          "--leniency '{}' given with --method {}; leniency applies to --method lenient only",
+          options.leniency, options.method));
+    }
+    method.leniency = exact::parse_rational(options.leniency, "--leniency");
+    if (method.leniency <= 0 || method.leniency > 1) {
+      throw InvalidInput(
+          fmt::format("--leniency is '{}'; expected l in (0, 1] (SPEC.md V3)", options.leniency));
+    }
+  }
+  const bool tree = choice.family == MethodChoice::kTree;
+  if (tree && options.branches.empty()) {
+    throw InvalidInput(
+        fmt::format("--method {} needs --branches K, the sibling candidates per node (1..{})",
+                    options.method, exact::kMaxBranches));
+  }
+  if (!tree && !options.branches.empty()) {
+    throw InvalidInput(fmt::format(
+        "--branches '{}' given with --method {}; branches apply to the tree methods and kseq only",
+        options.branches, options.method));
+  }
+  const int branches = tree ? parse_branches(options.branches) : 0;
+  exact::TypicalMethod typical;
+  const auto read_typical = [&](const std::string& text, std::string_view option, double& field) {
+    if (text.empty()) return;
+    if (choice.family != MethodChoice::kTypical) {
+      throw InvalidInput(
+          fmt::format("{} '{}' given with --method {}; it applies to --method typical only", option,
+                      text, options.method));
+    }
+    field = parse_positive_double(text, option);
+  };
+  read_typical(options.epsilon, "--epsilon", typical.epsilon);
+  read_typical(options.delta, "--delta", typical.delta);
+
+  const std::vector<Row> target_rows(gamma + 1, probs_target);
+  const std::vector<Row> draft_rows(gamma, probs_draft);
+  exact::StepResult step;
+  switch (choice.family) {
+    case MethodChoice::kChain:
+      step = exact::enumerate_step(target_rows, draft_rows, method);
+      break;
+    case MethodChoice::kBlock:
+      step = exact::enumerate_step(target_rows, draft_rows, exact::BlockMethod{});
+      break;
+    case MethodChoice::kTypical:
+      step = exact::enumerate_step(target_rows, draft_rows, typical);
+      break;
+    case MethodChoice::kTree:
+      try {
+        step = exact::enumerate_tree_step(target_rows, draft_rows, choice.tree, branches);
+      } catch (const InvalidInput& e) {
+        throw InvalidInput(
+            fmt::format("--branches {} with --method {}: {}", branches, options.method, e.what()));
+      }
+      break;
+  }
+
+  // Plain decoding samples from P; greedy decoding emits its argmax (V2 is lossless against
+  // greedy decoding, not against sampling), so that is the reference greedy is measured against.
+  const bool greedy =
+      choice.family == MethodChoice::kChain && method.method == ChainMethod::kGreedy;
+  const Row reference = greedy ? exact::one_hot_argmax(probs_target) : probs_target;
+  const bool lossless = step.first_token_marginal == reference;
+  const bool conditionals_hold =
+      !exact::find_conditional_violation(step, std::vector<Row>(gamma + 1, reference)).has_value();
+
+  // Keys sorted as strings, as a reader diffing two outputs expects.
+  std::map<std::string, Q> distribution;
+  for (const auto& [emitted, probability] : step.distribution) {
+    distribution.emplace(exact::sequence_key(emitted), probability);
+  }
+  std::vector<std::string> distribution_entries;
+  for (const auto& [key, probability] : distribution) {
+    distribution_entries.push_back(
+        fmt::format("    \"{}\": {}", key, quoted_fraction(probability)));
+  }
+  std::vector<std::string> marginal_entries;
+  for (size_t a = 0; a < step.first_token_marginal.size(); ++a) {
+    marginal_entries.push_back(
+        fmt::format("    \"{}\": {}", a, quoted_fraction(step.first_token_marginal[a])));
+  }
+
+  std::string json = "{\n";
+  json += fmt::format("  \"method\": \"{}\",\n", choice.name);
+  json += fmt::format("  \"gamma\": {},\n", gamma);
+  if (tree) json += fmt::format("  \"branches\": {},\n", branches);
+  if (choice.family == MethodChoice::kTree && choice.tree == TreeMethod::kKseq) {
+    // ρ is irrational in general; the enumeration uses a dyadic ρ ≥ ρ* (core/exact/exact_tree.hpp).
+    json += fmt::format("  \"rho\": \"{:.17g}\",\n",
+                        exact::kseq_rho(probs_target, probs_draft, branches).convert_to<double>());
+  }
+  if (choice.family == MethodChoice::kChain && method.method == ChainMethod::kLenient) {
+    json += fmt::format("  \"leniency\": {},\n", quoted_fraction(method.leniency));
+  }
+  if (choice.family == MethodChoice::kTypical) {
+    json += fmt::format("  \"epsilon\": {},\n  \"delta\": {},\n", typical.epsilon, typical.delta);
+  }
+  json += fmt::format("  \"lossy\": {},\n", is_lossy(choice));
+  json += fmt::format("  \"target\": {},\n", json_row(probs_target));
+  json += fmt::format("  \"draft\": {},\n", json_row(probs_draft));
+  json +=
+      fmt::format("  \"distribution\": {{\n{}\n  }},\n", fmt::join(distribution_entries, ",\n"));
+  json += fmt::format("  \"accepted_length\": {},\n", json_row(step.accepted_length));
+  json += fmt::format("  \"position_accepted\": {},\n", json_row(step.position_accepted));
+  json += fmt::format("  \"expected_accepted\": {},\n", quoted_fraction(step.expected_accepted));
+  json += fmt::format("  \"expected_emitted\": {},\n", quoted_fraction(step.expected_emitted));
+  json += fmt::format("  \"first_token_marginal\": {{\n{}\n  }},\n",
+                      fmt::join(marginal_entries, ",\n"));
+  json += fmt::format("  \"lossless_reference\": \"{}\",\n", greedy ? "argmax(target)" : "target");
+  json += fmt::format("  \"conditionals_hold\": {},\n", conditionals_hold);
+  json += fmt::format("  \"lossless\": {}\n", lossless);
+  json += "}\n";
+  fmt::print("{}", json);
+}
+
+void setup_exact(CLI::App& app) {
+  auto options = std::make_shared<ExactOptions>();
+  CLI::App* command = app.add_subcommand(
+      "exact",
+      "Exact output distribution of one verification step (SPEC.md V1-V6), enumerated in "
+      "rational arithmetic, as JSON");
+  command
+      ->add_option("--target", options->target,
+                   "target row P used at every position, comma-separated rationals (1/3,2/3)")
+      ->required();
+  command
+      ->add_option("--draft", options->draft,
+                   "draft row Q used at every position, comma-separated rationals")
+      ->required();
+  command->add_option("--gamma", options->gamma, "draft tokens per step (tree depth), 0..4")
+      ->required();
+  command
+      ->add_option(
+          "--method", options->method,
+          "token | greedy | lenient | block | typical | tree-iid | tree-swor | tree-topk | "
+          "tree-topk-softmax-q | kseq")
+      ->required();
+  command->add_option("--branches", options->branches,
+                      "sibling candidates per tree node, 1..4 (tree methods and kseq)");
+  command->add_option("--epsilon", options->epsilon, "ε > 0 for --method typical (default 0.09)");
+  command->add_option("--delta", options->delta, "δ > 0 for --method typical (default 0.3)");
+  command->add_option("--leniency", options->leniency,
+                      "leniency l in (0, 1] for --method lenient (default 1)");
+  command->callback([options] { run_exact(*options); });
+}
+
+const CommandRegistrar kRegistrar{"exact", &setup_exact};
+
+}  // namespace
+}  // namespace speclab::cli

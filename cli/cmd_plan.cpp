@@ -1,0 +1,351 @@
+// `speclab plan`: the cost and memory planner (core/plan/cost_model.hpp) on the command line —
+// speculative-decoding speedup by γ and batch size on a GPU preset (SPEC.md V1 closed forms
+// inside a roofline step model), the optimal γ per batch, the break-even batch and the VRAM
+// budget; `--validate` checks the model against measured runs on this machine.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/benches.hpp"
+#include "cli/command.hpp"
+#include "core/base/error.hpp"
+#include "core/io/hdf5_file.hpp"
+#include "core/plan/cost_model.hpp"
+#include "core/plan/hardware.hpp"
+
+namespace speclab::cli {
+
+namespace {
+
+constexpr double kGB = 1e9;
+// With --gamma auto the table shows these columns; the optimum is searched over 1..kMaxGamma.
+const std::vector<int64_t> kAutoColumns = {1, 2, 3, 4, 5, 6, 8};
+constexpr int64_t kMaxGamma = 32;
+constexpr int64_t kMaxBreakEvenBatch = 4096;
+
+struct PlanOptions {
+  std::string gpu, target, draft;
+  std::optional<double> alpha;
+  std::string alpha_from;
+  std::string gamma = "auto";
+  std::vector<int64_t> batch = {1, 2, 4, 8, 16, 32, 64, 128};
+  int64_t context = 2048;
+  double memory_utilization = 0.9;
+  std::optional<double> overhead_us;
+  std::string out;
+  bool json = false;
+  bool validate = false;
+};
+
+struct Alpha {
+  double value = 0.0;
+  std::string source;  // "--alpha" or "FILE:attribute"
+};
+
+void check_alpha_open(double alpha, const std::string& source) {
+  if (!(alpha > 0.0 && alpha < 1.0)) {
+    throw InvalidInput(fmt::format(
+        "acceptance rate from {} is {}; expected 0 < alpha < 1 (alpha = 1 would make the draft "
+        "the target, alpha = 0 never accepts)",
+        source, alpha));
+  }
+}
+
+// The α of a speclab HDF5 file: `speclab run` writes acceptance_rate and alpha_estimate
+// (experiments/results.cpp), `speclab demo` writes alpha_mean_beta. alpha_sum_min is a sum over
+// tested positions, so it is divided by tested_positions.
+Alpha alpha_from_file(const std::string& path) {
+  const Hdf5Reader file(path);
+  for (const char* name : {"acceptance_rate", "alpha_estimate", "alpha_mean_beta", "alpha"}) {
+    if (!file.has_attribute(name)) continue;
+    const double a = file.read_double_attribute(name);
+    if (std::isnan(a)) continue;  // a plain-decoding run has no acceptance rate
+    const std::string source = fmt::format("{}:{}", path, name);
+    check_alpha_open(a, source);
+    return {a, source};
+  }
+  if (file.has_attribute("alpha_sum_min") && file.has_attribute("tested_positions")) {
+    const double tested = static_cast<double>(file.read_int64_attribute("tested_positions"));
+    if (tested > 0) {
+      const double a = file.read_double_attribute("alpha_sum_min") / tested;
+      const std::string source = fmt::format("{}:alpha_sum_min/tested_positions", path);
+      check_alpha_open(a, source);
+      return {a, source};
+    }
+  }
+  throw InvalidInput(fmt::format(
+      "{}: no acceptance rate found; expected a root attribute acceptance_rate or alpha_estimate "
+      "(speclab run, speculative), alpha_mean_beta (speclab demo) or alpha",
+      path));
+}
+
+std::vector<int64_t> parse_gammas(const std::string& text) {
+  if (text == "auto") return {};
+  std::vector<int64_t> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    size_t used = 0;
+    int64_t g = 0;
+    try {
+      g = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || g < 1) {
+      throw InvalidInput(fmt::format(
+          "--gamma '{}': '{}' is not an integer ≥ 1; expected auto or a list such as 2,4,8", text,
+          item));
+    }
+    out.push_back(g);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
+
+void run_plan(const PlanOptions& o) {
+  if (o.validate) {
+    run_plan_validate(o.json);
+    return;
+  }
+  if (o.gpu.empty() || o.target.empty() || o.draft.empty()) {
+    throw InvalidInput("plan needs --gpu, --target and --draft (or --validate); see --help");
+  }
+  if (o.alpha.has_value() == !o.alpha_from.empty()) {
+    throw InvalidInput("plan needs exactly one of --alpha A and --alpha-from RESULTS.h5");
+  }
+  for (int64_t b : o.batch) {
+    if (b < 1) throw InvalidInput(fmt::format("--batch value {} must be ≥ 1", b));
+  }
+  if (o.overhead_us && !(*o.overhead_us >= 0.0)) {
+    throw InvalidInput(fmt::format("--overhead-us is {}; expected ≥ 0", *o.overhead_us));
+  }
+  Alpha alpha;
+  if (o.alpha) {
+    alpha = {*o.alpha, "--alpha"};
+    check_alpha_open(alpha.value, "--alpha");
+  } else {
+    alpha = alpha_from_file(o.alpha_from);
+  }
+  const std::vector<int64_t> gammas = parse_gammas(o.gamma);
+  HardwareSpec gpu = find_gpu(o.gpu);
+  if (o.overhead_us) gpu.launch_overhead_seconds = *o.overhead_us * 1e-6;
+  const ModelSpec& target = find_llm(o.target);
+  const ModelSpec& draft = find_llm(o.draft);
+  if (target.vocab != draft.vocab) {
+    throw InvalidInput(fmt::format(
+        "draft {} has vocabulary size {} but target {} has {}; speculative decoding needs the "
+        "same vocabulary",
+        draft.name, draft.vocab, target.name, target.vocab));
+  }
+  const MemoryPlan mem = plan_memory(target, draft, gpu, o.context, o.memory_utilization);
+  const PairCostModel model{.target = pass_profile(target),
+                            .draft = pass_profile(draft),
+                            .target_rates = roofline_rates(gpu, target.dtype),
+                            .draft_rates = roofline_rates(gpu, draft.dtype),
+                            .context = o.context};
+
+  const std::vector<int64_t>& columns = gammas.empty() ? kAutoColumns : gammas;
+  std::vector<StepCost> best;
+  std::vector<std::vector<double>> grid;  // [batch][column]
+  for (int64_t b : o.batch) {
+    best.push_back(best_step(model, alpha.value, b, gammas, kMaxGamma));
+    std::vector<double> row;
+    for (int64_t g : columns) row.push_back(step_cost(model, alpha.value, b, g).speedup);
+    grid.push_back(row);
+  }
+  const std::optional<int64_t> even = break_even_batch(
+      model, alpha.value, gammas.empty() ? std::vector<int64_t>{} : gammas, kMaxBreakEvenBatch);
+  // Leviathan's batch-free view for comparison: c from the batch-1 passes, verification = 1.
+  const StepCost b1 = step_cost(model, alpha.value, 1, 1);
+  const GammaChoice leviathan =
+      gammas.empty() ? optimal_gamma(alpha.value, b1.c, kMaxGamma) : GammaChoice{};
+  auto fits = [&](int64_t b) { return b <= mem.max_sequences_with_draft; };
+
+  if (!o.out.empty()) {
+    Hdf5Writer out{std::filesystem::path(o.out)};
+    const auto n = static_cast<int64_t>(o.batch.size());
+    const auto n_columns = static_cast<int64_t>(columns.size());
+    std::vector<int64_t> gamma_col, fits_col;
+    std::vector<double> speedup_col, emitted_col, step_col, plain_col, flat_grid;
+    for (size_t i = 0; i < best.size(); ++i) {
+      gamma_col.push_back(best[i].gamma);
+      speedup_col.push_back(best[i].speedup);
+      emitted_col.push_back(best[i].expected_emitted);
+      step_col.push_back(best[i].step_seconds);
+      plain_col.push_back(best[i].plain_seconds);
+      fits_col.push_back(fits(o.batch[i]) ? 1 : 0);
+      flat_grid.insert(flat_grid.end(), grid[i].begin(), grid[i].end());
+    }
+    const int64_t shape_n[] = {n}, shape_c[] = {n_columns}, shape_grid[] = {n, n_columns};
+    out.write("rows/batch", std::span<const int64_t>(o.batch), shape_n);
+    out.write("rows/gamma", std::span<const int64_t>(gamma_col), shape_n);
+    out.write("rows/speedup", std::span<const double>(speedup_col), shape_n);
+    out.write("rows/expected_emitted", std::span<const double>(emitted_col), shape_n);
+    out.write("rows/step_seconds", std::span<const double>(step_col), shape_n);
+    out.write("rows/plain_token_seconds", std::span<const double>(plain_col), shape_n);
+    out.write("rows/fits_memory", std::span<const int64_t>(fits_col), shape_n);
+    out.write("grid/gamma", std::span<const int64_t>(columns), shape_c);
+    out.write("grid/speedup", std::span<const double>(flat_grid), shape_grid);
+    out.write_string_attribute("schema", "speclab.plan");
+    out.write_int64_attribute("schema_version", 1);
+    out.write_string_attribute("gpu", gpu.name);
+    out.write_string_attribute("target", target.name);
+    out.write_string_attribute("draft", draft.name);
+    out.write_double_attribute("alpha", alpha.value);
+    out.write_string_attribute("alpha_source", alpha.source);
+    out.write_int64_attribute("context", o.context);
+    out.write_double_attribute("memory_utilization", o.memory_utilization);
+    out.write_string_attribute("gamma_mode", gammas.empty() ? "auto" : "list");
+    out.write_int64_attribute("break_even_batch", even ? *even : -1);
+    out.write_double_attribute("target_weights_gb", mem.target_weight_bytes / kGB);
+    out.write_double_attribute("draft_weights_gb", mem.draft_weight_bytes / kGB);
+    out.write_int64_attribute("target_kv_bytes_per_token", mem.target_kv_bytes_per_token);
+    out.write_int64_attribute("draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token);
+    out.write_int64_attribute("max_sequences_without_draft", mem.max_sequences_without_draft);
+    out.write_int64_attribute("max_sequences_with_draft", mem.max_sequences_with_draft);
+    out.commit();
+  }
+
+  if (o.json) {
+    std::string s = fmt::format(
+        "{{\"gpu\": \"{}\", \"target\": \"{}\", \"draft\": \"{}\", \"alpha\": {}, "
+        "\"alpha_source\": \"{}\", \"context\": {}, \"memory_utilization\": {}, "
+        "\"gamma_mode\": \"{}\", \"rows\": [",
+        gpu.name, target.name, draft.name, json_number(alpha.value), alpha.source, o.context,
+        json_number(o.memory_utilization), gammas.empty() ? "auto" : "list");
+    for (size_t i = 0; i < best.size(); ++i) {
+      const StepCost& r = best[i];
+      std::string by_gamma;
+      for (size_t j = 0; j < columns.size(); ++j) {
+        by_gamma += fmt::format("{}\"{}\": {}", j ? ", " : "", columns[j], json_number(grid[i][j]));
+      }
+      s += fmt::format(
+          "{}{{\"batch\": {}, \"gamma\": {}, \"speedup\": {}, \"expected_emitted\": {}, "
+          "\"c\": {}, \"step_ms\": {}, \"plain_token_ms\": {}, \"target_compute_bound\": {}, "
+          "\"fits_memory\": {}, \"speedup_by_gamma\": {{{}}}}}",
+          i ? ", " : "", r.batch, r.gamma, json_number(r.speedup), json_number(r.expected_emitted),
+          json_number(r.c), json_number(1e3 * r.step_seconds), json_number(1e3 * r.plain_seconds),
+          r.target_compute_bound ? "true" : "false", fits(r.batch) ? "true" : "false", by_gamma);
+    }
+    s += fmt::format(
+        "], \"break_even_batch\": {}, \"leviathan_batch1\": {{\"c\": {}, \"gamma\": {}, "
+        "\"gain\": {}}}, \"vram\": {{\"capacity_gb\": {}, \"budget_gb\": {}, "
+        "\"target_weights_gb\": {}, \"draft_weights_gb\": {}, \"target_workspace_gb\": {}, "
+        "\"draft_workspace_gb\": {}, \"target_kv_bytes_per_token\": {}, "
+        "\"draft_kv_bytes_per_token\": {}, \"kv_budget_without_draft_gb\": {}, "
+        "\"kv_budget_with_draft_gb\": {}, \"max_sequences_without_draft\": {}, "
+        "\"max_sequences_with_draft\": {}, \"sequences_lost_to_draft\": {}, "
+        "\"headroom_gb\": {}}}}}",
+        even ? fmt::format("{}", *even) : "null", json_number(b1.c), leviathan.gamma,
+        json_number(leviathan.gain), json_number(mem.capacity_bytes / kGB),
+        json_number(mem.budget_bytes / kGB), json_number(mem.target_weight_bytes / kGB),
+        json_number(mem.draft_weight_bytes / kGB), json_number(mem.target_workspace_bytes / kGB),
+        json_number(mem.draft_workspace_bytes / kGB), mem.target_kv_bytes_per_token,
+        mem.draft_kv_bytes_per_token, json_number(mem.kv_budget_without_draft / kGB),
+        json_number(mem.kv_budget_with_draft / kGB), mem.max_sequences_without_draft,
+        mem.max_sequences_with_draft, mem.sequences_lost_to_draft(),
+        json_number(mem.headroom_with_draft / kGB));
+    std::printf("%s\n", s.c_str());
+    return;
+  }
+
+  std::printf("speclab plan: target %s (%s, %.2f GB) + draft %s (%s, %.2f GB) on %s\n",
+              target.name.c_str(), std::string(weight_dtype_name(target.dtype)).c_str(),
+              mem.target_weight_bytes / kGB, draft.name.c_str(),
+              std::string(weight_dtype_name(draft.dtype)).c_str(), mem.draft_weight_bytes / kGB,
+              gpu.description.c_str());
+  std::printf(
+      "  %.0f GiB, %.0f GB/s, %.1f TFLOP/s at the target's dtype; α = %.3f (%s); context %lld "
+      "tokens; launch overhead %.0f µs per pass\n",
+      gpu.memory_gib, gpu.bandwidth_gbps, model.target_rates.flops_per_second / 1e12, alpha.value,
+      alpha.source.c_str(), static_cast<long long>(o.context), gpu.launch_overhead_seconds * 1e6);
+  std::printf("\n  speedup over plain decoding by batch and γ\n  batch ");
+  for (int64_t g : columns) std::printf("  γ=%-4lld", static_cast<long long>(g));
+  std::printf("\n");
+  for (size_t i = 0; i < best.size(); ++i) {
+    std::printf("  %5lld ", static_cast<long long>(o.batch[i]));
+    for (double v : grid[i]) std::printf("  %5.2fx", v);
+    std::printf("\n");
+  }
+  std::printf(
+      "\n  batch  best γ  speedup  E[emitted]  c(b)   step ms  plain ms/token  verify pass  "
+      "fits VRAM\n");
+  for (size_t i = 0; i < best.size(); ++i) {
+    const StepCost& r = best[i];
+    std::printf("  %5lld  %6lld  %6.2fx  %10.2f  %5.3f  %7.2f  %14.2f  %-11s  %s\n",
+                static_cast<long long>(r.batch), static_cast<long long>(r.gamma), r.speedup,
+                r.expected_emitted, r.c, 1e3 * r.step_seconds, 1e3 * r.plain_seconds,
+                r.target_compute_bound ? "compute" : "memory", fits(r.batch) ? "yes" : "no");
+  }
+  std::printf("\n  break-even batch (smallest batch whose best speedup ≤ 1): %s\n",
+              even ? fmt::format("{}", *even).c_str()
+                   : fmt::format("none up to {}", kMaxBreakEvenBatch).c_str());
+  if (gammas.empty()) {
+    std::printf("  Leviathan at batch 1 (c = %.3f, verification = one step): γ = %lld, %.2fx\n",
+                b1.c, static_cast<long long>(leviathan.gamma), leviathan.gain);
+  }
+  std::printf("\n  VRAM on %s (%.2f GB × %.2f utilisation = %.2f GB budget)\n", gpu.name.c_str(),
+              mem.capacity_bytes / kGB, mem.utilization, mem.budget_bytes / kGB);
+  std::printf("    target weights        %8.2f GB\n", mem.target_weight_bytes / kGB);
+  std::printf("    draft weights         %8.2f GB\n", mem.draft_weight_bytes / kGB);
+  std::printf("    workspace (t + d)     %8.2f GB\n",
+              (mem.target_workspace_bytes + mem.draft_workspace_bytes) / kGB);
+  std::printf("    KV cache per token    %8lld B target + %lld B draft\n",
+              static_cast<long long>(mem.target_kv_bytes_per_token),
+              static_cast<long long>(mem.draft_kv_bytes_per_token));
+  std::printf("    KV budget             %8.2f GB without draft, %.2f GB with\n",
+              mem.kv_budget_without_draft / kGB, mem.kv_budget_with_draft / kGB);
+  std::printf(
+      "    sequences of %lld tokens: %lld without draft, %lld with (%lld lost to the "
+      "draft); headroom %.2f GB\n",
+      static_cast<long long>(o.context), static_cast<long long>(mem.max_sequences_without_draft),
+      static_cast<long long>(mem.max_sequences_with_draft),
+      static_cast<long long>(mem.sequences_lost_to_draft()), mem.headroom_with_draft / kGB);
+  if (!o.out.empty()) std::printf("\n  wrote %s\n", o.out.c_str());
+}
+
+void setup_plan(CLI::App& app) {
+  auto* plan = app.add_subcommand(
+      "plan", "Cost and VRAM planner: speculative-decoding speedup by γ and batch on a GPU preset");
+  auto o = std::make_shared<PlanOptions>();
+  plan->add_option("--gpu", o->gpu,
+                   "rtx3090, rtx4090, a100-80gb, h100-sxm, h200, l40s or this-machine");
+  plan->add_option("--target", o->target,
+                   "llama3-8b, llama3.2-1b, llama3-70b, mistral-7b or llama2-13b-gptq");
+  plan->add_option("--draft", o->draft, "draft model preset (same names)");
+  plan->add_option("--alpha", o->alpha, "acceptance rate α in (0, 1)");
+  plan->add_option("--alpha-from", o->alpha_from,
+                   "read α from a speclab HDF5 result (speclab run or speclab demo)");
+  plan->add_option("--gamma", o->gamma, "auto (optimal γ per batch) or a list, e.g. 2,4,8")
+      ->capture_default_str();
+  plan->add_option("--batch", o->batch, "batch sizes, e.g. 1,8,64")
+      ->delimiter(',')
+      ->capture_default_str();
+  plan->add_option("--context", o->context, "KV-cache length per sequence (tokens)")
+      ->capture_default_str();
+  plan->add_option("--memory-utilization", o->memory_utilization,
+                   "fraction of GPU memory the engine may use (vLLM --gpu-memory-utilization)")
+      ->capture_default_str();
+  plan->add_option("--overhead-us", o->overhead_us,
+                   "fixed launch overhead per forward pass in µs (default 20 on GPUs)");
+  plan->add_option("--out", o->out, "also write the plan to this HDF5 file");
+  plan->add_flag("--json", o->json, "print one JSON object");
+  plan->add_flag("--validate", o->validate,
+                 "predicted vs measured speedup of lsm-target/lsm-draft on this machine");
+  plan->callback([o] { run_plan(*o); });
+}
+
+const CommandRegistrar kRegistrar{"plan", &setup_plan};
+
+}  // namespace
+}  // namespace speclab::cli

@@ -1,0 +1,109 @@
+// `speclab plot RESULTS_DIR -o FIGDIR`: the standard figures of a results directory as PNG, drawn
+// by python/speclab_plot.py (the module the notebooks use) under Debian's /usr/bin/python3,
+// so the command and the notebooks cannot drift apart.
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "core/base/error.hpp"
+
+extern char** environ;
+
+namespace speclab::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct PlotOptions {
+  std::string results;
+  std::string out;
+};
+
+// The plotting script: $SPECLAB_SOURCE/python/speclab_plot.py, else the first
+// python/speclab_plot.py above the executable (build/bin/speclab -> the source tree).
+fs::path find_plot_script() {
+  const fs::path relative = fs::path("python") / "speclab_plot.py";
+  if (const char* source = std::getenv("SPECLAB_SOURCE"); source != nullptr && *source != '\0') {
+    const fs::path script = fs::path(source) / relative;
+    if (!fs::exists(script)) {
+      throw InvalidInput(
+          fmt::format("SPECLAB_SOURCE is {}, which holds no {}; expected the "
+                      "speclab source tree",
+                      source, relative.string()));
+    }
+    return script;
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      if (fs::exists(dir / relative)) return dir / relative;
+      if (dir == dir.root_path()) break;
+    }
+  }
+  throw InvalidInput(fmt::format(
+      "cannot find {} above the executable {}; set SPECLAB_SOURCE to the speclab source tree",
+      relative.string(), ec ? std::string("(unknown)") : exe.string()));
+}
+
+void run_plot(const PlotOptions& o) {
+  std::error_code ec;
+  if (!fs::is_directory(o.results, ec)) {
+    throw InvalidInput(fmt::format(
+        "results directory {} does not exist; run e.g. `speclab run "
+        "experiments/configs/quickstart.toml` first, or pass the --out directory of a run",
+        o.results));
+  }
+  const fs::path script = find_plot_script();
+  const char* env_python = std::getenv("SPECLAB_PYTHON");
+  const std::string python =
+      env_python != nullptr && *env_python != '\0' ? env_python : "/usr/bin/python3";
+  if (access(python.c_str(), X_OK) != 0) {
+    throw InvalidInput(
+        fmt::format("{} is not an executable Python; speclab plot needs Debian's "
+                    "python3 with python3-matplotlib (or set SPECLAB_PYTHON)",
+                    python));
+  }
+  std::vector<std::string> args = {python, script.string(), "render", o.results, "-o", o.out};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (const int err = posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ);
+      err != 0) {
+    throw Error(fmt::format("cannot start {}: {}", python, std::strerror(err)));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw Error(fmt::format("waitpid on {} failed", python));
+  }
+  // The script prints its own message: 2 for bad input (no runs), 1 for a failure.
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  if (code != 0) throw ExitStatus{code == 2 ? 2 : 1};
+}
+
+void setup_plot(CLI::App& app) {
+  auto options = std::make_shared<PlotOptions>();
+  CLI::App* command = app.add_subcommand(
+      "plot",
+      "Render the standard figures of a results directory (a `speclab run` --out directory, a "
+      "root of such directories, `speclab verify` reports) as PNG");
+  command->add_option("results", options->results, "results directory")->required();
+  command->add_option("-o,--out", options->out, "figure directory (created)")->required();
+  command->callback([options] { run_plot(*options); });
+}
+
+const CommandRegistrar kRegistrar{"plot", &setup_plot};
+
+}  // namespace
+}  // namespace speclab::cli

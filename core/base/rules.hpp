@@ -1,0 +1,65 @@
+// Scalar rules shared by the CPU reference, the fast CPU path and the CUDA kernels (SPEC.md V1-V3):
+// the accept tests, residual weights, and inverse-CDF sampling in 2^-58 fixed point. Integer
+// prefix sums are exact and associative, so any reduction order (serial, blocked, a GPU tree)
+// yields the same token for the same uniform.
+#pragma once
+
+#include <cstdint>
+
+#include "core/base/hd.hpp"
+
+namespace speclab {
+
+/// Fixed-point scale of sampling weights: w -> floor(w * 2^58). Weights are probabilities
+/// (≤ 1 + 1e-4 per row), so a row's total stays far below 2^64; resolution is 3.5e-18.
+/// Scaling a float by a power of two is exact, so the conversion is exact truncation.
+inline constexpr float kFixedScale = 288230376151711744.0f;  // 2^58
+
+/// V1 accept test: accept x iff q(x) > 0 and u * q(x) <= p(x), in double.
+SPECLAB_HD inline bool token_accepts(double u, float prob_draft, float prob_target) {
+  return prob_draft > 0.0f &&
+         u * static_cast<double>(prob_draft) <= static_cast<double>(prob_target);
+}
+
+/// V3 accept test with leniency l in (0, 1]: accept iff q(x) > 0 and (u * l) * q(x) <= p(x).
+/// l is a float, the same value the residual uses; with l = 1 it is bit-for-bit the V1 test.
+SPECLAB_HD inline bool lenient_accepts(double u, float leniency, float prob_draft,
+                                       float prob_target) {
+  return prob_draft > 0.0f &&
+         (u * static_cast<double>(leniency)) * static_cast<double>(prob_draft) <=
+             static_cast<double>(prob_target);
+}
+
+/// A weight in [0, ~1] as fixed point; non-positive weights (and NaN) map to 0. Weights above 32
+/// (never valid; the row checks reject them) are clamped so the conversion stays defined.
+SPECLAB_HD inline uint64_t to_fixed(float weight) {
+  const float positive = weight > 0.0f ? weight : 0.0f;  // selects, not branches: vectorises
+  const float clamped = positive < 32.0f ? positive : 32.0f;
+  return static_cast<uint64_t>(clamped * kFixedScale);
+}
+
+/// Residual weight of V1/V3 at one token: max(0, p - l*q) in float, then fixed point. Each float
+/// operation is correctly rounded, and speclab compiles with -ffp-contract=off (host) and
+/// --fmad=false (device), so no fused multiply-add changes a weight between builds. With l = 1
+/// the product is exact and the weight is the rounded difference p - q.
+SPECLAB_HD inline uint64_t residual_fixed(float prob_target, float prob_draft, float leniency) {
+  const float scaled_draft = leniency * prob_draft;
+  return to_fixed(prob_target - scaled_draft);
+}
+
+/// The inverse-CDF target for a uniform u = (bits + 1/2) / 2^32 over a fixed-point total:
+/// floor(u * total), computed exactly in integers. Always < total when total > 0.
+SPECLAB_HD inline uint64_t fixed_target(uint32_t bits, uint64_t total) {
+  const uint64_t odd = 2ull * bits + 1ull;  // u = odd / 2^33
+#if defined(__CUDA_ARCH__)
+  const uint64_t lo = odd * total;
+  const uint64_t hi = __umul64hi(odd, total);
+#else
+  const unsigned __int128 prod = static_cast<unsigned __int128>(odd) * total;
+  const uint64_t lo = static_cast<uint64_t>(prod);
+  const uint64_t hi = static_cast<uint64_t>(prod >> 64);
+#endif
+  return (hi << 31) | (lo >> 33);
+}
+
+}  // namespace speclab

@@ -1,0 +1,380 @@
+// Plain and speculative decoding engines; see decode.hpp.
+#include "core/decode/decode.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/base/error.hpp"
+#include "core/base/mutants.hpp"
+#include "core/base/philox.hpp"
+#include "core/decode/decode_detail.hpp"
+#include "core/verify/verify_block.hpp"
+#include "core/verify/verify_typical.hpp"
+
+namespace speclab {
+namespace detail {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void validate_config(const DecodeConfig& config, std::span<const std::vector<int32_t>> prompts,
+                     int64_t vocab, bool speculative) {
+  if (prompts.empty()) throw InvalidInput("prompts is empty; expected at least one request");
+  if (config.max_new_tokens < 1) {
+    throw InvalidInput(
+        fmt::format("decode.max_new_tokens is {}; expected ≥ 1", config.max_new_tokens));
+  }
+  if (speculative && config.gamma < 0) {
+    throw InvalidInput(fmt::format("decode.gamma is {}; expected γ ≥ 0", config.gamma));
+  }
+  validate_sampling_params(config.sampling);
+  validate_sampling_params(config.draft_sampling);
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    if (prompts[b].empty()) {
+      throw InvalidInput(fmt::format("prompt {} is empty; expected at least one token", b));
+    }
+    for (size_t i = 0; i < prompts[b].size(); ++i) {
+      if (prompts[b][i] < 0 || prompts[b][i] >= vocab) {
+        throw InvalidInput(fmt::format("prompt {} token {} is {}; expected a token id in [0, {})",
+                                       b, i, prompts[b][i], vocab));
+      }
+    }
+  }
+}
+
+// β = Σ_x min(p(x), q(x)): the acceptance probability at a position (SPEC.md V1).
+double overlap(const float* p, const float* q, int64_t v) {
+  float beta = 0.0f;  // reassociated (vectorised); the metric needs no more than float accuracy
+#pragma omp simd reduction(+ : beta)
+  for (int64_t t = 0; t < v; ++t) beta += p[t] < q[t] ? p[t] : q[t];
+  return beta;
+}
+
+// Appends tokens to a request, stopping after EOS; returns how many were appended.
+int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tokens, int32_t eos,
+                         bool& finished) {
+  int64_t n = 0;
+  for (int32_t t : tokens) {
+    if (t < 0) break;  // padding: the verifier emitted fewer tokens
+    out.push_back(t);
+    ++n;
+    if (t == eos) {
+      finished = true;
+      break;
+    }
+  }
+  return n;
+}
+
+void check_same_vocabulary(const LanguageModel& target, const LanguageModel& draft) {
+  if (target.vocab() != draft.vocab()) {
+    throw InvalidInput(fmt::format(
+        "draft {} has vocabulary size {} but target {} has {}; speculative decoding needs the "
+        "same vocabulary",
+        draft.name(), draft.vocab(), target.name(), target.vocab()));
+  }
+}
+
+ModelStats stats_since(ModelStats after, const ModelStats& before) {
+  after.calls -= before.calls;
+  after.sequences -= before.sequences;
+  after.positions -= before.positions;
+  after.seconds -= before.seconds;
+  return after;
+}
+
+SpeculativeRun::SpeculativeRun(LanguageModel& target, LanguageModel& draft,
+                               std::span<const std::vector<int32_t>> prompts,
+                               int64_t max_new_tokens, int64_t depth)
+    : target_(target),
+      draft_(draft),
+      max_new_tokens_(max_new_tokens),
+      sequences_(prompts.begin(), prompts.end()),
+      finished_(prompts.size(), 0),
+      target_before_(target.stats()),
+      draft_before_(draft.stats()),
+      start_(now_seconds()) {
+  result_.tokens.resize(prompts.size());
+  DecodeMetrics& m = result_.metrics;
+  m.requests = static_cast<int64_t>(prompts.size());
+  m.position_reached.assign(depth, 0);
+  m.position_accepted.assign(depth, 0);
+  m.position_offered.assign(depth, 0);
+  m.accepted_length_histogram.assign(depth + 1, 0);
+}
+
+std::vector<int64_t> SpeculativeRun::active() const {
+  std::vector<int64_t> active;
+  for (size_t b = 0; b < finished_.size(); ++b) {
+    if (!finished_[b]) active.push_back(static_cast<int64_t>(b));
+  }
+  return active;
+}
+
+int64_t SpeculativeRun::tokens_left(int64_t b) const {
+  return max_new_tokens_ - static_cast<int64_t>(result_.tokens[b].size());
+}
+
+void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<const double> betas,
+                            bool residual_fallback, std::span<const int32_t> emitted) {
+  DecodeMetrics& m = result_.metrics;
+  for (int64_t i = 0; i < drafted; ++i) m.position_offered[i] += 1;
+  for (size_t i = 0; i < betas.size(); ++i) {
+    m.alpha_sum_min += betas[i];
+    m.position_reached[i] += 1;
+    m.position_accepted[i] += static_cast<int64_t>(i) < n;
+  }
+  m.tested_positions += static_cast<int64_t>(betas.size());
+  m.accepted_positions += n;
+  m.accepted_length_histogram[n] += 1;
+  m.residual_fallbacks += residual_fallback;
+
+  std::vector<int32_t>& seq = sequences_[b];
+  bool eos = false;
+  const int64_t appended = append_until_eos(seq, emitted.first(n + 1), target_.eos_token(), eos);
+  result_.tokens[b].insert(result_.tokens[b].end(), seq.end() - appended, seq.end());
+  target_.truncate(b, static_cast<int64_t>(seq.size()));
+  draft_.truncate(b, static_cast<int64_t>(seq.size()));
+  finished_[b] = eos || tokens_left(b) <= 0;
+  m.steps += 1;
+  m.tokens += appended;
+  m.step_accepted.push_back(static_cast<int32_t>(std::min(n, appended)));
+  m.step_emitted.push_back(static_cast<int32_t>(appended));
+  m.step_drafted.push_back(static_cast<int32_t>(drafted));
+}
+
+DecodeResult SpeculativeRun::finish() {
+  for (size_t b = 0; b < sequences_.size(); ++b) {
+    target_.release(static_cast<int64_t>(b));
+    draft_.release(static_cast<int64_t>(b));
+  }
+  DecodeMetrics& m = result_.metrics;
+  m.target = stats_since(target_.stats(), target_before_);
+  m.draft = stats_since(draft_.stats(), draft_before_);
+  m.seconds = now_seconds() - start_;
+  return std::move(result_);
+}
+
+}  // namespace detail
+
+namespace {
+using namespace detail;
+
+// One verification step of a draft chain with the configured chain-shaped verifier.
+ChainResult verify_step(const ChainBatch& chain, const DecodeConfig& config, uint32_t step) {
+  switch (config.verifier) {
+    case VerifierFamily::kBlock:
+      return verify_block(chain, {.seed = config.seed, .step = step});
+    case VerifierFamily::kTypical:
+      return verify_typical(chain, {.epsilon = config.typical_epsilon,
+                                    .delta = config.typical_delta,
+                                    .seed = config.seed,
+                                    .step = step});
+    case VerifierFamily::kChain:
+    case VerifierFamily::kTree:
+      break;
+  }
+  return verify_chain(
+      chain,
+      {.method = config.method, .leniency = config.leniency, .seed = config.seed, .step = step});
+}
+
+}  // namespace
+
+std::vector<std::string> verifier_names() {
+  return {"token",     "greedy",    "lenient",
+          "block",     "typical",   "tree-iid",
+          "tree-swor", "tree-topk", "tree-topk-softmax-q",
+          "kseq"};
+}
+
+void set_verifier(DecodeConfig& config, std::string_view name) {
+  if (name == "block") {
+    config.verifier = VerifierFamily::kBlock;
+  } else if (name == "typical") {
+    config.verifier = VerifierFamily::kTypical;
+  } else if (name == "token" || name == "greedy" || name == "lenient") {
+    config.verifier = VerifierFamily::kChain;
+    config.method = parse_chain_method(name);
+  } else if (name.starts_with("tree-") || name == "kseq") {
+    config.verifier = VerifierFamily::kTree;
+    config.tree_method = parse_tree_method(name);
+  } else {
+    std::string names;
+    for (const auto& n : verifier_names()) names += (names.empty() ? "\"" : ", \"") + n + "\"";
+    throw InvalidInput(fmt::format("verifier is \"{}\"; expected one of {}", name, names));
+  }
+}
+
+std::string verifier_name(const DecodeConfig& config) {
+  switch (config.verifier) {
+    case VerifierFamily::kBlock:
+      return "block";
+    case VerifierFamily::kTypical:
+      return "typical";
+    case VerifierFamily::kTree:
+      return std::string(to_string(config.tree_method));
+    case VerifierFamily::kChain:
+      break;
+  }
+  return std::string(to_string(config.method));
+}
+
+DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
+                          const DecodeConfig& config) {
+  validate_config(config, prompts, model.vocab(), false);
+  const double start = now_seconds();
+  const int64_t batch = static_cast<int64_t>(prompts.size()), v = model.vocab();
+  const auto stats_before = model.stats();
+  DecodeResult result;
+  result.tokens.resize(batch);
+  std::vector<std::vector<int32_t>> seqs(prompts.begin(), prompts.end());
+  std::vector<uint8_t> finished(batch, 0);
+  DecodeMetrics& m = result.metrics;
+  m.requests = batch;
+  for (int64_t t = 0; t < config.max_new_tokens; ++t) {
+    std::vector<ScoreRequest> requests;
+    std::vector<int64_t> active;
+    for (int64_t b = 0; b < batch; ++b) {
+      if (finished[b]) continue;
+      active.push_back(b);
+      requests.push_back({seqs[b], 1, b});
+    }
+    if (active.empty()) break;
+    const std::vector<float> probs = model.score(requests, config.sampling);
+    for (size_t k = 0; k < active.size(); ++k) {
+      const int64_t b = active[k];
+      const RandomAddress a{config.seed, static_cast<uint32_t>(b), static_cast<uint32_t>(t),
+                            0,           Purpose::kPlainSample,    0};
+      const int32_t token =
+          sample_categorical(std::span<const float>(probs).subspan(k * v, v), philox_bits(a));
+      bool done = false;
+      append_until_eos(seqs[b], std::span<const int32_t>(&token, 1), model.eos_token(), done);
+      result.tokens[b].push_back(token);
+      finished[b] = done || static_cast<int64_t>(result.tokens[b].size()) >= config.max_new_tokens;
+      m.steps += 1;
+      m.tokens += 1;
+      m.step_accepted.push_back(0);
+      m.step_emitted.push_back(1);
+      m.step_drafted.push_back(0);
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b) model.release(b);
+  m.target = stats_since(model.stats(), stats_before);
+  m.seconds = now_seconds() - start;
+  return result;
+}
+
+DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
+                                std::span<const std::vector<int32_t>> prompts,
+                                const DecodeConfig& config) {
+  if (config.verifier == VerifierFamily::kTree) {
+    return tree_speculative_decode(target, draft, prompts, config);
+  }
+  check_same_vocabulary(target, draft);
+  validate_config(config, prompts, target.vocab(), true);
+  const int64_t v = target.vocab();
+  const int64_t gamma = config.gamma;
+  SpeculativeRun run(target, draft, prompts, config.max_new_tokens, gamma);
+  DecodeMetrics& m = run.metrics();
+
+  std::vector<float> probs_draft, probs_target, scattered;
+  std::vector<int32_t> draft_tokens;
+  for (uint32_t step = 0;; ++step) {
+    const std::vector<int64_t> active = run.active();
+    if (active.empty()) break;
+    const int64_t n_active = static_cast<int64_t>(active.size());
+    std::vector<int32_t> n_draft(n_active);
+    int64_t max_draft = 0;
+    for (int64_t k = 0; k < n_active; ++k) {
+      const int64_t left = run.tokens_left(active[k]);
+      n_draft[k] = static_cast<int32_t>(std::min(gamma, left - 1));
+      max_draft = std::max<int64_t>(max_draft, n_draft[k]);
+    }
+
+    // Draft phase: γ_b autoregressive draft steps, each one draft call over the requests that
+    // still draft; x_i ~ q_i with the kDraftSample uniform at position i.
+    // Buffers live across steps: rows past a request's γ_b are padding the verifier never reads,
+    // so they need no clearing.
+    probs_draft.resize(n_active * gamma * v);
+    draft_tokens.assign(n_active * gamma, 0);
+    for (int64_t i = 0; i < max_draft; ++i) {
+      std::vector<ScoreRequest> requests;
+      std::vector<int64_t> who;
+      for (int64_t k = 0; k < n_active; ++k) {
+        if (n_draft[k] <= i) continue;
+        who.push_back(k);
+        requests.push_back({run.sequence(active[k]), 1, active[k]});
+      }
+      const std::vector<float> q = draft.score(requests, config.draft_sampling);
+      // Mutant: verify against the draft's T = 1 distribution, not the one it sampled from.
+      const std::vector<float> q_verify = mutant(Mutant::kDraftWarpingMismatch)
+                                              ? draft.score(requests, SamplingParams{})
+                                              : std::vector<float>{};
+      const std::vector<float>& q_rows = q_verify.empty() ? q : q_verify;
+      for (size_t j = 0; j < who.size(); ++j) {
+        const int64_t k = who[j], b = active[k];
+        std::copy_n(&q_rows[j * v], v, &probs_draft[(k * gamma + i) * v]);
+        const RandomAddress a{config.seed,
+                              static_cast<uint32_t>(b),
+                              step,
+                              static_cast<uint32_t>(i + 1),
+                              Purpose::kDraftSample,
+                              0};
+        const int32_t x = sample_categorical(std::span<const float>(&q[j * v], v), philox_bits(a));
+        draft_tokens[k * gamma + i] = x;
+        run.sequence(b).push_back(x);  // drafted tokens extend the sequence until verified
+      }
+    }
+
+    // Target phase: one call over γ_b + 1 positions per request.
+    std::vector<ScoreRequest> requests;
+    for (int64_t k = 0; k < n_active; ++k) {
+      requests.push_back({run.sequence(active[k]), n_draft[k] + 1, active[k]});
+    }
+    // The target's rows come back packed (γ_b + 1 per request); when every request drafted the
+    // full γ that is already the [B, γ+1, V] layout, otherwise they are spread into it.
+    const bool packed =
+        std::all_of(n_draft.begin(), n_draft.end(), [&](int32_t n) { return n == gamma; });
+    probs_target.resize(total_positions(requests) * v);
+    target.score(requests, config.sampling, probs_target);
+    if (!packed) {
+      scattered.resize(n_active * (gamma + 1) * v);
+      int64_t row = 0;
+      for (int64_t k = 0; k < n_active; ++k) {
+        for (int64_t i = 0; i <= n_draft[k]; ++i, ++row) {
+          std::copy_n(&probs_target[row * v], v, &scattered[(k * (gamma + 1) + i) * v]);
+        }
+      }
+      probs_target.swap(scattered);
+    }
+
+    std::vector<uint32_t> request_ids(active.begin(), active.end());
+    const ChainBatch chain{n_active,    gamma,        v,       probs_target,
+                           probs_draft, draft_tokens, n_draft, request_ids};
+    const double verify_start = now_seconds();
+    const ChainResult verdict = verify_step(chain, config, step);
+    m.verify_seconds += now_seconds() - verify_start;
+
+    for (int64_t k = 0; k < n_active; ++k) {
+      const int64_t b = active[k];
+      const int64_t n = verdict.n_accepted[k];
+      std::vector<double> betas(std::min<int64_t>(n + 1, n_draft[k]));
+      for (size_t i = 0; i < betas.size(); ++i) {
+        betas[i] =
+            overlap(&probs_target[(k * (gamma + 1) + i) * v], &probs_draft[(k * gamma + i) * v], v);
+      }
+      // Roll the sequence back to its verified prefix; commit appends the step's tokens.
+      run.sequence(b).resize(run.sequence(b).size() - n_draft[k]);
+      run.commit(
+          b, n_draft[k], n, betas, verdict.residual_fallback[k] != 0,
+          std::span<const int32_t>(verdict.emitted_tokens).subspan(k * (gamma + 1), gamma + 1));
+    }
+  }
+  return run.finish();
+}
+
+}  // namespace speclab

@@ -1,0 +1,117 @@
+// Decoding engines (DESIGN.md core/decode): plain decoding and speculative decoding (draft γ
+// tokens, one target call over γ+1 positions, verify with SPEC.md V1-V3), batched over requests,
+// with every uniform Philox-addressed per SPEC.md "Randomness" and the metrics of SPEC.md
+// "Metrics every run records".
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/models/model.hpp"
+#include "core/sampling/sampling.hpp"
+#include "core/verify/verify_chain.hpp"
+#include "core/verify/verify_tree.hpp"
+
+namespace speclab {
+
+/// Which verifier a speculative step uses (SPEC.md V1-V6).
+enum class VerifierFamily {
+  kChain,    ///< V1-V3 by DecodeConfig::method
+  kBlock,    ///< V5 block verification of a draft chain
+  kTypical,  ///< V4 typical acceptance (lossy)
+  kTree,     ///< V6 over a drafted token tree, by DecodeConfig::tree_method and branches
+};
+
+struct DecodeConfig {
+  int64_t max_new_tokens = 64;    ///< tokens generated per request (fewer if EOS comes first)
+  SamplingParams sampling;        ///< the target's pipeline (and plain decoding's)
+  SamplingParams draft_sampling;  ///< the draft's pipeline; q is what the draft sampled from
+  uint64_t seed = 0;
+  int64_t gamma = 4;  ///< draft tokens per step (speculative only)
+  ChainMethod method = ChainMethod::kToken;
+  double leniency = 1.0;
+  VerifierFamily verifier = VerifierFamily::kChain;
+  double typical_epsilon = 0.09;  ///< V4 ε
+  double typical_delta = 0.3;     ///< V4 δ
+  TreeMethod tree_method = TreeMethod::kIid;
+  /// Tree shape for kTree: candidates drafted under each node at depth 0, 1, ... (e.g. {2, 2, 1}
+  /// drafts 2 children of the root, 2 under each of those, 1 under each of the 4). Its length is
+  /// the tree depth, which plays γ's role.
+  std::vector<int64_t> branches;
+};
+
+/// Sets config.verifier (and method / tree_method) from a name: "token", "greedy", "lenient",
+/// "block", "typical", "tree-iid", "tree-swor", "tree-topk", "tree-topk-softmax-q", "kseq".
+/// Throws InvalidInput listing the names.
+void set_verifier(DecodeConfig& config, std::string_view name);
+/// The name set_verifier accepts for the config's verifier.
+std::string verifier_name(const DecodeConfig& config);
+/// Every name set_verifier accepts.
+std::vector<std::string> verifier_names();
+
+/// Everything SPEC.md asks a run to record. "accepted" never counts the bonus token; "emitted"
+/// counts every token appended (accepted drafts plus the residual or bonus token, cut at EOS).
+struct DecodeMetrics {
+  int64_t requests = 0;
+  int64_t steps = 0;   ///< per-request steps (plain: tokens; speculative: verifications)
+  int64_t tokens = 0;  ///< tokens generated over all requests
+  std::vector<int32_t> step_accepted;  ///< per request-step, in order of (step, request)
+  std::vector<int32_t> step_emitted;
+  std::vector<int32_t> step_drafted;       ///< γ_b of that step (ragged near max_new_tokens)
+  std::vector<int64_t> position_reached;   ///< [γ] steps whose position i was tested
+  std::vector<int64_t> position_accepted;  ///< [γ] of those, accepted (conditional rate = a/r)
+  std::vector<int64_t> position_offered;   ///< [γ] steps that drafted at least i tokens
+  std::vector<int64_t> accepted_length_histogram;  ///< [γ+1] steps by accepted count n
+  int64_t residual_fallbacks = 0;
+  double alpha_sum_min = 0.0;  ///< Σ over tested positions of Σ_x min(p, q)
+  int64_t tested_positions = 0;
+  int64_t accepted_positions = 0;  ///< accepted draft tokens as verified (before any EOS cut)
+  ModelStats target, draft;
+  double verify_seconds = 0.0;
+  double seconds = 0.0;  ///< wall time of the whole decode
+
+  double alpha_estimate() const {
+    return tested_positions ? alpha_sum_min / tested_positions : 0.0;
+  }
+  double acceptance_rate() const {
+    return tested_positions ? static_cast<double>(accepted_positions) / tested_positions : 0.0;
+  }
+  double emitted_per_step() const { return steps ? static_cast<double>(tokens) / steps : 0.0; }
+};
+
+struct DecodeResult {
+  std::vector<std::vector<int32_t>> tokens;  ///< generated tokens per request (prompt excluded)
+  DecodeMetrics metrics;
+};
+
+/// Plain decoding: one target call (m = 1) per token; token t of request b is sampled with the
+/// uniform at (seed; b, t, 0, kPlainSample). Under T = 0 this is greedy decoding.
+DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
+                          const DecodeConfig& config);
+
+/// Speculative decoding (chain verifiers V1-V5; with VerifierFamily::kTree, tree decoding as
+/// below). Step s of request b: γ_b = min(γ, tokens left - 1) draft tokens, each
+/// x_i ~ q_i with the uniform at (seed; b, s, i, kDraftSample); one target call over γ_b+1
+/// positions; verify_chain with request id b and step s; append the accepted prefix and one
+/// token, cutting after EOS; truncate both models to the new length.
+DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
+                                std::span<const std::vector<int32_t>> prompts,
+                                const DecodeConfig& config);
+
+/// Tree decoding (SPEC.md V6), what speculative_decode runs for VerifierFamily::kTree. Step s of
+/// request b drafts a tree of depth D_b = min(depth, tokens left - 1) breadth-first: one draft
+/// call per depth over every frontier node of every request; the children of a node are drawn
+/// from its q by the tree method's law (i.i.d. and K-SEQ: independent draws; without replacement:
+/// sequential draws with drawn tokens removed; top-k: the k most probable, lowest id on ties),
+/// each draw with the uniform at (seed; b, s, depth, kDraftSample, index = draws so far in the
+/// step). Then one target call over all nodes of all trees (each node's context is its path,
+/// which is what a tree attention mask computes), verify_tree, append the accepted path and one
+/// token. "Drafted" per step is the tree depth; position i counts depth-i candidates.
+DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft,
+                                     std::span<const std::vector<int32_t>> prompts,
+                                     const DecodeConfig& config);
+
+}  // namespace speclab

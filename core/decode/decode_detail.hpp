@@ -1,0 +1,60 @@
+// Internals shared by the chain and tree decoding engines (core/decode*.cpp).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "core/decode/decode.hpp"
+
+namespace speclab::detail {
+
+double now_seconds();
+/// Prompts, token budget, γ, sampling parameters (throws InvalidInput naming what is wrong).
+void validate_config(const DecodeConfig& config, std::span<const std::vector<int32_t>> prompts,
+                     int64_t vocab, bool speculative);
+void check_same_vocabulary(const LanguageModel& target, const LanguageModel& draft);
+/// β = Σ_x min(p(x), q(x)) over V tokens.
+double overlap(const float* p, const float* q, int64_t v);
+/// Appends tokens, stopping after EOS (sets finished); returns how many were appended.
+int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tokens, int32_t eos,
+                         bool& finished);
+/// Work done between two snapshots of a model's counters.
+ModelStats stats_since(ModelStats after, const ModelStats& before);
+
+/// The state the chain and tree engines share: every request's sequence and output, whether it
+/// is finished, the metrics of SPEC.md "Metrics", and the models' counters at the start.
+class SpeculativeRun {
+ public:
+  SpeculativeRun(LanguageModel& target, LanguageModel& draft,
+                 std::span<const std::vector<int32_t>> prompts, int64_t max_new_tokens,
+                 int64_t depth);
+
+  /// The unfinished requests, in order.
+  std::vector<int64_t> active() const;
+  int64_t tokens_left(int64_t b) const;
+  /// Request b's prompt and accepted tokens (the engine may extend it with drafts while drafting).
+  std::vector<int32_t>& sequence(int64_t b) { return sequences_[b]; }
+  DecodeMetrics& metrics() { return result_.metrics; }
+
+  /// Records request b's verified step: `drafted` positions offered, `n` accepted, `betas` the
+  /// Σ min(p, q) of the tested positions (min(n + 1, drafted) of them), and appends
+  /// emitted[0..n] (cut after EOS) to its sequence, which must hold only the verified prefix;
+  /// then rolls both models back to the new length.
+  void commit(int64_t b, int64_t drafted, int64_t n, std::span<const double> betas,
+              bool residual_fallback, std::span<const int32_t> emitted);
+
+  /// Releases the requests' model state and fills in model counters and wall time.
+  DecodeResult finish();
+
+ private:
+  LanguageModel& target_;
+  LanguageModel& draft_;
+  int64_t max_new_tokens_;
+  std::vector<std::vector<int32_t>> sequences_;
+  std::vector<uint8_t> finished_;
+  DecodeResult result_;
+  ModelStats target_before_, draft_before_;
+  double start_;
+};
+
+}  // namespace speclab::detail

@@ -1,0 +1,210 @@
+// Tree decoding (SPEC.md V6): draft a token tree per request breadth-first from the draft model,
+// score every node with one target call (per-node contexts: the tree attention mask of a real
+// LLM), verify with recursive rejection sampling, append the accepted path and one token.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/base/error.hpp"
+#include "core/base/philox.hpp"
+#include "core/decode/decode.hpp"
+#include "core/decode/decode_detail.hpp"
+#include "core/sampling/sampling.hpp"
+
+namespace speclab {
+namespace {
+
+using namespace detail;
+
+// Caps the tree so one step's buffers stay small whatever the shape.
+constexpr int64_t kMaxTreeNodes = 4096;
+
+struct Node {
+  int32_t parent = -1;  // -1 for the root
+  int32_t token = -1;
+  int64_t depth = 0;
+};
+
+// The candidates of one node under the tree method's law (decode.hpp).
+std::vector<int32_t> draw_children(std::span<const float> q, int64_t k, TreeMethod method,
+                                   RandomAddress& address) {
+  std::vector<int32_t> children;
+  if (method == TreeMethod::kTopk || method == TreeMethod::kTopkSoftmaxQ) {
+    std::vector<int32_t> order(q.size());
+    std::iota(order.begin(), order.end(), 0);
+    const int64_t n = std::min<int64_t>(k, static_cast<int64_t>(q.size()));
+    std::partial_sort(order.begin(), order.begin() + n, order.end(),
+                      [&](int32_t a, int32_t b) { return q[a] > q[b] || (q[a] == q[b] && a < b); });
+    children.assign(order.begin(), order.begin() + n);
+    return children;
+  }
+  std::vector<float> remaining;
+  if (method == TreeMethod::kSwor) remaining.assign(q.begin(), q.end());
+  for (int64_t j = 0; j < k; ++j) {
+    const uint32_t bits = philox_bits(address);
+    ++address.index;
+    if (method == TreeMethod::kSwor) {
+      // Without replacement: stop early when the draft has no mass left for another sibling.
+      if (std::none_of(remaining.begin(), remaining.end(), [](float w) { return w > 0.0f; })) {
+        break;
+      }
+      const int32_t c = sample_categorical(remaining, bits);
+      remaining[c] = 0.0f;
+      children.push_back(c);
+    } else {
+      children.push_back(sample_categorical(q, bits));
+    }
+  }
+  return children;
+}
+
+void validate_tree_shape(const DecodeConfig& config, int64_t vocab) {
+  if (config.branches.empty()) {
+    throw InvalidInput(
+        "decode.branches is empty; a tree verifier needs candidates per depth, "
+        "e.g. [2, 2, 1]");
+  }
+  int64_t nodes = 0, level = 1;
+  for (size_t d = 0; d < config.branches.size(); ++d) {
+    const int64_t k = config.branches[d];
+    if (k < 1 || k > vocab) {
+      throw InvalidInput(
+          fmt::format("decode.branches[{}] is {}; expected 1 ≤ k ≤ V = {}", d, k, vocab));
+    }
+    level *= k;
+    nodes += level;
+    if (nodes > kMaxTreeNodes) {
+      throw InvalidInput(
+          fmt::format("decode.branches makes a tree of more than {} nodes", kMaxTreeNodes));
+    }
+  }
+}
+
+}  // namespace
+
+DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft,
+                                     std::span<const std::vector<int32_t>> prompts,
+                                     const DecodeConfig& config) {
+  check_same_vocabulary(target, draft);
+  validate_config(config, prompts, target.vocab(), false);
+  validate_tree_shape(config, target.vocab());
+  const int64_t v = target.vocab();
+  const int64_t depth = static_cast<int64_t>(config.branches.size());
+  SpeculativeRun run(target, draft, prompts, config.max_new_tokens, depth);
+  DecodeMetrics& m = run.metrics();
+
+  for (uint32_t step = 0;; ++step) {
+    const std::vector<int64_t> active = run.active();
+    if (active.empty()) break;
+    const int64_t n_active = static_cast<int64_t>(active.size());
+
+    // Draft the trees breadth-first; q rows are kept per node (the law of its children).
+    std::vector<std::vector<Node>> trees(n_active, std::vector<Node>{Node{}});
+    std::vector<std::vector<std::vector<float>>> q_rows(n_active);
+    std::vector<int64_t> tree_depth(n_active);
+    std::vector<RandomAddress> addresses(n_active);
+    auto path_tokens = [&](int64_t k, int32_t node) {
+      std::vector<int32_t> path = run.sequence(active[k]);
+      std::vector<int32_t> suffix;
+      for (int32_t n = node; n > 0; n = trees[k][n].parent) suffix.push_back(trees[k][n].token);
+      path.insert(path.end(), suffix.rbegin(), suffix.rend());
+      return path;
+    };
+    for (int64_t k = 0; k < n_active; ++k) {
+      tree_depth[k] = std::min(depth, run.tokens_left(active[k]) - 1);
+      addresses[k] = {
+          config.seed, static_cast<uint32_t>(active[k]), step, 0, Purpose::kDraftSample, 0};
+      q_rows[k].resize(1);
+    }
+    for (int64_t d = 0; d < depth; ++d) {
+      std::vector<std::vector<int32_t>> contexts;
+      std::vector<std::pair<int64_t, int32_t>> who;  // (request slot, node)
+      for (int64_t k = 0; k < n_active; ++k) {
+        if (d >= tree_depth[k]) continue;
+        for (int32_t n = 0; n < static_cast<int32_t>(trees[k].size()); ++n) {
+          if (trees[k][n].depth != d) continue;
+          who.emplace_back(k, n);
+          contexts.push_back(path_tokens(k, n));
+        }
+      }
+      if (who.empty()) break;
+      std::vector<ScoreRequest> requests;
+      for (size_t j = 0; j < who.size(); ++j) {
+        requests.push_back({contexts[j], 1, active[who[j].first]});
+      }
+      const std::vector<float> q = draft.score(requests, config.draft_sampling);
+      for (size_t j = 0; j < who.size(); ++j) {
+        const auto [k, n] = who[j];
+        std::span<const float> row(&q[j * v], v);
+        q_rows[k][n].assign(row.begin(), row.end());
+        addresses[k].position = static_cast<uint32_t>(d + 1);
+        for (int32_t c : draw_children(row, config.branches[d], config.tree_method, addresses[k])) {
+          trees[k].push_back({n, c, d + 1});
+          q_rows[k].emplace_back();
+        }
+      }
+    }
+
+    // One target call over every node of every tree.
+    int64_t max_nodes = 0;
+    for (const auto& tree : trees) max_nodes = std::max<int64_t>(max_nodes, tree.size() - 1);
+    std::vector<std::vector<int32_t>> contexts;
+    std::vector<ScoreRequest> requests;
+    for (int64_t k = 0; k < n_active; ++k) {
+      for (int32_t n = 0; n < static_cast<int32_t>(trees[k].size()); ++n) {
+        contexts.push_back(path_tokens(k, n));
+      }
+    }
+    for (size_t j = 0, k = 0, n = 0; j < contexts.size(); ++j) {
+      if (n == trees[k].size()) ++k, n = 0;
+      requests.push_back({contexts[j], 1, active[k]});
+      ++n;
+    }
+    const std::vector<float> p = target.score(requests, config.sampling);
+
+    const int64_t width = max_nodes + 1;
+    std::vector<float> probs_target(n_active * width * v, 0.0f),
+        probs_draft(n_active * width * v, 0.0f);
+    std::vector<int32_t> parents(n_active * width, 0), tokens(n_active * width, 0),
+        n_nodes(n_active, 0);
+    int64_t row = 0;
+    for (int64_t k = 0; k < n_active; ++k) {
+      n_nodes[k] = static_cast<int32_t>(trees[k].size() - 1);
+      for (int64_t n = 0; n < static_cast<int64_t>(trees[k].size()); ++n, ++row) {
+        std::copy_n(&p[row * v], v, &probs_target[(k * width + n) * v]);
+        if (!q_rows[k][n].empty()) {
+          std::copy(q_rows[k][n].begin(), q_rows[k][n].end(), &probs_draft[(k * width + n) * v]);
+        } else {
+          // A leaf has no children, so its q is never read; a valid row keeps validation quiet.
+          std::copy_n(&p[row * v], v, &probs_draft[(k * width + n) * v]);
+        }
+        parents[k * width + n] = std::max(trees[k][n].parent, 0);
+        tokens[k * width + n] = std::max(trees[k][n].token, 0);
+      }
+    }
+    std::vector<uint32_t> request_ids(active.begin(), active.end());
+    const TreeBatch tree_batch{n_active, max_nodes, v,       probs_target, probs_draft,
+                               parents,  tokens,    n_nodes, request_ids,  {}};
+    const double verify_start = now_seconds();
+    const TreeResult verdict =
+        verify_tree(tree_batch, {.method = config.tree_method, .seed = config.seed, .step = step});
+    m.verify_seconds += now_seconds() - verify_start;
+
+    for (int64_t k = 0; k < n_active; ++k) {
+      const int64_t n = verdict.n_accepted[k];
+      // β at the accepted path's node of depth i: the node whose children were tested there.
+      std::vector<double> betas(std::min<int64_t>(n + 1, tree_depth[k]));
+      for (size_t i = 0; i < betas.size(); ++i) {
+        const int32_t node = i == 0 ? 0 : verdict.accepted_nodes[k * width + i - 1];
+        betas[i] =
+            overlap(&probs_target[(k * width + node) * v], &probs_draft[(k * width + node) * v], v);
+      }
+      run.commit(active[k], tree_depth[k], n, betas, verdict.residual_fallback[k] != 0,
+                 std::span<const int32_t>(verdict.emitted_tokens).subspan(k * width, width));
+    }
+  }
+  return run.finish();
+}
+
+}  // namespace speclab

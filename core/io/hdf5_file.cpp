@@ -1,0 +1,924 @@
+// A thin RAII wrapper over the HDF5 1.10 C API (DESIGN.md "Results in HDF5"). HDF5's own error
+// printing is switched off; failures become speclab errors naming the file and the dataset.
+#include "core/io/hdf5_file.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <limits>
+#include <system_error>
+#include <utility>
+
+#include "core/base/error.hpp"
+
+namespace speclab {
+namespace fs = std::filesystem;
+
+namespace {
+
+// HDF5's atexit handler closes every file still open at exit. A file whose flush or close failed
+// (a full disk, a file-size limit) stays open inside the library, and closing it again at exit
+// crashes HDF5 1.10 (a segfault in H5F__close_cb), turning a clean "exit 2" into SIGSEGV. Every
+// file this wrapper owns is closed by its RAII handle, so the handler is not needed; it must be
+// disabled before the library initialises, hence at static-initialisation time.
+[[maybe_unused]] const bool kHdf5AtexitDisabled = [] {
+  H5dont_atexit();
+  return true;
+}();
+
+// The thread-safe HDF5 build keeps error-stack settings per thread, so each thread that calls in
+// must switch the automatic printing off for itself.
+void silence_hdf5_errors() {
+  thread_local bool silenced = false;
+  if (!silenced) {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    silenced = true;
+  }
+}
+
+herr_t collect_innermost(unsigned n, const H5E_error2_t* error, void* client) {
+  auto* out = static_cast<std::string*>(client);
+  if (n == 0 && error->desc != nullptr) *out = error->desc;
+  return 0;
+}
+
+// " (HDF5: <innermost error description>)", or "" when the stack is empty; clears the stack.
+std::string hdf5_detail() {
+  std::string desc;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_innermost, &desc);
+  H5Eclear2(H5E_DEFAULT);
+  return desc.empty() ? std::string() : fmt::format(" (HDF5: {})", desc);
+}
+
+// ": <strerror(errno)>" when the last system call failed (ENOSPC, EFBIG), else "".
+std::string system_detail() {
+  return errno != 0 ? fmt::format(": {}", std::error_code(errno, std::generic_category()).message())
+                    : std::string();
+}
+
+// File locking stays on, but a filesystem without flock (NFS, Lustre on a cluster) is not an
+// error: the writer works on a private .partial file and readers only read.
+Hdf5Handle file_access_properties() {
+  Hdf5Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (fapl.valid()) H5Pset_file_locking(fapl.get(), 1, 1);
+  return fapl;
+}
+
+std::string describe_type(hid_t type) {
+  const H5T_class_t type_class = H5Tget_class(type);
+  const size_t bytes = H5Tget_size(type);
+  switch (type_class) {
+    case H5T_FLOAT:
+      return fmt::format("float{}", 8 * bytes);
+    case H5T_INTEGER:
+      return fmt::format("{}int{}", H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "", 8 * bytes);
+    case H5T_STRING:
+      return "string";
+    case H5T_ENUM:
+      return "enum (a bool?)";
+    case H5T_COMPOUND:
+      return "compound";
+    default:
+      return fmt::format("HDF5 type class {}", static_cast<int>(type_class));
+  }
+}
+
+std::string with_hint(std::string_view hint) {
+  return hint.empty() ? std::string() : fmt::format(" {}", hint);
+}
+
+void check_name(std::string_view name, const fs::path& file) {
+  if (name.empty() || name.find('\0') != std::string_view::npos) {
+    throw InvalidInput(fmt::format("{}: dataset or attribute name '{}' is empty or holds a NUL",
+                                   file.string(), name));
+  }
+}
+
+// A dataset opened for reading with its type, dataspace and shape checked.
+struct OpenDataset {
+  Hdf5Handle dataset;
+  Hdf5Handle type;
+  std::vector<int64_t> shape;
+  size_t count = 0;
+};
+
+enum class ElementKind { kFloat32, kFloatAny, kInteger };
+
+OpenDataset open_dataset(const Hdf5Reader& reader, hid_t file, std::string_view name,
+                         ElementKind kind, std::string_view expected_type, int expected_rank,
+                         std::string_view dims_hint) {
+  const std::string file_name = reader.path().string();
+  if (!reader.has_dataset(name)) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' is missing; expected {}{}", file_name, name,
+                                   expected_type, with_hint(dims_hint)));
+  }
+  const std::string c_name(name);
+  OpenDataset open;
+  open.dataset = Hdf5Handle(H5Dopen2(file, c_name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!open.dataset.valid()) {
+    throw IoError(fmt::format("{}: cannot open dataset '{}'{}", file_name, name, hdf5_detail()));
+  }
+  Hdf5Handle space(H5Dget_space(open.dataset.get()), H5Sclose);
+  open.type = Hdf5Handle(H5Dget_type(open.dataset.get()), H5Tclose);
+  if (!space.valid() || !open.type.valid()) {
+    throw IoError(fmt::format("{}: cannot read the dataspace or type of dataset '{}'{}", file_name,
+                              name, hdf5_detail()));
+  }
+  // The type first: a dataset of the wrong kind (token ids given as probabilities) is the more
+  // telling mistake, whatever its rank.
+  const H5T_class_t type_class = H5Tget_class(open.type.get());
+  const bool type_ok = kind == ElementKind::kFloat32
+                           ? type_class == H5T_FLOAT && H5Tget_size(open.type.get()) == 4
+                       : kind == ElementKind::kFloatAny
+                           ? type_class == H5T_FLOAT && H5Tget_size(open.type.get()) <= 8
+                           : type_class == H5T_INTEGER;
+  if (!type_ok) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' has dtype {}; expected {}{}", file_name, name,
+                                   describe_type(open.type.get()), expected_type,
+                                   with_hint(dims_hint)));
+  }
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) {
+    throw IoError(
+        fmt::format("{}: cannot read the rank of dataset '{}'{}", file_name, name, hdf5_detail()));
+  }
+  if (expected_rank != kAnyRank && rank != expected_rank) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' has rank {}; expected rank {}{}", file_name,
+                                   name, rank, expected_rank, with_hint(dims_hint)));
+  }
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  open.shape.assign(dims.begin(), dims.end());
+  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
+  open.count = points > 0 ? static_cast<size_t>(points) : 0;
+
+  return open;
+}
+
+// Integers of any width and sign are read as int64 (HDF5 converts) and then narrowed with a range
+// check, because HDF5's own narrowing clamps silently.
+template <typename T>
+Hdf5Array<T> read_integer(const Hdf5Reader& reader, hid_t file, std::string_view name,
+                          std::string_view expected_type, int expected_rank,
+                          std::string_view dims_hint) {
+  OpenDataset open = open_dataset(reader, file, name, ElementKind::kInteger, expected_type,
+                                  expected_rank, dims_hint);
+  std::vector<int64_t> wide(open.count);
+  if (open.count > 0 && H5Dread(open.dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                wide.data()) < 0) {
+    throw IoError(
+        fmt::format("{}: cannot read dataset '{}'{}", reader.path().string(), name, hdf5_detail()));
+  }
+  Hdf5Array<T> array{std::move(open.shape), std::vector<T>(open.count)};
+  for (size_t i = 0; i < wide.size(); ++i) {
+    if (wide[i] < std::numeric_limits<T>::min() || wide[i] > std::numeric_limits<T>::max()) {
+      throw InvalidInput(fmt::format(
+          "{}: dataset '{}' element {} (flat index) is {}; expected a value in [{}, {}] ({})",
+          reader.path().string(), name, i, wide[i], std::numeric_limits<T>::min(),
+          std::numeric_limits<T>::max(), expected_type));
+    }
+    array.values[i] = static_cast<T>(wide[i]);
+  }
+  return array;
+}
+
+// An attribute of the root group holding exactly one value.
+struct OpenAttribute {
+  Hdf5Handle attribute;
+  Hdf5Handle type;
+};
+
+OpenAttribute open_attribute(const Hdf5Reader& reader, hid_t file, std::string_view name) {
+  const std::string file_name = reader.path().string();
+  if (!reader.has_attribute(name)) {
+    throw InvalidInput(fmt::format("{}: root attribute '{}' is missing", file_name, name));
+  }
+  const std::string c_name(name);
+  OpenAttribute open;
+  open.attribute = Hdf5Handle(H5Aopen(file, c_name.c_str(), H5P_DEFAULT), H5Aclose);
+  if (!open.attribute.valid()) {
+    throw IoError(
+        fmt::format("{}: cannot open root attribute '{}'{}", file_name, name, hdf5_detail()));
+  }
+  open.type = Hdf5Handle(H5Aget_type(open.attribute.get()), H5Tclose);
+  Hdf5Handle space(H5Aget_space(open.attribute.get()), H5Sclose);
+  if (!open.type.valid() || !space.valid()) {
+    throw IoError(fmt::format("{}: cannot read the type of root attribute '{}'{}", file_name, name,
+                              hdf5_detail()));
+  }
+  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
+  if (points != 1) {
+    throw InvalidInput(fmt::format("{}: root attribute '{}' holds {} values; expected a scalar",
+                                   file_name, name, points));
+  }
+  return open;
+}
+
+void read_attribute_value(const Hdf5Reader& reader, const OpenAttribute& open,
+                          std::string_view name, hid_t memory_type, void* out) {
+  if (H5Aread(open.attribute.get(), memory_type, out) < 0) {
+    throw IoError(fmt::format("{}: cannot read root attribute '{}'{}", reader.path().string(), name,
+                              hdf5_detail()));
+  }
+}
+
+}  // namespace
+
+Hdf5Handle::Hdf5Handle(Hdf5Handle&& other) noexcept
+    : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
+
+Hdf5Handle& Hdf5Handle::operator=(Hdf5Handle&& other) noexcept {
+  if (this != &other) {
+    reset();
+    id_ = std::exchange(other.id_, H5I_INVALID_HID);
+    closer_ = other.closer_;
+  }
+  return *this;
+}
+
+void Hdf5Handle::reset() { close(); }
+
+bool Hdf5Handle::close() {
+  if (id_ < 0) return true;
+  const herr_t status = closer_ != nullptr ? closer_(id_) : 0;
+  id_ = H5I_INVALID_HID;
+  return status >= 0;
+}
+
+std::string format_shape(std::span<const int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reader
+
+Hdf5Reader::Hdf5Reader(fs::path path) : path_(std::move(path)) {
+  silence_hdf5_errors();
+  const std::string name = path_.string();
+  std::error_code ec;
+  const fs::file_status status = fs::status(path_, ec);
+  if (!fs::exists(status)) throw InvalidInput(fmt::format("{}: no such file", name));
+  if (fs::is_directory(status)) {
+    throw InvalidInput(fmt::format("{}: is a directory; expected an HDF5 file", name));
+  }
+  const htri_t is_hdf5 = H5Fis_hdf5(name.c_str());
+  if (is_hdf5 == 0) throw InvalidInput(fmt::format("{}: not an HDF5 file", name));
+  if (is_hdf5 < 0) {
+    throw InvalidInput(fmt::format("{}: cannot be read{}", name, hdf5_detail()));
+  }
+  const Hdf5Handle fapl = file_access_properties();
+  file_ = Hdf5Handle(H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.valid() ? fapl.get() : H5P_DEFAULT),
+                     H5Fclose);
+  if (!file_.valid()) {
+    throw InvalidInput(fmt::format("{}: cannot be opened as HDF5{}", name, hdf5_detail()));
+  }
+}
+
+bool Hdf5Reader::has_dataset(std::string_view name) const {
+  silence_hdf5_errors();
+  check_name(name, path_);
+  // H5Lexists fails (rather than answering no) when an intermediate group is missing, so each
+  // prefix of a path is checked in turn.
+  const std::string c_name(name);
+  for (size_t slash = c_name.find('/', 1);; slash = c_name.find('/', slash + 1)) {
+    const std::string prefix = c_name.substr(0, slash);
+    if (H5Lexists(file_.get(), prefix.c_str(), H5P_DEFAULT) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+    if (slash == std::string::npos) break;
+  }
+  Hdf5Handle object(H5Oopen(file_.get(), c_name.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!object.valid()) {
+    H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  return H5Iget_type(object.get()) == H5I_DATASET;
+}
+
+std::vector<int64_t> Hdf5Reader::dataset_shape(std::string_view name) const {
+  if (!has_dataset(name)) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' is missing", path_.string(), name));
+  }
+  const std::string c_name(name);
+  Hdf5Handle dataset(H5Dopen2(file_.get(), c_name.c_str(), H5P_DEFAULT), H5Dclose);
+  Hdf5Handle space(dataset.valid() ? H5Dget_space(dataset.get()) : H5I_INVALID_HID, H5Sclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0) {
+    throw IoError(fmt::format("{}: cannot read the shape of dataset '{}'{}", path_.string(), name,
+                              hdf5_detail()));
+  }
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return {dims.begin(), dims.end()};
+}
+
+Hdf5Array<float> Hdf5Reader::read_float(std::string_view name, int expected_rank,
+                                        std::string_view dims_hint) const {
+  silence_hdf5_errors();
+  OpenDataset open = open_dataset(*this, file_.get(), name, ElementKind::kFloat32, "float32",
+                                  expected_rank, dims_hint);
+  Hdf5Array<float> array{std::move(open.shape), std::vector<float>(open.count)};
+  if (open.count > 0 && H5Dread(open.dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                array.values.data()) < 0) {
+    throw IoError(
+        fmt::format("{}: cannot read dataset '{}'{}", path_.string(), name, hdf5_detail()));
+  }
+  return array;
+}
+
+Hdf5Array<int32_t> Hdf5Reader::read_int32(std::string_view name, int expected_rank,
+                                          std::string_view dims_hint) const {
+  silence_hdf5_errors();
+  return read_integer<int32_t>(*this, file_.get(), name, "an integer type (int32)", expected_rank,
+                               dims_hint);
+}
+
+Hdf5Array<uint8_t> Hdf5Reader::read_uint8(std::string_view name, int expected_rank,
+                                          std::string_view dims_hint) const {
+  silence_hdf5_errors();
+  return read_integer<uint8_t>(*this, file_.get(), name, "an integer type (uint8)", expected_rank,
+                               dims_hint);
+}
+
+Hdf5Array<int64_t> Hdf5Reader::read_int64(std::string_view name, int expected_rank,
+                                          std::string_view dims_hint) const {
+  silence_hdf5_errors();
+  return read_integer<int64_t>(*this, file_.get(), name, "an integer type (int64)", expected_rank,
+                               dims_hint);
+}
+
+Hdf5Array<double> Hdf5Reader::read_double(std::string_view name, int expected_rank,
+                                          std::string_view dims_hint) const {
+  silence_hdf5_errors();
+  OpenDataset open = open_dataset(*this, file_.get(), name, ElementKind::kFloatAny,
+                                  "float32 or float64", expected_rank, dims_hint);
+  Hdf5Array<double> array{std::move(open.shape), std::vector<double>(open.count)};
+  if (open.count > 0 && H5Dread(open.dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
+                                H5P_DEFAULT, array.values.data()) < 0) {
+    throw IoError(
+        fmt::format("{}: cannot read dataset '{}'{}", path_.string(), name, hdf5_detail()));
+  }
+  return array;
+}
+
+namespace {
+
+herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* client) {
+  if (info->type == H5O_TYPE_DATASET)
+    static_cast<std::vector<std::string>*>(client)->push_back(name);
+  return 0;
+}
+
+herr_t collect_attribute(hid_t, const char* name, const H5A_info_t*, void* client) {
+  static_cast<std::vector<std::string>*>(client)->push_back(name);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> Hdf5Reader::dataset_names() const {
+  silence_hdf5_errors();
+  std::vector<std::string> names;
+  if (H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names, H5O_INFO_BASIC) <
+      0) {
+    throw IoError(fmt::format("{}: cannot list datasets{}", path_.string(), hdf5_detail()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Hdf5DatasetInfo Hdf5Reader::dataset_info(std::string_view name) const {
+  silence_hdf5_errors();
+  if (!has_dataset(name)) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' is missing", path_.string(), name));
+  }
+  const std::string c_name(name);
+  Hdf5Handle dataset(H5Dopen2(file_.get(), c_name.c_str(), H5P_DEFAULT), H5Dclose);
+  Hdf5Handle space(dataset.valid() ? H5Dget_space(dataset.get()) : H5I_INVALID_HID, H5Sclose);
+  Hdf5Handle type(dataset.valid() ? H5Dget_type(dataset.get()) : H5I_INVALID_HID, H5Tclose);
+  Hdf5Handle dcpl(dataset.valid() ? H5Dget_create_plist(dataset.get()) : H5I_INVALID_HID, H5Pclose);
+  const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0 || !type.valid() || !dcpl.valid()) {
+    throw IoError(fmt::format("{}: cannot read the layout of dataset '{}'{}", path_.string(), name,
+                              hdf5_detail()));
+  }
+  std::vector<hsize_t> dims(static_cast<size_t>(rank)), max_dims(static_cast<size_t>(rank));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), max_dims.data());
+  Hdf5DatasetInfo info;
+  info.shape.assign(dims.begin(), dims.end());
+  info.dtype = describe_type(type.get());
+  info.chunked = H5Pget_layout(dcpl.get()) == H5D_CHUNKED;
+  const int n_filters = H5Pget_nfilters(dcpl.get());
+  for (int f = 0; f < n_filters; ++f) {
+    unsigned flags = 0, config = 0;
+    size_t n_values = 0;
+    if (H5Pget_filter2(dcpl.get(), static_cast<unsigned>(f), &flags, &n_values, nullptr, 0, nullptr,
+                       &config) == H5Z_FILTER_DEFLATE) {
+      info.deflate = true;
+    }
+  }
+  info.extendable =
+      std::any_of(max_dims.begin(), max_dims.end(), [](hsize_t d) { return d == H5S_UNLIMITED; });
+  return info;
+}
+
+std::vector<std::string> Hdf5Reader::attribute_names() const {
+  silence_hdf5_errors();
+  std::vector<std::string> names;
+  hsize_t index = 0;
+  if (H5Aiterate2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &names) < 0) {
+    throw IoError(fmt::format("{}: cannot list root attributes{}", path_.string(), hdf5_detail()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Hdf5AttributeKind Hdf5Reader::attribute_kind(std::string_view name) const {
+  silence_hdf5_errors();
+  const OpenAttribute open = open_attribute(*this, file_.get(), name);
+  switch (H5Tget_class(open.type.get())) {
+    case H5T_STRING:
+      return Hdf5AttributeKind::kString;
+    case H5T_INTEGER:
+      return H5Tget_sign(open.type.get()) == H5T_SGN_NONE ? Hdf5AttributeKind::kUnsigned
+                                                          : Hdf5AttributeKind::kSigned;
+    case H5T_FLOAT:
+      return Hdf5AttributeKind::kFloat;
+    default:
+      return Hdf5AttributeKind::kOther;
+  }
+}
+
+bool Hdf5Reader::has_attribute(std::string_view name) const {
+  silence_hdf5_errors();
+  check_name(name, path_);
+  const std::string c_name(name);
+  const htri_t exists = H5Aexists(file_.get(), c_name.c_str());
+  if (exists < 0) H5Eclear2(H5E_DEFAULT);
+  return exists > 0;
+}
+
+std::string Hdf5Reader::read_string_attribute(std::string_view name) const {
+  const OpenAttribute open = open_attribute(*this, file_.get(), name);
+  const hid_t type = open.type.get();
+  if (H5Tget_class(type) != H5T_STRING) {
+    throw InvalidInput(fmt::format("{}: root attribute '{}' has type {}; expected a string",
+                                   path_.string(), name, describe_type(type)));
+  }
+  if (H5Tis_variable_str(type) > 0) {
+    Hdf5Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory_type.get(), H5T_VARIABLE);
+    H5Tset_cset(memory_type.get(), H5Tget_cset(type));
+    char* text = nullptr;
+    read_attribute_value(*this, open, name, memory_type.get(), &text);
+    std::string value = text != nullptr ? std::string(text) : std::string();
+    H5free_memory(text);
+    return value;
+  }
+  const size_t size = H5Tget_size(type);
+  std::string value(size, '\0');
+  Hdf5Handle memory_type(H5Tcopy(type), H5Tclose);
+  read_attribute_value(*this, open, name, memory_type.get(), value.data());
+  value.resize(std::min(value.find('\0'), value.size()));
+  if (H5Tget_strpad(type) == H5T_STR_SPACEPAD) {
+    value.erase(value.find_last_not_of(' ') + 1);
+  }
+  return value;
+}
+
+uint64_t Hdf5Reader::read_uint64_attribute(std::string_view name) const {
+  const OpenAttribute open = open_attribute(*this, file_.get(), name);
+  const hid_t type = open.type.get();
+  if (H5Tget_class(type) != H5T_INTEGER) {
+    throw InvalidInput(
+        fmt::format("{}: root attribute '{}' has type {}; expected an unsigned integer (uint64)",
+                    path_.string(), name, describe_type(type)));
+  }
+  if (H5Tget_sign(type) == H5T_SGN_NONE) {
+    uint64_t value = 0;
+    read_attribute_value(*this, open, name, H5T_NATIVE_UINT64, &value);
+    return value;
+  }
+  int64_t value = 0;
+  read_attribute_value(*this, open, name, H5T_NATIVE_INT64, &value);
+  if (value < 0) {
+    throw InvalidInput(fmt::format("{}: root attribute '{}' is {}; expected a value ≥ 0",
+                                   path_.string(), name, value));
+  }
+  return static_cast<uint64_t>(value);
+}
+
+int64_t Hdf5Reader::read_int64_attribute(std::string_view name) const {
+  const OpenAttribute open = open_attribute(*this, file_.get(), name);
+  const hid_t type = open.type.get();
+  if (H5Tget_class(type) != H5T_INTEGER) {
+    throw InvalidInput(fmt::format("{}: root attribute '{}' has type {}; expected an integer",
+                                   path_.string(), name, describe_type(type)));
+  }
+  if (H5Tget_sign(type) == H5T_SGN_NONE) {
+    uint64_t value = 0;
+    read_attribute_value(*this, open, name, H5T_NATIVE_UINT64, &value);
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      throw InvalidInput(fmt::format("{}: root attribute '{}' is {}; expected a value ≤ {}",
+                                     path_.string(), name, value,
+                                     std::numeric_limits<int64_t>::max()));
+    }
+    return static_cast<int64_t>(value);
+  }
+  int64_t value = 0;
+  read_attribute_value(*this, open, name, H5T_NATIVE_INT64, &value);
+  return value;
+}
+
+double Hdf5Reader::read_double_attribute(std::string_view name) const {
+  const OpenAttribute open = open_attribute(*this, file_.get(), name);
+  const hid_t type = open.type.get();
+  const H5T_class_t type_class = H5Tget_class(type);
+  if (type_class == H5T_INTEGER) {
+    // h5py stores a Python int, e.g. `leniency = 1`, as int64.
+    return static_cast<double>(read_int64_attribute(name));
+  }
+  if (type_class != H5T_FLOAT) {
+    throw InvalidInput(fmt::format("{}: root attribute '{}' has type {}; expected a number",
+                                   path_.string(), name, describe_type(type)));
+  }
+  double value = 0.0;
+  read_attribute_value(*this, open, name, H5T_NATIVE_DOUBLE, &value);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writer
+
+Hdf5Writer::Hdf5Writer(fs::path path) : path_(std::move(path)) {
+  silence_hdf5_errors();
+  const std::string name = path_.string();
+  if (path_.empty()) throw InvalidInput("output path is empty; expected a file name");
+  std::error_code ec;
+  const fs::path parent = path_.parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    throw InvalidInput(
+        fmt::format("{}: directory '{}' does not exist; create it first", name, parent.string()));
+  }
+  if (fs::is_directory(path_, ec)) {
+    throw InvalidInput(fmt::format("{}: is a directory; expected a file name", name));
+  }
+  const Hdf5Handle fapl = file_access_properties();
+  const std::string partial = partial_path().string();
+  file_ = Hdf5Handle(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
+                               fapl.valid() ? fapl.get() : H5P_DEFAULT),
+                     H5Fclose);
+  if (!file_.valid()) {
+    throw IoError(fmt::format("{}: cannot create '{}'{}", name, partial, hdf5_detail()));
+  }
+}
+
+Hdf5Writer::~Hdf5Writer() {
+  if (committed_) return;
+  file_.reset();
+  std::error_code ec;
+  fs::remove(partial_path(), ec);
+}
+
+fs::path Hdf5Writer::partial_path() const {
+  fs::path partial = path_;
+  partial += ".partial";
+  return partial;
+}
+
+void Hdf5Writer::check_open(std::string_view what) const {
+  if (committed_ || !file_.valid()) {
+    throw Error(fmt::format("{}: cannot write {} after commit()", path_.string(), what));
+  }
+}
+
+void Hdf5Writer::write(std::string_view name, std::span<const float> values,
+                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  write_dataset(name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, values.data(), values.size(), shape,
+                options);
+}
+
+void Hdf5Writer::write(std::string_view name, std::span<const double> values,
+                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  write_dataset(name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(), values.size(), shape,
+                options);
+}
+
+void Hdf5Writer::write(std::string_view name, std::span<const int32_t> values,
+                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  write_dataset(name, H5T_STD_I32LE, H5T_NATIVE_INT32, values.data(), values.size(), shape,
+                options);
+}
+
+void Hdf5Writer::write(std::string_view name, std::span<const uint8_t> values,
+                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  write_dataset(name, H5T_STD_U8LE, H5T_NATIVE_UINT8, values.data(), values.size(), shape, options);
+}
+
+void Hdf5Writer::write(std::string_view name, std::span<const int64_t> values,
+                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  write_dataset(name, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data(), values.size(), shape,
+                options);
+}
+
+void Hdf5Writer::write(std::string_view name, std::span<const uint64_t> values,
+                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  write_dataset(name, H5T_STD_U64LE, H5T_NATIVE_UINT64, values.data(), values.size(), shape,
+                options);
+}
+
+template <>
+void Hdf5Writer::create_extendable<int32_t>(std::string_view name, int64_t chunk,
+                                            int deflate_level) {
+  create_extendable_dataset(name, H5T_STD_I32LE, H5T_NATIVE_INT32, chunk, deflate_level);
+}
+template <>
+void Hdf5Writer::create_extendable<int64_t>(std::string_view name, int64_t chunk,
+                                            int deflate_level) {
+  create_extendable_dataset(name, H5T_STD_I64LE, H5T_NATIVE_INT64, chunk, deflate_level);
+}
+template <>
+void Hdf5Writer::create_extendable<uint64_t>(std::string_view name, int64_t chunk,
+                                             int deflate_level) {
+  create_extendable_dataset(name, H5T_STD_U64LE, H5T_NATIVE_UINT64, chunk, deflate_level);
+}
+template <>
+void Hdf5Writer::create_extendable<float>(std::string_view name, int64_t chunk, int deflate_level) {
+  create_extendable_dataset(name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, chunk, deflate_level);
+}
+template <>
+void Hdf5Writer::create_extendable<double>(std::string_view name, int64_t chunk,
+                                           int deflate_level) {
+  create_extendable_dataset(name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, chunk, deflate_level);
+}
+
+void Hdf5Writer::append(std::string_view name, std::span<const int32_t> values) {
+  append_values(name, H5T_NATIVE_INT32, values.data(), values.size());
+}
+void Hdf5Writer::append(std::string_view name, std::span<const int64_t> values) {
+  append_values(name, H5T_NATIVE_INT64, values.data(), values.size());
+}
+void Hdf5Writer::append(std::string_view name, std::span<const uint64_t> values) {
+  append_values(name, H5T_NATIVE_UINT64, values.data(), values.size());
+}
+void Hdf5Writer::append(std::string_view name, std::span<const float> values) {
+  append_values(name, H5T_NATIVE_FLOAT, values.data(), values.size());
+}
+void Hdf5Writer::append(std::string_view name, std::span<const double> values) {
+  append_values(name, H5T_NATIVE_DOUBLE, values.data(), values.size());
+}
+
+void Hdf5Writer::create_extendable_dataset(std::string_view name, hid_t file_type,
+                                           hid_t memory_type, int64_t chunk, int deflate_level) {
+  silence_hdf5_errors();
+  check_name(name, path_);
+  check_open(fmt::format("dataset '{}'", name));
+  const std::string file_name = path_.string();
+  if (chunk < 1) {
+    throw InvalidInput(
+        fmt::format("{}: dataset '{}' chunk is {}; expected ≥ 1", file_name, name, chunk));
+  }
+  if (deflate_level < 0 || deflate_level > 9) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' deflate_level = {}; expected 0..9", file_name,
+                                   name, deflate_level));
+  }
+  const std::string c_name(name);
+  if (H5Lexists(file_.get(), c_name.c_str(), H5P_DEFAULT) > 0) {
+    throw Error(fmt::format("{}: dataset '{}' is written twice", file_name, name));
+  }
+  H5Eclear2(H5E_DEFAULT);
+  const hsize_t dims[1] = {0}, max_dims[1] = {H5S_UNLIMITED};
+  const hsize_t chunk_dims[1] = {static_cast<hsize_t>(chunk)};
+  Hdf5Handle space(H5Screate_simple(1, dims, max_dims), H5Sclose);
+  Hdf5Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  Hdf5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  if (!space.valid() || !dcpl.valid() || !lcpl.valid() ||
+      H5Pset_chunk(dcpl.get(), 1, chunk_dims) < 0 ||
+      (deflate_level > 0 && H5Pset_deflate(dcpl.get(), static_cast<unsigned>(deflate_level)) < 0)) {
+    throw IoError(fmt::format("{}: cannot prepare dataset '{}'{}", file_name, name, hdf5_detail()));
+  }
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  Hdf5Handle dataset(H5Dcreate2(file_.get(), c_name.c_str(), file_type, space.get(), lcpl.get(),
+                                dcpl.get(), H5P_DEFAULT),
+                     H5Dclose);
+  if (!dataset.valid() || !dataset.close()) {
+    throw IoError(fmt::format("{}: cannot create dataset '{}'{}", file_name, name, hdf5_detail()));
+  }
+  extendable_types_.emplace(c_name, memory_type);
+}
+
+void Hdf5Writer::append_values(std::string_view name, hid_t memory_type, const void* data,
+                               size_t count) {
+  silence_hdf5_errors();
+  check_open(fmt::format("dataset '{}'", name));
+  const std::string file_name = path_.string();
+  const auto it = extendable_types_.find(name);
+  if (it == extendable_types_.end()) {
+    throw Error(fmt::format("{}: dataset '{}' was not made by create_extendable(); cannot append",
+                            file_name, name));
+  }
+  if (H5Tequal(it->second, memory_type) <= 0) {
+    throw Error(
+        fmt::format("{}: dataset '{}' appended with another element type than it was "
+                    "created with",
+                    file_name, name));
+  }
+  if (count == 0) return;
+  errno = 0;
+  const std::string c_name(name);
+  Hdf5Handle dataset(H5Dopen2(file_.get(), c_name.c_str(), H5P_DEFAULT), H5Dclose);
+  Hdf5Handle old_space(dataset.valid() ? H5Dget_space(dataset.get()) : H5I_INVALID_HID, H5Sclose);
+  hsize_t old_size = 0;
+  if (!old_space.valid() || H5Sget_simple_extent_dims(old_space.get(), &old_size, nullptr) != 1) {
+    throw IoError(
+        fmt::format("{}: cannot open dataset '{}' to append{}", file_name, name, hdf5_detail()));
+  }
+  const hsize_t start[1] = {old_size}, n[1] = {count}, new_size[1] = {old_size + count};
+  if (H5Dset_extent(dataset.get(), new_size) < 0) {
+    throw IoError(fmt::format("{}: cannot extend dataset '{}' to {} elements{}", file_name, name,
+                              new_size[0], hdf5_detail()));
+  }
+  Hdf5Handle file_space(H5Dget_space(dataset.get()), H5Sclose);
+  Hdf5Handle memory_space(H5Screate_simple(1, n, nullptr), H5Sclose);
+  if (!file_space.valid() || !memory_space.valid() ||
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, n, nullptr) < 0 ||
+      H5Dwrite(dataset.get(), memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT,
+               data) < 0 ||
+      !dataset.close()) {
+    throw IoError(fmt::format("{}: cannot append {} values to dataset '{}'{}{}", file_name, count,
+                              name, system_detail(), hdf5_detail()));
+  }
+}
+
+void Hdf5Writer::write_dataset(std::string_view name, hid_t file_type, hid_t memory_type,
+                               const void* data, size_t count, std::span<const int64_t> shape,
+                               const Hdf5WriteOptions& options) {
+  silence_hdf5_errors();
+  check_name(name, path_);
+  check_open(fmt::format("dataset '{}'", name));
+  const std::string file_name = path_.string();
+  size_t expected_count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) {
+      throw InvalidInput(fmt::format("{}: dataset '{}' has shape {}; expected dimensions ≥ 0",
+                                     file_name, name, format_shape(shape)));
+    }
+    expected_count *= static_cast<size_t>(dim);
+  }
+  if (expected_count != count) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' has {} values; shape {} needs {}", file_name,
+                                   name, count, format_shape(shape), expected_count));
+  }
+  const std::string c_name(name);
+  if (H5Lexists(file_.get(), c_name.c_str(), H5P_DEFAULT) > 0) {
+    throw Error(fmt::format("{}: dataset '{}' is written twice", file_name, name));
+  }
+  H5Eclear2(H5E_DEFAULT);
+
+  const std::vector<hsize_t> dims(shape.begin(), shape.end());
+  Hdf5Handle space(shape.empty()
+                       ? H5Screate(H5S_SCALAR)
+                       : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                   H5Sclose);
+  Hdf5Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  Hdf5Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  if (!space.valid() || !dcpl.valid() || !lcpl.valid()) {
+    throw IoError(fmt::format("{}: cannot prepare dataset '{}'{}", file_name, name, hdf5_detail()));
+  }
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  // Chunks must have non-zero extent, so an empty dataset is stored contiguous.
+  if (options.deflate_level > 0 && count > 0 && !shape.empty()) {
+    if (options.deflate_level > 9) {
+      throw InvalidInput(fmt::format("{}: dataset '{}' deflate_level = {}; expected 0..9",
+                                     file_name, name, options.deflate_level));
+    }
+    std::vector<hsize_t> chunk(dims.size());
+    if (options.chunk.empty()) {
+      // About 1 MiB per chunk: whole rows along dimension 0.
+      const size_t element = H5Tget_size(file_type);
+      size_t row = element;
+      for (size_t d = 1; d < dims.size(); ++d) row *= dims[d];
+      const hsize_t rows = std::max<hsize_t>(1, (size_t{1} << 20) / std::max<size_t>(row, 1));
+      chunk.assign(dims.begin(), dims.end());
+      chunk[0] = std::min(dims[0], rows);
+    } else {
+      if (options.chunk.size() != dims.size()) {
+        throw InvalidInput(fmt::format("{}: dataset '{}' chunk {} has rank {}; expected rank {}",
+                                       file_name, name, format_shape(options.chunk),
+                                       options.chunk.size(), dims.size()));
+      }
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (options.chunk[d] <= 0) {
+          throw InvalidInput(fmt::format("{}: dataset '{}' chunk {}; expected dimensions > 0",
+                                         file_name, name, format_shape(options.chunk)));
+        }
+        chunk[d] = std::min(dims[d], static_cast<hsize_t>(options.chunk[d]));
+      }
+    }
+    if (H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0 ||
+        H5Pset_deflate(dcpl.get(), static_cast<unsigned>(options.deflate_level)) < 0) {
+      throw IoError(fmt::format("{}: cannot set chunking/deflate for dataset '{}'{}", file_name,
+                                name, hdf5_detail()));
+    }
+  }
+  errno = 0;
+  Hdf5Handle dataset(H5Dcreate2(file_.get(), c_name.c_str(), file_type, space.get(), lcpl.get(),
+                                dcpl.get(), H5P_DEFAULT),
+                     H5Dclose);
+  if (!dataset.valid()) {
+    throw IoError(fmt::format("{}: cannot create dataset '{}'{}{}", file_name, name,
+                              system_detail(), hdf5_detail()));
+  }
+  if (count > 0 && H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+    throw IoError(fmt::format("{}: cannot write dataset '{}'{}{}", file_name, name, system_detail(),
+                              hdf5_detail()));
+  }
+  if (!dataset.close()) {
+    throw IoError(fmt::format("{}: cannot close dataset '{}'{}{}", file_name, name, system_detail(),
+                              hdf5_detail()));
+  }
+}
+
+void Hdf5Writer::write_attribute(std::string_view name, hid_t file_type, hid_t memory_type,
+                                 const void* data) {
+  silence_hdf5_errors();
+  check_name(name, path_);
+  check_open(fmt::format("root attribute '{}'", name));
+  const std::string file_name = path_.string();
+  const std::string c_name(name);
+  if (H5Aexists(file_.get(), c_name.c_str()) > 0) H5Adelete(file_.get(), c_name.c_str());
+  Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+  Hdf5Handle attribute(
+      H5Acreate2(file_.get(), c_name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+      H5Aclose);
+  if (!attribute.valid() || H5Awrite(attribute.get(), memory_type, data) < 0 ||
+      !attribute.close()) {
+    throw IoError(
+        fmt::format("{}: cannot write root attribute '{}'{}", file_name, name, hdf5_detail()));
+  }
+}
+
+void Hdf5Writer::write_string_attribute(std::string_view name, std::string_view value) {
+  // Variable-length UTF-8, which h5py reads back as str rather than bytes.
+  Hdf5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  const std::string text(value);
+  const char* pointer = text.c_str();
+  write_attribute(name, type.get(), type.get(), &pointer);
+}
+
+void Hdf5Writer::write_uint64_attribute(std::string_view name, uint64_t value) {
+  write_attribute(name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &value);
+}
+
+void Hdf5Writer::write_int64_attribute(std::string_view name, int64_t value) {
+  write_attribute(name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+}
+
+void Hdf5Writer::write_double_attribute(std::string_view name, double value) {
+  write_attribute(name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+void Hdf5Writer::commit() {
+  silence_hdf5_errors();
+  check_open("the file");
+  const std::string name = path_.string();
+  const std::string partial = partial_path().string();
+  auto fail = [&](const std::string& what) {
+    const std::string message =
+        fmt::format("{}: {} ({}){}", name, what,
+                    std::error_code(errno, std::generic_category()).message(), hdf5_detail());
+    file_.reset();
+    std::error_code ignored;
+    fs::remove(partial_path(), ignored);
+    throw IoError(message);
+  };
+  errno = 0;
+  if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) fail(fmt::format("cannot flush '{}'", partial));
+  if (!file_.close()) fail(fmt::format("cannot close '{}'", partial));
+  // HDF5 does not fsync on close; without it a crash after the rename could leave NAME empty.
+  const int fd = ::open(partial.c_str(), O_RDONLY);
+  if (fd < 0) fail(fmt::format("cannot reopen '{}' to fsync it", partial));
+  const int synced = ::fsync(fd);
+  ::close(fd);
+  if (synced != 0) fail(fmt::format("cannot fsync '{}'", partial));
+  if (std::rename(partial.c_str(), name.c_str()) != 0) {
+    fail(fmt::format("cannot rename '{}' onto it", partial));
+  }
+  committed_ = true;
+  // Persist the rename itself; some filesystems refuse to fsync a directory, which is harmless.
+  const fs::path parent = path_.parent_path().empty() ? fs::path(".") : path_.parent_path();
+  const int dir_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
+}  // namespace speclab

@@ -1,0 +1,153 @@
+// The model registry (see model_registry.hpp).
+#include "core/models/model_registry.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "core/base/error.hpp"
+#include "core/io/gguf.hpp"
+#include "core/models/layer_skip.hpp"
+#include "core/models/linear_softmax.hpp"
+#include "core/models/llama.hpp"
+#include "core/models/ngram.hpp"
+#include "core/models/prompt_lookup.hpp"
+#include "core/models/tokenizer.hpp"
+
+namespace speclab {
+
+namespace {
+
+constexpr std::string_view kSmolLM2 = "smollm2-135m";
+// The same model with its weights dequantised to fp32 at load: the same logits, bit for bit, at
+// ~2.7× the time per step at m = 1 and ~2× at m = 8 (it streams 538 MB instead of 96 MB;
+// bench/micro/llama_bench.cpp, one thread).
+constexpr std::string_view kSmolLM2Fp32 = "smollm2-135m-f32";
+// Prompt lookup over SmolLM2's vocabulary (the byte-level `prompt-lookup` has V = 256).
+constexpr std::string_view kSmolLM2PromptLookup = "prompt-lookup-smollm2";
+constexpr int64_t kSmolLM2Vocab = 49152;
+constexpr std::string_view kLayerSkipPrefix = "layerskip:";
+// Token n-grams over SmolLM2's vocabulary: ngram{N}-smollm2. 16-bit token ids allow order ≤ 4.
+constexpr int kSmolLM2NGramMinOrder = 2, kSmolLM2NGramMaxOrder = 4;
+
+// data/models/ of the source tree (where `speclab fetch-model` writes), or $SPECLAB_MODELS.
+std::filesystem::path models_dir() {
+  if (const char* env = std::getenv("SPECLAB_MODELS"); env != nullptr && *env != '\0') return env;
+  constexpr std::string_view file = __FILE__;
+  constexpr std::string_view suffix = "core/models/model_registry.cpp";
+  const std::string root(file.ends_with(suffix) ? file.substr(0, file.size() - suffix.size())
+                                                : std::string_view());
+  return std::filesystem::path(root) / "data/models";
+}
+
+std::string smollm2_ngram_name(int order) { return fmt::format("ngram{}-smollm2", order); }
+
+// The SmolLM2 GGUF; InvalidInput naming the fetch command when it is absent.
+std::filesystem::path smollm2_file() {
+  const auto path = models_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(path)) {
+    throw InvalidInput(fmt::format("model file {} not found; run `speclab fetch-model {}`",
+                                   path.string(), kSmolLM2));
+  }
+  return path;
+}
+
+std::unique_ptr<LanguageModel> make_smollm2(WeightStorage storage) {
+  return std::make_unique<LlamaModel>(smollm2_file(), LayerSkip{}, storage);
+}
+
+// SmolLM2 with the sublayers of `spec` skipped. The spec's syntax is checked before the model
+// file is needed; its layer bounds against the file's block count.
+std::unique_ptr<LanguageModel> make_layerskip(std::string_view spec) {
+  const std::vector<LayerSkipRange> ranges = parse_layer_skip(spec);
+  const auto path = smollm2_file();
+  const int64_t n_layer = GgufFile::open(path).get_int("llama.block_count");
+  return std::make_unique<LlamaModel>(path, layer_skip_mask(ranges, n_layer, spec));
+}
+
+// The order-N Kneser–Ney model over SmolLM2's tokens of the corpus's training part. Tokenising
+// (~1.6 MB) and counting happen once per process; the models are shared afterwards.
+std::unique_ptr<LanguageModel> make_smollm2_ngram(int order) {
+  static std::mutex mutex;
+  static std::vector<int32_t> tokens;
+  static std::map<int, std::shared_ptr<const KneserNey>> models;
+  const auto path = smollm2_file();
+  std::lock_guard lock(mutex);
+  auto& lm = models[order];
+  if (!lm) {
+    if (tokens.empty()) {
+      const BpeTokenizer tokenizer(GgufFile::open(path));
+      tokens = tokenizer.encode(load_corpus(default_corpus_path())->train_text());
+    }
+    lm = std::make_shared<const KneserNey>(tokens, order, kSmolLM2Vocab);
+  }
+  return std::make_unique<NGramModel>(lm, smollm2_ngram_name(order));
+}
+
+}  // namespace
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& preset : linear_softmax_presets()) names.push_back(preset.name);
+  for (const auto& name : ngram_model_presets()) names.push_back(name);
+  names.emplace_back(kSmolLM2);
+  names.emplace_back(kSmolLM2Fp32);
+  names.emplace_back(kSmolLM2PromptLookup);
+  for (int n = kSmolLM2NGramMinOrder; n <= kSmolLM2NGramMaxOrder; ++n) {
+    names.push_back(smollm2_ngram_name(n));
+  }
+  names.emplace_back("layerskip:10-25");
+  return names;
+}
+
+bool is_model_name(std::string_view name) {
+  if (name.starts_with(kLayerSkipPrefix)) {
+    try {
+      parse_layer_skip(name.substr(kLayerSkipPrefix.size()));
+      return true;
+    } catch (const InvalidInput&) {
+      return false;
+    }
+  }
+  const std::vector<std::string> names = model_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::unique_ptr<LanguageModel> make_model(std::string_view name) {
+  for (const auto& preset : linear_softmax_presets()) {
+    if (preset.name == name) return make_linear_softmax_model(name);
+  }
+  for (const auto& ngram : ngram_model_presets()) {
+    if (ngram == name) return make_ngram_model(name);
+  }
+  if (name == kSmolLM2) return make_smollm2(WeightStorage::kQuantised);
+  if (name == kSmolLM2Fp32) return make_smollm2(WeightStorage::kFp32);
+  if (name == kSmolLM2PromptLookup) {
+    return std::make_unique<PromptLookupModel>(3, 1, ' ', kSmolLM2Vocab);
+  }
+  for (int n = kSmolLM2NGramMinOrder; n <= kSmolLM2NGramMaxOrder; ++n) {
+    if (name == smollm2_ngram_name(n)) return make_smollm2_ngram(n);
+  }
+  if (name.starts_with(kLayerSkipPrefix)) {
+    return make_layerskip(name.substr(kLayerSkipPrefix.size()));
+  }
+  throw InvalidInput(
+      fmt::format("unknown model \"{}\"; known models: {}, and layerskip:SPEC for any skip spec",
+                  name, fmt::join(model_names(), ", ")));
+}
+
+std::filesystem::path tokenizer_file(std::string_view name) {
+  // SmolLM2 itself and every draft over its vocabulary carry "smollm2" in their name, except
+  // the layer-skip drafts, which are SmolLM2 itself.
+  if (name.find("smollm2") != std::string_view::npos || name.starts_with(kLayerSkipPrefix)) {
+    return smollm2_file();
+  }
+  return {};
+}
+
+}  // namespace speclab

@@ -1,0 +1,42 @@
+// Every named model speclab can build: the LinearSoftmax presets (data/models.toml), the n-gram
+// family (ngram-1 … ngram-5, prompt-lookup), and the real SmolLM2-135M (`smollm2-135m`, fetched
+// with `speclab fetch-model smollm2-135m`) with its drafts:
+//   prompt-lookup-smollm2   prompt lookup over its vocabulary (q one-hot);
+//   ngram2-smollm2 … ngram4-smollm2
+//                           Kneser–Ney n-grams over its tokens, trained on data/corpus/english.txt
+//                           tokenised by its tokenizer;
+//   layerskip:SPEC          SmolLM2-135M itself with the sublayers of SPEC skipped (weights shared
+//                           with a live smollm2-135m, own KV caches). SPEC is a comma-separated
+//                           list of 0-based layers (0–29) or inclusive ranges, each optionally
+//                           prefixed `attn` (attention sublayers only) or `ffn` (feed-forward
+//                           only): `layerskip:10-25`, `layerskip:4,6,8-11`,
+//                           `layerskip:attn12-20,ffn20-27` (core/models/layer_skip.hpp).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/models/model.hpp"
+
+namespace speclab {
+
+/// All model names, in a stable order (`layerskip:SPEC` appears as one example).
+std::vector<std::string> model_names();
+
+/// True when make_model accepts `name` without loading anything: a listed name, or `layerskip:`
+/// followed by a spec of valid syntax (its layer bounds are checked when the model is built).
+bool is_model_name(std::string_view name);
+
+/// Builds a model by name; throws InvalidInput listing every known name for an unknown one, and
+/// quoting SPEC and the bad item for a malformed or out-of-range `layerskip:SPEC`.
+std::unique_ptr<LanguageModel> make_model(std::string_view name);
+
+/// The GGUF file holding the tokenizer of a model's vocabulary (the SmolLM2 file for
+/// `smollm2-135m` and the drafts over its vocabulary), or an empty path for models whose tokens
+/// are bytes or synthetic ids. InvalidInput naming `speclab fetch-model` when the file is absent.
+std::filesystem::path tokenizer_file(std::string_view name);
+
+}  // namespace speclab

@@ -1,0 +1,219 @@
+// The cost and memory planner (see cost_model.hpp; the closed forms are derived in
+// proofs/expected_emitted.md).
+#include "core/plan/cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/error.hpp"
+
+namespace speclab {
+namespace {
+
+constexpr double kGB = 1e9;
+
+void check_alpha(double alpha) {
+  if (!(alpha >= 0.0 && alpha <= 1.0)) {
+    throw InvalidInput(fmt::format("acceptance rate alpha is {}; expected 0 ≤ alpha ≤ 1", alpha));
+  }
+}
+
+}  // namespace
+
+// ---- Leviathan ----------------------------------------------------------------------------------
+
+double expected_emitted(double alpha, int64_t gamma) {
+  check_alpha(alpha);
+  if (gamma < 0) throw InvalidInput(fmt::format("gamma is {}; expected gamma ≥ 0", gamma));
+  if (alpha == 1.0) return static_cast<double>(gamma + 1);
+  return (1.0 - std::pow(alpha, static_cast<double>(gamma + 1))) / (1.0 - alpha);
+}
+
+double walltime_gain(double alpha, int64_t gamma, double c) {
+  if (!(c >= 0.0 && std::isfinite(c))) {
+    throw InvalidInput(fmt::format("cost ratio c is {}; expected a finite c ≥ 0", c));
+  }
+  return expected_emitted(alpha, gamma) / (static_cast<double>(gamma) * c + 1.0);
+}
+
+GammaChoice optimal_gamma(double alpha, double c, int64_t max_gamma) {
+  if (max_gamma < 1) {
+    throw InvalidInput(fmt::format("max_gamma is {}; expected ≥ 1", max_gamma));
+  }
+  GammaChoice best{1, walltime_gain(alpha, 1, c)};
+  for (int64_t g = 2; g <= max_gamma; ++g) {
+    const double gain = walltime_gain(alpha, g, c);
+    if (gain > best.gain) best = {g, gain};
+  }
+  return best;
+}
+
+// ---- roofline -----------------------------------------------------------------------------------
+
+PassProfile pass_profile(const ModelSpec& model) {
+  return {.name = model.name,
+          .weight_bytes_read = model.weight_bytes_read(),
+          .flops_per_token = model.flops_per_token(),
+          .kv_bytes_per_token = static_cast<double>(model.kv_bytes_per_token()),
+          .attention_flops_per_context_token = model.attention_flops_per_context_token(),
+          .weight_bytes_stored = model.weight_bytes(),
+          .vocab = model.vocab,
+          .compute_dtype = model.dtype};
+}
+
+RooflineRates roofline_rates(const HardwareSpec& hardware, WeightDtype dtype) {
+  return {.bytes_per_second = hardware.bandwidth_bytes_per_second(),
+          .flops_per_second = hardware.flops_per_second(dtype),
+          .seconds_per_logit = hardware.seconds_per_logit,
+          .launch_overhead_seconds = hardware.launch_overhead_seconds,
+          .overlapped = hardware.overlapped};
+}
+
+PassTime forward_time(const PassProfile& model, const RooflineRates& rates, int64_t batch,
+                      int64_t tokens, int64_t context) {
+  if (batch < 1 || tokens < 1 || context < 0) {
+    throw InvalidInput(
+        fmt::format("forward pass of {} needs batch ≥ 1, tokens ≥ 1, context ≥ 0 (got {}, {}, {})",
+                    model.name, batch, tokens, context));
+  }
+  if (!(rates.bytes_per_second > 0.0 && rates.flops_per_second > 0.0)) {
+    throw InvalidInput(fmt::format("roofline rates must be positive (got {} B/s, {} FLOP/s)",
+                                   rates.bytes_per_second, rates.flops_per_second));
+  }
+  const double b = static_cast<double>(batch), rows = b * static_cast<double>(tokens);
+  const double logits = rows * static_cast<double>(model.vocab);
+  PassTime t;
+  t.bytes = model.weight_bytes_read + b * static_cast<double>(context) * model.kv_bytes_per_token;
+  if (rates.seconds_per_logit == 0.0) t.bytes += 8.0 * logits;  // fp32 logits in, probs out
+  t.flops = rows * (model.flops_per_token +
+                    static_cast<double>(context) * model.attention_flops_per_context_token);
+  t.memory_seconds = t.bytes / rates.bytes_per_second;
+  t.compute_seconds = t.flops / rates.flops_per_second;
+  t.sampling_seconds = logits * rates.seconds_per_logit;
+  t.compute_bound = t.compute_seconds > t.memory_seconds;
+  const double roofline = rates.overlapped ? std::max(t.memory_seconds, t.compute_seconds)
+                                           : t.memory_seconds + t.compute_seconds;
+  t.seconds = roofline + t.sampling_seconds + rates.launch_overhead_seconds;
+  return t;
+}
+
+// ---- the speculative step -----------------------------------------------------------------------
+
+double verify_time(const RooflineRates& rates, int64_t vocab, int64_t batch, int64_t gamma) {
+  const double elements =
+      static_cast<double>(batch) * static_cast<double>(2 * gamma + 1) * static_cast<double>(vocab);
+  if (rates.seconds_per_logit > 0.0) return elements * rates.seconds_per_logit;
+  return 4.0 * elements / rates.bytes_per_second + rates.launch_overhead_seconds;
+}
+
+StepCost step_cost(const PairCostModel& model, double alpha, int64_t batch, int64_t gamma) {
+  if (gamma < 1) throw InvalidInput(fmt::format("gamma is {}; expected gamma ≥ 1", gamma));
+  check_alpha(alpha);
+  StepCost s;
+  s.batch = batch;
+  s.gamma = gamma;
+  s.alpha = alpha;
+  s.expected_emitted = expected_emitted(alpha, gamma);
+  s.plain_seconds = forward_time(model.target, model.target_rates, batch, 1, model.context).seconds;
+  const double draft_step =
+      forward_time(model.draft, model.draft_rates, batch, 1, model.context).seconds;
+  s.draft_seconds = static_cast<double>(gamma) * draft_step;
+  const PassTime verify_pass =
+      forward_time(model.target, model.target_rates, batch, gamma + 1, model.context);
+  s.target_seconds = verify_pass.seconds;
+  s.target_compute_bound = verify_pass.compute_bound;
+  s.verify_seconds = verify_time(model.target_rates, model.target.vocab, batch, gamma);
+  s.step_seconds = s.draft_seconds + s.target_seconds + s.verify_seconds;
+  s.speedup = s.expected_emitted * s.plain_seconds / s.step_seconds;
+  s.c = draft_step / s.plain_seconds;
+  return s;
+}
+
+StepCost best_step(const PairCostModel& model, double alpha, int64_t batch,
+                   const std::vector<int64_t>& gammas, int64_t max_gamma) {
+  std::vector<int64_t> candidates = gammas;
+  if (candidates.empty()) {
+    for (int64_t g = 1; g <= max_gamma; ++g) candidates.push_back(g);
+  }
+  StepCost best;
+  bool first = true;
+  for (int64_t g : candidates) {
+    const StepCost s = step_cost(model, alpha, batch, g);
+    if (first || s.speedup > best.speedup) best = s;
+    first = false;
+  }
+  return best;
+}
+
+std::optional<int64_t> break_even_batch(const PairCostModel& model, double alpha,
+                                        const std::vector<int64_t>& gammas, int64_t max_batch) {
+  for (int64_t b = 1; b <= max_batch; ++b) {
+    if (best_step(model, alpha, b, gammas).speedup <= 1.0) return b;
+  }
+  return std::nullopt;
+}
+
+// ---- VRAM ---------------------------------------------------------------------------------------
+
+MemoryPlan plan_memory(const ModelSpec& target, const ModelSpec& draft, const HardwareSpec& gpu,
+                       int64_t context, double utilization) {
+  if (!(utilization > 0.0 && utilization <= 1.0)) {
+    throw InvalidInput(fmt::format(
+        "--memory-utilization is {}; expected a fraction in (0, 1], e.g. 0.9", utilization));
+  }
+  if (context < 1) throw InvalidInput(fmt::format("--context is {}; expected ≥ 1", context));
+  MemoryPlan m;
+  m.capacity_bytes = gpu.memory_bytes();
+  m.utilization = utilization;
+  m.budget_bytes = m.capacity_bytes * utilization;
+  m.context = context;
+  m.target_weight_bytes = target.weight_bytes();
+  m.draft_weight_bytes = draft.weight_bytes();
+  m.target_workspace_bytes = target.workspace_bytes(kWorkspaceTokens, kWorkspaceLogitRows);
+  m.draft_workspace_bytes = draft.workspace_bytes(kWorkspaceTokens, kWorkspaceLogitRows);
+  m.target_kv_bytes_per_token = target.kv_bytes_per_token();
+  m.draft_kv_bytes_per_token = draft.kv_bytes_per_token();
+  m.kv_budget_without_draft = m.budget_bytes - m.target_weight_bytes - m.target_workspace_bytes;
+  m.kv_budget_with_draft =
+      m.kv_budget_without_draft - m.draft_weight_bytes - m.draft_workspace_bytes;
+
+  const std::string where =
+      fmt::format("{} ({:.1f} GiB × {} utilisation = {:.2f} GB usable)", gpu.name, gpu.memory_gib,
+                  utilization, m.budget_bytes / kGB);
+  if (m.kv_budget_without_draft <= 0.0) {
+    throw InvalidInput(fmt::format(
+        "target {} does not fit in {}: {:.2f} GB of {} weights + {:.2f} GB workspace; short by "
+        "{:.2f} GB (pick a larger GPU, a quantised model or a higher --memory-utilization)",
+        target.name, where, m.target_weight_bytes / kGB, weight_dtype_name(target.dtype),
+        m.target_workspace_bytes / kGB, -m.kv_budget_without_draft / kGB));
+  }
+  if (m.kv_budget_with_draft <= 0.0) {
+    throw InvalidInput(fmt::format(
+        "target {} and draft {} do not fit together in {}: {:.2f} + {:.2f} GB of weights + "
+        "{:.2f} GB workspace; short by {:.2f} GB",
+        target.name, draft.name, where, m.target_weight_bytes / kGB, m.draft_weight_bytes / kGB,
+        (m.target_workspace_bytes + m.draft_workspace_bytes) / kGB, -m.kv_budget_with_draft / kGB));
+  }
+  const double per_sequence_target = static_cast<double>(context * m.target_kv_bytes_per_token);
+  const double per_sequence_both =
+      static_cast<double>(context * (m.target_kv_bytes_per_token + m.draft_kv_bytes_per_token));
+  m.max_sequences_without_draft =
+      static_cast<int64_t>(std::floor(m.kv_budget_without_draft / per_sequence_target));
+  m.max_sequences_with_draft =
+      static_cast<int64_t>(std::floor(m.kv_budget_with_draft / per_sequence_both));
+  if (m.max_sequences_with_draft < 1) {
+    throw InvalidInput(fmt::format(
+        "no room for one sequence of {} tokens with target {} and draft {} in {}: its KV cache "
+        "needs {:.2f} GB, {:.2f} GB is left after the weights; short by {:.2f} GB (lower "
+        "--context)",
+        context, target.name, draft.name, where, per_sequence_both / kGB,
+        m.kv_budget_with_draft / kGB, (per_sequence_both - m.kv_budget_with_draft) / kGB));
+  }
+  m.headroom_with_draft =
+      m.kv_budget_with_draft - static_cast<double>(m.max_sequences_with_draft) * per_sequence_both;
+  return m;
+}
+
+}  // namespace speclab

@@ -1,0 +1,156 @@
+// The cost and memory planner (DESIGN.md core/ "cost_model"): Leviathan et al.'s expected
+// emitted tokens E = (1 − α^{γ+1})/(1 − α) and gain E/(γc + 1) (SPEC.md V1,
+// proofs/expected_emitted.md), a roofline model of one forward pass, the speculative step built
+// from it by batch size, and the VRAM budget of target + draft + KV cache.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/plan/hardware.hpp"
+
+namespace speclab {
+
+// ---- Leviathan's closed forms (SPEC.md V1) ------------------------------------------------------
+
+/// E[emitted per step] = Σ_{i=0..γ} α^i = (1 − α^{γ+1})/(1 − α); γ + 1 at α = 1.
+/// Throws InvalidInput unless 0 ≤ α ≤ 1 and γ ≥ 0.
+double expected_emitted(double alpha, int64_t gamma);
+
+/// Wall-clock gain over plain decoding when a draft step costs c target steps and a
+/// verification pass costs one: E/(γc + 1). Throws InvalidInput for c < 0.
+double walltime_gain(double alpha, int64_t gamma, double c);
+
+struct GammaChoice {
+  int64_t gamma = 0;
+  double gain = 0.0;
+};
+
+/// The integer γ in [1, max_gamma] maximising walltime_gain (ties: the smaller γ).
+GammaChoice optimal_gamma(double alpha, double c, int64_t max_gamma = 64);
+
+// ---- roofline of one forward pass ---------------------------------------------------------------
+
+/// What one forward pass of a model moves and computes, independent of the hardware.
+struct PassProfile {
+  std::string name;
+  double weight_bytes_read = 0.0;   ///< streamed once per pass, whatever the batch
+  double flops_per_token = 0.0;     ///< per scored token (≈ 2 × matmul parameters)
+  double kv_bytes_per_token = 0.0;  ///< KV cache read per context token per sequence
+  double attention_flops_per_context_token = 0.0;  ///< per scored token and context token
+  double weight_bytes_stored = 0.0;                ///< resident in memory (VRAM table)
+  int64_t vocab = 0;  ///< logits per scored row (the sampling pipeline)
+  WeightDtype compute_dtype = WeightDtype::kFp16;  ///< selects the FLOP rate
+};
+
+/// The pass profile of a transformer preset.
+PassProfile pass_profile(const ModelSpec& model);
+
+/// Rates the roofline runs at (from a HardwareSpec, or set directly for a host model).
+struct RooflineRates {
+  double bytes_per_second = 0.0;
+  double flops_per_second = 0.0;
+  double seconds_per_logit = 0.0;  ///< sampling pipeline per logit (0: in the bytes term)
+  double launch_overhead_seconds = 0.0;
+  bool overlapped = true;  ///< max(memory, compute); false: memory + compute (HardwareSpec)
+};
+
+/// Rates of `hardware` for arithmetic in `dtype`.
+RooflineRates roofline_rates(const HardwareSpec& hardware, WeightDtype dtype);
+
+struct PassTime {
+  double seconds = 0.0;          ///< max(memory, compute) (or the sum) + sampling + launch overhead
+  double memory_seconds = 0.0;   ///< bytes / bandwidth
+  double compute_seconds = 0.0;  ///< FLOPs / peak
+  double sampling_seconds = 0.0;
+  double bytes = 0.0, flops = 0.0;
+  bool compute_bound = false;
+};
+
+/// T(b, m, context): `batch` sequences each scoring `tokens` positions (m = 1 a decode or draft
+/// step, m = γ+1 a verification) over a KV cache of `context` tokens per sequence:
+///   bytes = weights + b·context·kv_bytes_per_token (+ b·m·V·8 fp32 logits in and probs out,
+///           where seconds_per_logit is 0)
+///   FLOPs = b·m·(flops_per_token + context·attention_flops_per_context_token)
+///   T = max(bytes / bandwidth, FLOPs / peak) + b·m·V·seconds_per_logit + launch overhead
+/// (the sum of the first two instead of the max where rates.overlapped is false).
+PassTime forward_time(const PassProfile& model, const RooflineRates& rates, int64_t batch,
+                      int64_t tokens, int64_t context);
+
+// ---- the speculative step -----------------------------------------------------------------------
+
+/// Time of the verifier over one step, per row of V probabilities it reads: both models' rows
+/// of every request, b·(2γ + 1) rows, each read once (SPEC.md V1) — at the bandwidth, or at the
+/// sampling pipeline's rate where the host runs it.
+double verify_time(const RooflineRates& rates, int64_t vocab, int64_t batch, int64_t gamma);
+
+struct StepCost {
+  int64_t batch = 0, gamma = 0;
+  double alpha = 0.0;
+  double expected_emitted = 0.0;  ///< per sequence and step, bonus included
+  double plain_seconds = 0.0;     ///< T_target(b, 1): one plain token for each of b sequences
+  double draft_seconds = 0.0;     ///< γ·T_draft(b, 1)
+  double target_seconds = 0.0;    ///< T_target(b, γ+1)
+  double verify_seconds = 0.0;
+  double step_seconds = 0.0;          ///< the sum of the three
+  double speedup = 0.0;               ///< E·T_target(b,1) / step_seconds (tokens/s ratio)
+  bool target_compute_bound = false;  ///< the verification pass is past the ridge point
+  double c = 0.0;                     ///< T_draft(b,1) / T_target(b,1), Leviathan's c at this batch
+};
+
+/// Everything that prices a step: both profiles and the rates each runs at.
+struct PairCostModel {
+  PassProfile target, draft;
+  RooflineRates target_rates, draft_rates;
+  int64_t context = 0;  ///< KV-cache length per sequence
+};
+
+/// A step of γ ≥ 1 draft tokens at batch b: γ·T_draft(b,1) + T_target(b,γ+1) + verifier, against
+/// plain decoding's T_target(b,1) per token (per sequence, E tokens per step).
+StepCost step_cost(const PairCostModel& model, double alpha, int64_t batch, int64_t gamma);
+
+/// The γ in `gammas` (or 1..max_gamma when empty) with the largest speedup at batch b.
+StepCost best_step(const PairCostModel& model, double alpha, int64_t batch,
+                   const std::vector<int64_t>& gammas, int64_t max_gamma = 32);
+
+/// The smallest batch in [1, max_batch] at which the best speedup is ≤ 1 (speculation no longer
+/// pays); nullopt when it still pays at max_batch.
+std::optional<int64_t> break_even_batch(const PairCostModel& model, double alpha,
+                                        const std::vector<int64_t>& gammas,
+                                        int64_t max_batch = 4096);
+
+// ---- VRAM ---------------------------------------------------------------------------------------
+
+struct MemoryPlan {
+  double capacity_bytes = 0.0;  ///< device memory
+  double utilization = 0.0;     ///< fraction the engine may use (vLLM --gpu-memory-utilization)
+  double budget_bytes = 0.0;    ///< capacity × utilization
+  double target_weight_bytes = 0.0, draft_weight_bytes = 0.0;
+  double target_workspace_bytes = 0.0, draft_workspace_bytes = 0.0;
+  int64_t target_kv_bytes_per_token = 0, draft_kv_bytes_per_token = 0;
+  int64_t context = 0;
+  double kv_budget_without_draft = 0.0;     ///< budget − target weights − target workspace
+  double kv_budget_with_draft = 0.0;        ///< also less the draft's weights and workspace
+  int64_t max_sequences_without_draft = 0;  ///< ⌊kv budget / (context × target KV per token)⌋
+  int64_t max_sequences_with_draft = 0;  ///< ⌊kv budget / (context × (target + draft) KV/token)⌋
+  double headroom_with_draft = 0.0;  ///< KV budget left after max_sequences_with_draft sequences
+  int64_t sequences_lost_to_draft() const {
+    return max_sequences_without_draft - max_sequences_with_draft;
+  }
+};
+
+/// Tokens of the activation workspace the planner reserves per model: one prefill chunk of this
+/// many tokens (vLLM's chunked-prefill max_num_batched_tokens default) ...
+inline constexpr int64_t kWorkspaceTokens = 2048;
+/// ... plus fp32 logits and probabilities for this many rows (vLLM's max_num_seqs default).
+inline constexpr int64_t kWorkspaceLogitRows = 256;
+
+/// The VRAM budget of target + draft on `gpu` with sequences of `context` tokens. Throws
+/// InvalidInput when the weights and workspace do not fit (saying by how much) or when not even
+/// one sequence's KV cache fits, and for a utilisation outside (0, 1] or context < 1.
+MemoryPlan plan_memory(const ModelSpec& target, const ModelSpec& draft, const HardwareSpec& gpu,
+                       int64_t context, double utilization);
+
+}  // namespace speclab

@@ -1,0 +1,298 @@
+// The sampling pipeline and row validation (SPEC.md "Sampling pipeline", "Bad input").
+#include "core/sampling/sampling.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <type_traits>
+
+#include "core/base/error.hpp"
+#include "core/base/rules.hpp"
+
+namespace speclab {
+namespace {
+
+// 16 lanes through GCC's vector extensions: compiled to AVX-512, AVX2 or SSE as available.
+typedef float FloatLanes __attribute__((vector_size(64)));
+typedef int32_t IntLanes __attribute__((vector_size(64)));
+
+template <class To, class From>
+inline To convert(From x) {
+  if constexpr (std::is_arithmetic_v<From>) {
+    return static_cast<To>(x);
+  } else {
+    return __builtin_convertvector(x, To);
+  }
+}
+
+// 1 where a comparison holds, else 0, as integers (vector comparisons give -1).
+template <class I, class M>
+inline I select_int(M mask) {
+  if constexpr (std::is_same_v<M, bool>) {
+    return static_cast<I>(mask);
+  } else {
+    return -mask;
+  }
+}
+
+// exp(x) for x ≤ 0 in float (Cephes expf: x = k·ln2 + r, Cody-Waite reduction, degree-6
+// polynomial, relative error below 2e-7). Inputs below -87 (including -inf, a masked logit) give
+// exactly 0: such tokens are < 1.7e-38 times as likely as the best one. Written once over a
+// generic lane type so the same arithmetic runs on 16-wide vectors and on scalars.
+template <class F, class I>
+inline F exp_nonpositive(F x) {
+  const F clamped = x > -87.0f ? x : F{} - 87.0f;
+  // k = floor(v) as truncation plus a correction (negative v truncates upwards).
+  const F v = clamped * 1.44269504088896341f + 0.5f;
+  I k_int = convert<I>(v);
+  k_int = k_int - select_int<I>(v < convert<F>(k_int));
+  const F k = convert<F>(k_int);
+  const F r = clamped - k * 0.693359375f - k * -2.12194440e-4f;
+  F poly = F{} + 1.9875691500e-4f;
+  poly = poly * r + 1.3981999507e-3f;
+  poly = poly * r + 8.3334519073e-3f;
+  poly = poly * r + 4.1665795894e-2f;
+  poly = poly * r + 1.6666665459e-1f;
+  poly = poly * r + 5.0000001201e-1f;
+  const F y = poly * r * r + r + 1.0f;
+  const I exponent_bits = (k_int + 127) << 23;  // 2^k as a float
+  F scale;
+  std::memcpy(&scale, &exponent_bits, sizeof scale);
+  return x >= -87.0f ? y * scale : F{};
+}
+
+// The largest value (inputs hold no NaN).
+float max_of(const float* in, size_t n) {
+  constexpr size_t kLanes = 16;
+  float best = in[0];
+  size_t i = 0;
+  if (n >= kLanes) {
+    FloatLanes lanes;
+    std::memcpy(&lanes, in, sizeof lanes);
+    for (i = kLanes; i + kLanes <= n; i += kLanes) {
+      FloatLanes x;
+      std::memcpy(&x, in + i, sizeof x);
+      lanes = x > lanes ? x : lanes;
+    }
+    for (size_t k = 0; k < kLanes; ++k) best = std::max(best, lanes[k]);
+  }
+  for (; i < n; ++i) best = std::max(best, in[i]);
+  return best;
+}
+
+// out[i] = exp((in[i] - shift) * scale) for in[i] ≤ shift; returns Σ out in double.
+double exp_shifted(const float* in, float* out, size_t n, float shift, float scale) {
+  constexpr size_t kLanes = 16;
+  FloatLanes lane_sums = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    FloatLanes x;
+    std::memcpy(&x, in + i, sizeof x);
+    const FloatLanes e = exp_nonpositive<FloatLanes, IntLanes>((x - shift) * scale);
+    std::memcpy(out + i, &e, sizeof e);
+    lane_sums += e;
+  }
+  double total = 0.0;
+  for (size_t k = 0; k < kLanes; ++k) total += lane_sums[k];
+  for (; i < n; ++i) {
+    out[i] = exp_nonpositive<float, int32_t>((in[i] - shift) * scale);
+    total += out[i];
+  }
+  return total;
+}
+
+}  // namespace
+
+void validate_sampling_params(const SamplingParams& params) {
+  if (!std::isfinite(params.temperature) || params.temperature < 0.0) {
+    throw InvalidInput(
+        fmt::format("sampling.temperature is {}; expected a finite value ≥ 0", params.temperature));
+  }
+  if (params.top_k < 0) {
+    throw InvalidInput(
+        fmt::format("sampling.top_k is {}; expected ≥ 0 (0 turns top-k off)", params.top_k));
+  }
+  if (!(params.top_p > 0.0 && params.top_p <= 1.0)) {
+    throw InvalidInput(fmt::format(
+        "sampling.top_p is {}; expected 0 < top_p ≤ 1 (1 turns top-p off)", params.top_p));
+  }
+  if (!(params.min_p >= 0.0 && params.min_p <= 1.0)) {
+    throw InvalidInput(fmt::format(
+        "sampling.min_p is {}; expected 0 ≤ min_p ≤ 1 (0 turns min-p off)", params.min_p));
+  }
+}
+
+int32_t argmax_lowest(std::span<const float> row) {
+  int32_t best = 0;
+  for (size_t i = 1; i < row.size(); ++i) {
+    if (row[i] > row[best]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+void probs_from_logits(std::span<const float> logits, const SamplingParams& params,
+                       std::span<float> probs) {
+  validate_sampling_params(params);
+  const size_t vocab = logits.size();
+  if (vocab == 0) throw InvalidInput("logits is empty; expected a row of V ≥ 1 values");
+  if (probs.size() != vocab) {
+    throw InvalidInput(
+        fmt::format("probs has {} entries; expected {} (one per logit)", probs.size(), vocab));
+  }
+  // One vectorised pass decides validity; the slow loop only runs to name the bad token.
+  uint32_t bad = 0, finite = 0;
+#pragma omp simd reduction(| : bad, finite)
+  for (size_t i = 0; i < vocab; ++i) {
+    const float x = logits[i];
+    bad |= static_cast<uint32_t>(!(x < std::numeric_limits<float>::infinity()));  // NaN, +inf
+    finite |= static_cast<uint32_t>(x > -std::numeric_limits<float>::infinity());
+  }
+  if (bad) {
+    for (size_t i = 0; i < vocab; ++i) {
+      if (!(logits[i] < std::numeric_limits<float>::infinity())) {
+        throw InvalidInput(fmt::format(
+            "logits token {} is {}; expected a finite value or -inf (masked)", i, logits[i]));
+      }
+    }
+  }
+  if (!finite) throw InvalidInput("logits are all -inf; at least one token must be possible");
+
+  if (params.temperature == 0.0) {
+    std::fill(probs.begin(), probs.end(), 0.0f);
+    probs[argmax_lowest(logits)] = 1.0f;
+    return;
+  }
+
+  // Tempered softmax: e_i = exp((l_i - max) / T) in float, vectorised; the sum in double.
+  const float max_logit = max_of(logits.data(), vocab);
+  const double total = exp_shifted(logits.data(), probs.data(), vocab, max_logit,
+                                   static_cast<float>(1.0 / params.temperature));
+  const bool filtered = (params.top_k > 0 && static_cast<size_t>(params.top_k) < vocab) ||
+                        params.top_p < 1.0 || params.min_p > 0.0;
+  if (!filtered) {
+    const float scale = static_cast<float>(1.0 / total);
+#pragma omp simd
+    for (size_t i = 0; i < vocab; ++i) probs[i] *= scale;
+    return;
+  }
+  std::vector<double> tempered(vocab);
+  for (size_t i = 0; i < vocab; ++i) tempered[i] = probs[i] / total;
+
+  std::vector<uint8_t> keep(vocab, 1);
+  for (size_t i = 0; i < vocab; ++i) keep[i] = tempered[i] > 0.0;
+  const bool use_top_k = params.top_k > 0 && static_cast<size_t>(params.top_k) < vocab;
+  if (use_top_k || params.top_p < 1.0) {
+    // Most probable first; the lower id first among equals, so boundaries are deterministic.
+    // The order is total, so only the first k need sorting (a large V with a small top-k is the
+    // common case; a full sort of V = 49152 per row would dominate decoding a memoised model).
+    std::vector<int32_t> order(vocab);
+    std::iota(order.begin(), order.end(), 0);
+    const auto before = [&](int32_t a, int32_t b) {
+      return tempered[a] > tempered[b] || (tempered[a] == tempered[b] && a < b);
+    };
+    const size_t k = use_top_k ? static_cast<size_t>(params.top_k) : vocab;
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      before);
+    for (size_t r = k; r < vocab; ++r) keep[order[r]] = 0;
+    if (params.top_p < 1.0) {
+      double survivor_mass = 0.0;
+      for (size_t r = 0; r < k; ++r) survivor_mass += tempered[order[r]];
+      double cumulative = 0.0;
+      size_t r = 0;
+      for (; r < k; ++r) {
+        cumulative += tempered[order[r]];
+        if (cumulative >= params.top_p * survivor_mass) break;
+      }
+      for (size_t s = r + 1; s < k; ++s) keep[order[s]] = 0;
+    }
+  }
+  if (params.min_p > 0.0) {
+    const double threshold = params.min_p * tempered[argmax_lowest(logits)];
+    for (size_t i = 0; i < vocab; ++i) {
+      if (tempered[i] < threshold) keep[i] = 0;
+    }
+  }
+
+  double kept = 0.0;
+  for (size_t i = 0; i < vocab; ++i) kept += keep[i] ? tempered[i] : 0.0;
+  for (size_t i = 0; i < vocab; ++i) {
+    probs[i] = keep[i] ? static_cast<float>(tempered[i] / kept) : 0.0f;
+  }
+}
+
+std::vector<float> probs_from_logits(std::span<const float> logits, const SamplingParams& params) {
+  std::vector<float> probs(logits.size());
+  probs_from_logits(logits, params, probs);
+  return probs;
+}
+
+namespace {
+std::string describe(const RowLocation& where) {
+  return fmt::format("{} row {} (request {}, position {})", where.argument, where.row,
+                     where.request, where.position);
+}
+}  // namespace
+
+void validate_probability_value(float value, int64_t token, const RowLocation& where) {
+  if (!std::isfinite(value) || value < 0.0f || value > 1.0f + kProbSumTolerance) {
+    throw InvalidInput(
+        fmt::format("{}: token {} has probability {}; expected a finite value in [0, 1]",
+                    describe(where), token, value));
+  }
+}
+
+void validate_probability_row(std::span<const float> row, const RowLocation& where) {
+  double sum = 0.0;
+  for (size_t i = 0; i < row.size(); ++i) {
+    const float x = row[i];
+    if (!std::isfinite(x) || x < 0.0f) {
+      throw InvalidInput(
+          fmt::format("{}: token {} has probability {}; probabilities must be finite and ≥ 0",
+                      describe(where), i, x));
+    }
+    sum += x;
+  }
+  if (std::abs(sum - 1.0) > kProbSumTolerance) {
+    throw InvalidInput(fmt::format("{} sums to {:.6g}; expected 1 ± {:g}", describe(where), sum,
+                                   kProbSumTolerance));
+  }
+}
+
+int32_t sample_categorical(std::span<const float> weights, uint32_t bits) {
+  // Fixed-point sums per block of 256 weights (a vectorised pass), then the block that holds the
+  // target, then the token inside it: the same token as a serial scan, since integer sums are
+  // exact (core/base/rules.hpp), at one pass over the row plus one block.
+  constexpr size_t kBlock = 256;
+  const size_t n = weights.size();
+  const size_t n_blocks = (n + kBlock - 1) / kBlock;
+  std::vector<uint64_t> block_sums(n_blocks);
+  uint64_t total = 0;
+  for (size_t blk = 0; blk < n_blocks; ++blk) {
+    const size_t end = std::min(n, (blk + 1) * kBlock);
+    uint64_t sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (size_t i = blk * kBlock; i < end; ++i) sum += to_fixed(weights[i]);
+    block_sums[blk] = sum;
+    total += sum;
+  }
+  if (total == 0) {
+    throw InvalidInput(
+        fmt::format("sample_categorical: all {} weights are zero; expected a positive total", n));
+  }
+  const uint64_t target = fixed_target(bits, total);
+  uint64_t cumulative = 0;
+  size_t blk = 0;
+  while (blk + 1 < n_blocks && cumulative + block_sums[blk] <= target)
+    cumulative += block_sums[blk++];
+  for (size_t i = blk * kBlock; i < n; ++i) {
+    cumulative += to_fixed(weights[i]);
+    if (cumulative > target) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(n) - 1;  // unreachable: target < total
+}
+
+}  // namespace speclab

@@ -1,0 +1,59 @@
+// The sampling pipeline of SPEC.md: logits -> temperature (T = 0 is greedy) -> top-k -> top-p ->
+// min-p -> probabilities; validation of probability rows; categorical sampling from a uniform.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace speclab {
+
+/// Parameters of the sampling pipeline. Defaults leave the distribution unchanged (T = 1).
+struct SamplingParams {
+  double temperature = 1.0;  ///< ≥ 0; 0 means greedy (one-hot at the argmax, lowest id on ties)
+  int64_t top_k = 0;         ///< keep the k most probable tokens; 0 = off
+  double top_p = 1.0;        ///< keep the smallest most-probable set with mass ≥ top_p; (0, 1]
+  double min_p = 0.0;        ///< keep tokens with prob ≥ min_p · max prob; [0, 1]
+};
+
+/// Throws InvalidInput naming the field when a parameter is out of range or not finite.
+void validate_sampling_params(const SamplingParams& params);
+
+/// Applies the pipeline to one row of logits.
+/// Filters all act on the tempered distribution; top-p measures mass among top-k's survivors
+/// (as if renormalised), min-p compares with the maximum; ties at any boundary are broken by
+/// token id (the lower id is kept); the survivors are renormalised once.
+/// @param[in]  logits  [V] finite or -inf (masked); at least one finite entry
+/// @param[out] probs   [V] probabilities summing to 1
+void probs_from_logits(std::span<const float> logits, const SamplingParams& params,
+                       std::span<float> probs);
+std::vector<float> probs_from_logits(std::span<const float> logits, const SamplingParams& params);
+
+/// Where a probability row sits in a batch, for error messages.
+struct RowLocation {
+  std::string_view argument;  ///< e.g. "probs_target"
+  int64_t row = 0;            ///< flat row index in the argument
+  int64_t request = 0;
+  int64_t position = 0;  ///< 1-based, SPEC.md numbering (γ+1 is the bonus position)
+};
+
+/// Relative tolerance on a probability row's sum (float32 input).
+inline constexpr double kProbSumTolerance = 1e-4;
+
+/// Checks a probability row: every entry finite and ≥ 0, sum within 1 ± 1e-4.
+/// Throws InvalidInput naming the argument, row, request, position, token and value.
+void validate_probability_row(std::span<const float> row, const RowLocation& where);
+
+/// Checks one probability value read on its own (a gathered p(x) or q(x)): finite, in [0, 1+1e-4].
+void validate_probability_value(float value, int64_t token, const RowLocation& where);
+
+/// The token that inverse-CDF sampling picks for the uniform (bits + 1/2) / 2^32 over
+/// non-negative weights (need not sum to 1). Uses the exact fixed-point rule of
+/// core/base/rules.hpp. Throws InvalidInput when every weight is zero.
+int32_t sample_categorical(std::span<const float> weights, uint32_t bits);
+
+/// Argmax with ties broken by the lowest token id (SPEC.md V2).
+int32_t argmax_lowest(std::span<const float> row);
+
+}  // namespace speclab

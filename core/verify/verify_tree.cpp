@@ -1,0 +1,400 @@
+// Reference tree verifier (SPEC.md V6): recursive rejection sampling over a flattened token tree,
+// and SpecTr K-SEQ at every node. Written to be obviously correct; validates everything first.
+#include "core/verify/verify_tree.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/error.hpp"
+#include "core/base/mutants.hpp"
+#include "core/base/philox.hpp"
+#include "core/base/rules.hpp"
+#include "core/sampling/sampling.hpp"
+
+namespace speclab {
+
+std::string_view to_string(TreeMethod method) {
+  switch (method) {
+    case TreeMethod::kIid:
+      return "tree-iid";
+    case TreeMethod::kSwor:
+      return "tree-swor";
+    case TreeMethod::kTopk:
+      return "tree-topk";
+    case TreeMethod::kTopkSoftmaxQ:
+      return "tree-topk-softmax-q";
+    case TreeMethod::kKseq:
+      return "kseq";
+  }
+  return "unknown";
+}
+
+TreeMethod parse_tree_method(std::string_view name) {
+  for (TreeMethod m : {TreeMethod::kIid, TreeMethod::kSwor, TreeMethod::kTopk,
+                       TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq}) {
+    if (name == to_string(m)) return m;
+  }
+  throw InvalidInput(fmt::format(
+      "tree method is \"{}\"; expected one of \"tree-iid\", \"tree-swor\", \"tree-topk\", "
+      "\"tree-topk-softmax-q\", \"kseq\"",
+      name));
+}
+
+bool is_lossy(TreeMethod method) { return method == TreeMethod::kTopkSoftmaxQ; }
+
+bool needs_draft_probs(TreeMethod method) { return method != TreeMethod::kTopk; }
+
+namespace {
+
+int64_t node_count(const TreeBatch& batch, int64_t r) {
+  return batch.n_nodes.empty() ? batch.max_nodes : batch.n_nodes[r];
+}
+
+uint32_t request_id(const TreeBatch& batch, int64_t r) {
+  return batch.request_ids.empty() ? static_cast<uint32_t>(r) : batch.request_ids[r];
+}
+
+TreeMethod method_of(const TreeBatch& batch, const TreeParams& params, int64_t r) {
+  const TreeMethod method = batch.methods.empty() ? params.method : batch.methods[r];
+  return method == TreeMethod::kTopk && mutant(Mutant::kTopkSoftmaxQ) ? TreeMethod::kTopkSoftmaxQ
+                                                                      : method;
+}
+
+int64_t row_index(const TreeBatch& batch, int64_t r, int64_t node) {
+  return r * (batch.max_nodes + 1) + node;
+}
+
+std::span<const float> target_row(const TreeBatch& batch, int64_t r, int64_t node) {
+  return batch.probs_target.subspan(row_index(batch, r, node) * batch.vocab, batch.vocab);
+}
+
+std::span<const float> draft_row(const TreeBatch& batch, int64_t r, int64_t node) {
+  return batch.probs_draft.subspan(row_index(batch, r, node) * batch.vocab, batch.vocab);
+}
+
+void check_size(std::string_view argument, size_t actual, int64_t expected,
+                std::string_view formula) {
+  if (static_cast<int64_t>(actual) != expected) {
+    throw InvalidInput(
+        fmt::format("{} has {} values; expected {} = {}", argument, actual, formula, expected));
+  }
+}
+
+// children[i]: the children of node i in increasing node index (draw order).
+std::vector<std::vector<int32_t>> children_of(const TreeBatch& batch, int64_t r) {
+  const int64_t n = node_count(batch, r);
+  std::vector<std::vector<int32_t>> children(n + 1);
+  for (int64_t i = 1; i <= n; ++i) {
+    children[batch.parents[row_index(batch, r, i)]].push_back(static_cast<int32_t>(i));
+  }
+  return children;
+}
+
+std::vector<int32_t> depths_of(const TreeBatch& batch, int64_t r) {
+  const int64_t n = node_count(batch, r);
+  std::vector<int32_t> depth(n + 1, 0);
+  for (int64_t i = 1; i <= n; ++i) depth[i] = depth[batch.parents[row_index(batch, r, i)]] + 1;
+  return depth;
+}
+
+void validate_structure(const TreeBatch& batch, const TreeParams& params) {
+  if (batch.batch < 1) {
+    throw InvalidInput(
+        fmt::format("batch size B is {}; expected at least one request", batch.batch));
+  }
+  if (batch.max_nodes < 0) {
+    throw InvalidInput(fmt::format("max_nodes N is {}; expected N ≥ 0", batch.max_nodes));
+  }
+  if (batch.vocab < 1) {
+    throw InvalidInput(fmt::format("vocab size V is {}; expected V ≥ 1", batch.vocab));
+  }
+  const int64_t b = batch.batch, n = batch.max_nodes, v = batch.vocab;
+  check_size("probs_target", batch.probs_target.size(), b * (n + 1) * v,
+             fmt::format("B·(N+1)·V with B={}, N={}, V={}", b, n, v));
+  check_size("parents", batch.parents.size(), b * (n + 1),
+             fmt::format("B·(N+1) with B={}, N={}", b, n));
+  check_size("tokens", batch.tokens.size(), b * (n + 1),
+             fmt::format("B·(N+1) with B={}, N={}", b, n));
+  if (!batch.n_nodes.empty()) {
+    check_size("n_nodes", batch.n_nodes.size(), b, "B");
+    for (int64_t r = 0; r < b; ++r) {
+      if (batch.n_nodes[r] < 0 || batch.n_nodes[r] > n) {
+        throw InvalidInput(
+            fmt::format("n_nodes[{}] (request {}) is {}; expected 0 ≤ n_nodes ≤ N = {}", r, r,
+                        batch.n_nodes[r], n));
+      }
+    }
+  }
+  if (!batch.request_ids.empty()) check_size("request_ids", batch.request_ids.size(), b, "B");
+  if (!batch.methods.empty()) check_size("methods", batch.methods.size(), b, "B");
+  bool any_needs_draft = false;
+  for (int64_t r = 0; r < b; ++r) {
+    any_needs_draft = any_needs_draft || needs_draft_probs(method_of(batch, params, r));
+  }
+  if (any_needs_draft || !batch.probs_draft.empty()) {
+    check_size("probs_draft", batch.probs_draft.size(), b * (n + 1) * v,
+               fmt::format("B·(N+1)·V with B={}, N={}, V={}", b, n, v));
+  }
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t i = 1; i <= node_count(batch, r); ++i) {
+      const int32_t parent = batch.parents[row_index(batch, r, i)];
+      if (parent < 0 || parent >= i) {
+        throw InvalidInput(fmt::format(
+            "parents[{}, {}] (request {}, node {}) is {}; expected 0 ≤ parent < {} (nodes are in "
+            "topological order, so a parent at or after its node would make a cycle)",
+            r, i, r, i, parent, i));
+      }
+      const int32_t token = batch.tokens[row_index(batch, r, i)];
+      if (token < 0 || token >= v) {
+        throw InvalidInput(fmt::format(
+            "tokens[{}, {}] (request {}, node {}) is {}; expected a token id in [0, {})", r, i, r,
+            i, token, v));
+      }
+    }
+  }
+}
+
+// Sibling rules of SPEC.md V6 for one node's children.
+void validate_siblings(const TreeBatch& batch, TreeMethod method, int64_t r, int64_t node,
+                       const std::vector<int32_t>& kids) {
+  const bool distinct = method == TreeMethod::kSwor || method == TreeMethod::kTopk ||
+                        method == TreeMethod::kTopkSoftmaxQ;
+  if (!distinct || kids.empty()) return;
+  if (static_cast<int64_t>(kids.size()) > batch.vocab) {
+    throw InvalidInput(fmt::format(
+        "node {} of request {} has {} children under {}; expected at most V = {} distinct tokens",
+        node, r, kids.size(), to_string(method), batch.vocab));
+  }
+  std::vector<int32_t> seen(batch.vocab, -1);
+  for (size_t j = 0; j < kids.size(); ++j) {
+    const int32_t kid = kids[j];
+    const int32_t token = batch.tokens[row_index(batch, r, kid)];
+    if (seen[token] >= 0) {
+      throw InvalidInput(fmt::format(
+          "nodes {} and {} (request {}, children of node {}) both hold token {}; {} needs "
+          "distinct sibling tokens",
+          seen[token], kid, r, node, token, to_string(method)));
+    }
+    if (method == TreeMethod::kSwor) {
+      // q⁽ʲ⁾ renormalises q over the tokens not drawn before sibling j: it needs mass left.
+      const auto q = draft_row(batch, r, node);
+      double remaining = 0.0;
+      for (int64_t t = 0; t < batch.vocab; ++t) remaining += seen[t] >= 0 ? 0.0 : q[t];
+      if (!(remaining > 0.0)) {
+        throw InvalidInput(fmt::format(
+            "node {} (request {}, sibling {} of node {}): probs_draft row {} has no mass left "
+            "after the {} earlier siblings; tree-swor cannot have drawn it",
+            kid, r, j + 1, node, row_index(batch, r, node), j));
+      }
+    }
+    seen[token] = kid;
+  }
+}
+
+// validate_probability_row with the node named (its message names row, request and depth).
+void validate_node_row(std::span<const float> row, const RowLocation& where, int64_t node) {
+  try {
+    validate_probability_row(row, where);
+  } catch (const InvalidInput& e) {
+    throw InvalidInput(fmt::format("{} [node {} at depth {}]", e.what(), node, where.position));
+  }
+}
+
+}  // namespace
+
+void validate_tree_batch(const TreeBatch& batch, const TreeParams& params) {
+  validate_structure(batch, params);
+  for (int64_t r = 0; r < batch.batch; ++r) {
+    const TreeMethod method = method_of(batch, params, r);
+    const auto children = children_of(batch, r);
+    const auto depth = depths_of(batch, r);
+    for (int64_t i = 0; i <= node_count(batch, r); ++i) {
+      const int64_t row = row_index(batch, r, i);
+      validate_node_row(target_row(batch, r, i), {"probs_target", row, r, depth[i]}, i);
+      if (!children[i].empty() && needs_draft_probs(method)) {
+        validate_node_row(draft_row(batch, r, i), {"probs_draft", row, r, depth[i]}, i);
+      }
+      validate_siblings(batch, method, r, i, children[i]);
+    }
+  }
+}
+
+namespace {
+constexpr double kKseqRoundingTolerance = 1e-12;
+}  // namespace
+
+double kseq_rho(std::span<const float> probs_target, std::span<const float> probs_draft,
+                int64_t k) {
+  if (k < 1) throw InvalidInput(fmt::format("K-SEQ k is {}; expected k ≥ 1 i.i.d. drafts", k));
+  if (probs_target.size() != probs_draft.size()) {
+    throw InvalidInput(fmt::format("probs_draft has {} entries; expected V = {} like probs_target",
+                                   probs_draft.size(), probs_target.size()));
+  }
+  // Rows normalised in double: a float row sums to 1 only within ~1e-7, and near p = q the root
+  // moves by (1 − β(1))^{1/k}, so that rounding alone would push ρ visibly above 1.
+  double sum_target = 0.0, sum_draft = 0.0;
+  for (size_t t = 0; t < probs_target.size(); ++t) {
+    sum_target += probs_target[t];
+    sum_draft += probs_draft[t];
+  }
+  const auto f = [&](double rho) {
+    double beta = 0.0;
+    for (size_t t = 0; t < probs_target.size(); ++t) {
+      beta += std::min(probs_draft[t] / sum_draft, probs_target[t] / sum_target / rho);
+    }
+    return 1.0 - std::pow(1.0 - beta, static_cast<double>(k)) - rho * beta;
+  };
+  // f(1) ≤ 0 means ρ = 1 (then β = ρβ ≥ 1 − (1−β)^k); a positive f(1) below 1e-12 is rounding
+  // of p = q, and taking ρ = 1 there misplaces at most that much probability.
+  if (f(1.0) <= kKseqRoundingTolerance) return 1.0;
+  double lo = 1.0, hi = static_cast<double>(k);
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (mid <= lo || mid >= hi) break;  // the bracket is two adjacent doubles
+    (f(mid) <= 0.0 ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+namespace {
+
+// Draws one token for `weights` (≥ 0, any total) through fixed point; returns -1 for zero mass.
+int32_t sample_double_weights(const std::vector<double>& weights, uint32_t bits) {
+  std::vector<float> as_float(weights.size());
+  uint64_t total = 0;
+  for (size_t t = 0; t < weights.size(); ++t) {
+    as_float[t] = static_cast<float>(weights[t]);
+    total += to_fixed(as_float[t]);
+  }
+  if (total == 0) return -1;
+  return sample_categorical(as_float, bits);
+}
+
+void verify_request(const TreeBatch& batch, const TreeParams& params, int64_t r, TreeResult& out) {
+  const TreeMethod method = method_of(batch, params, r);
+  const auto children = children_of(batch, r);
+  const auto depth = depths_of(batch, r);
+  const int64_t width = batch.max_nodes + 1;
+  RandomAddress address{params.seed, request_id(batch, r), params.step, 0, Purpose::kAcceptTest, 0};
+  int32_t node = 0;
+  int32_t n_accepted = 0;
+  while (true) {
+    const auto p = target_row(batch, r, node);
+    const auto& kids = children[node];
+    address.position = static_cast<uint32_t>(depth[node] + 1);
+    address.index = 0;
+    if (kids.empty()) {  // a leaf: the bonus token from the leaf's p
+      address.purpose = Purpose::kBonusSample;
+      out.emitted_tokens[r * width + n_accepted] = sample_categorical(p, philox_bits(address));
+      break;
+    }
+    const int64_t k = static_cast<int64_t>(kids.size());
+    std::span<const float> q;
+    if (needs_draft_probs(method)) q = draft_row(batch, r, node);
+    // p⁽ʲ⁾ = residual / mass, kept unnormalised (mass 1 for p⁽¹⁾ = p, the row as given).
+    std::vector<double> residual(p.begin(), p.end());
+    double mass = 1.0;
+    std::vector<char> drawn(batch.vocab, 0);
+    const double rho = method == TreeMethod::kKseq ? kseq_rho(p, q, k) : 1.0;
+    int32_t accepted = -1;
+    address.purpose = Purpose::kAcceptTest;
+    for (int64_t j = 0; j < k && accepted < 0; ++j) {
+      const int32_t c = batch.tokens[r * width + kids[j]];
+      address.index = static_cast<uint32_t>(j);
+      const double u = philox_uniform(address);
+      // q⁽ʲ⁾ as a row (only entries read below): draft_j(t) for token t.
+      double remaining = 1.0;
+      if (method == TreeMethod::kSwor) {
+        remaining = 0.0;
+        for (int64_t t = 0; t < batch.vocab; ++t) remaining += drawn[t] ? 0.0 : q[t];
+      }
+      const auto draft_j = [&](int64_t t) -> double {
+        switch (method) {
+          case TreeMethod::kIid:
+          case TreeMethod::kTopkSoftmaxQ:
+          case TreeMethod::kKseq:
+            return q[t];
+          case TreeMethod::kSwor:
+            return drawn[t] ? 0.0 : q[t] / remaining;
+          case TreeMethod::kTopk:
+            return t == c ? 1.0 : 0.0;
+        }
+        return 0.0;
+      };
+      const double q_c = draft_j(c);
+      const bool accept = method == TreeMethod::kKseq
+                              ? q_c > 0.0 && u * rho * q_c <= static_cast<double>(p[c])
+                              : q_c > 0.0 && u * q_c * mass <= residual[c];  // u ≤ p⁽ʲ⁾(c)/q⁽ʲ⁾(c)
+      if (accept) {
+        accepted = kids[j];
+        break;
+      }
+      if (method != TreeMethod::kKseq) {  // K-SEQ keeps p for every candidate
+        std::vector<double> next(batch.vocab);
+        double next_mass = 0.0;
+        for (int64_t t = 0; t < batch.vocab; ++t) {
+          next[t] = std::max(0.0, residual[t] - mass * draft_j(t));
+          next_mass += next[t];
+        }
+        if (next_mass > 0.0) {
+          residual = std::move(next);
+          mass = next_mass;
+        }  // else p⁽ʲ⁾ ≤ q⁽ʲ⁾ up to rounding: keep p⁽ʲ⁾ (only the lossy variant reaches this)
+      }
+      drawn[c] = 1;  // after the update: q⁽ʲ⁾ is the law before c_j was drawn
+    }
+    if (accepted >= 0) {
+      out.accepted_nodes[r * width + n_accepted] = accepted;
+      out.emitted_tokens[r * width + n_accepted] = batch.tokens[r * width + accepted];
+      ++n_accepted;
+      node = accepted;
+      continue;
+    }
+    // All k rejected: one token from p⁽ᵏ⁺¹⁾, or K-SEQ's p_res ∝ p − min(q, p/ρ)·(1−(1−β)^k)/β.
+    if (method == TreeMethod::kKseq) {
+      double beta = 0.0;
+      for (int64_t t = 0; t < batch.vocab; ++t) {
+        beta += std::min(static_cast<double>(q[t]), p[t] / rho);
+      }
+      const double scale =
+          beta > 0.0 ? (1.0 - std::pow(1.0 - beta, static_cast<double>(k))) / beta : 0.0;
+      for (int64_t t = 0; t < batch.vocab; ++t) {
+        residual[t] = std::max(0.0, p[t] - std::min(static_cast<double>(q[t]), p[t] / rho) * scale);
+      }
+    }
+    address.index = 0;
+    address.purpose = Purpose::kResidualSample;
+    int32_t last = sample_double_weights(residual, philox_bits(address));
+    if (last < 0) {
+      out.residual_fallback[r] = 1;
+      last = sample_categorical(p, philox_bits(address));
+    }
+    out.emitted_tokens[r * width + n_accepted] = last;
+    break;
+  }
+  out.n_accepted[r] = n_accepted;
+}
+
+}  // namespace
+
+TreeResult verify_tree(const TreeBatch& batch, const TreeParams& params) {
+  validate_tree_batch(batch, params);
+  TreeResult result;
+  result.batch = batch.batch;
+  result.max_nodes = batch.max_nodes;
+  const int64_t width = batch.max_nodes + 1;
+  result.emitted_tokens.assign(batch.batch * width, -1);
+  result.accepted_nodes.assign(batch.batch * width, -1);
+  result.n_accepted.assign(batch.batch, 0);
+  result.residual_fallback.assign(batch.batch, 0);
+  for (int64_t r = 0; r < batch.batch; ++r) {
+    result.lossy = result.lossy || is_lossy(method_of(batch, params, r));
+    verify_request(batch, params, r, result);
+  }
+  for (uint8_t f : result.residual_fallback) result.residual_fallbacks += f;
+  return result;
+}
+
+}  // namespace speclab

@@ -1,0 +1,162 @@
+// `speclab exact` (cli/cmd_exact.cpp): the exact step distribution of SPEC.md V1-V6 as
+// JSON, and exit status 2 with a message naming the option for bad input (STYLE.md "Errors").
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "tests/support/cli_run.hpp"
+
+namespace {
+
+using speclab::testing::CliRun;
+
+// Arguments are fixed strings written in this file, so no shell quoting is needed.
+CliRun run_exact(const std::string& arguments) {
+  return speclab::testing::run_cli("exact " + arguments);
+}
+
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(ExactCli, SpecTestVectorIsLosslessWithTenNinthsAccepted) {
+  // SPEC.md test vector: β = 2/3 per position, E[accepted] = 2/3 + 4/9 = 10/9.
+  const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method token");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"10/9\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_emitted\": \"19/9\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossy\": false")) << run.output;
+  // A rejection at position 1 (probability 1/3) always emits token 1, the residual's only token.
+  EXPECT_TRUE(contains(run.output, "\"1\": \"1/3\"")) << run.output;
+  EXPECT_TRUE(contains(run.output,
+                       "\"first_token_marginal\": {\n    \"0\": \"1/3\",\n    \"1\": "
+                       "\"2/3\"\n  }"))
+      << run.output;
+}
+
+TEST(ExactCli, DecimalsAreReadExactly) {
+  const CliRun run = run_exact("--target 0.25,0.75 --draft 0.25,0.75 --gamma 1 --method token");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"1/1\"")) << run.output;
+}
+
+TEST(ExactCli, LenientBelowOneIsReportedLossy) {
+  // l = 3/4 on the test vector: first-token marginal (4/9, 5/9) ≠ (1/3, 2/3).
+  const CliRun run =
+      run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 3/4");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossy\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": false")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"0\": \"4/9\"")) << run.output;
+}
+
+TEST(ExactCli, GreedyIsLosslessAgainstArgmax) {
+  const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method greedy");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless_reference\": \"argmax(target)\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
+}
+
+TEST(ExactCli, BlockAcceptsElevenNinthsOnTheSpecVector) {
+  // SPEC.md V5: 11/9 under block verification where V1 gets 10/9 (derivation in
+  // tests/property/exact_test.cpp, Exact.BlockSpecTestVectorAcceptsElevenNinths).
+  const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method block");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"method\": \"block\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"11/9\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"conditionals_hold\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossy\": false")) << run.output;
+}
+
+TEST(ExactCli, TreeMethodsReportLosslessness) {
+  struct Case {
+    const char* method;
+    const char* expected_accepted;
+    bool lossless;
+  };
+  // K = 2 over V = 2: without replacement and top-2 always accept (E = γ); i.i.d. gives 112/81
+  // (ExactTree.SpecVectorValues); the softmax-q variant accepts everything and is not lossless.
+  const Case cases[] = {{"tree-iid", "112/81", true},
+                        {"tree-swor", "2/1", true},
+                        {"tree-topk", "2/1", true},
+                        {"tree-topk-softmax-q", "2/1", false}};
+  for (const Case& c : cases) {
+    const CliRun run =
+        run_exact(std::string("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method ") + c.method +
+                  " --branches 2");
+    ASSERT_EQ(run.status, 0) << c.method << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, "\"branches\": 2")) << run.output;
+    EXPECT_TRUE(
+        contains(run.output, std::string("\"expected_accepted\": \"") + c.expected_accepted + "\""))
+        << c.method << "\n"
+        << run.output;
+    EXPECT_TRUE(
+        contains(run.output, std::string("\"lossless\": ") + (c.lossless ? "true" : "false")))
+        << c.method << "\n"
+        << run.output;
+    EXPECT_TRUE(contains(run.output, std::string("\"lossy\": ") + (c.lossless ? "false" : "true")))
+        << c.method << "\n"
+        << run.output;
+  }
+}
+
+TEST(ExactCli, KseqPrintsRhoAndIsLossless) {
+  const CliRun run =
+      run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 1 --method kseq --branches 2");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"rho\": \"1.43425854591")) << run.output;  // (5+√13)/6
+  EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"conditionals_hold\": true")) << run.output;
+}
+
+TEST(ExactCli, TypicalIsLossyOnTheSpecVector) {
+  // Both tokens pass the threshold ε = 0.09, so the first token follows q = (2/3, 1/3).
+  const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossy\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": false")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"2/1\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"0\": \"2/3\"")) << run.output;
+}
+
+TEST(ExactCli, BadInputExitsTwoNamingTheOption) {
+  struct Case {
+    const char* arguments;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"--target 1/3,1/3 --draft 2/3,1/3 --gamma 2 --method token", "--target"},
+      {"--target abc --draft 2/3,1/3 --gamma 2 --method token", "--target"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma -1 --method token", "--gamma"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 9 --method token", "--gamma"},
+      {"--target 1/3,2/3 --draft 1/0,1/3 --gamma 2 --method token", "--draft"},
+      {"--target 1/3,2/3 --draft -1/3,4/3 --gamma 2 --method token", "--draft"},
+      {"--target 1/3,2/3 --draft 1/3,1/3,1/3 --gamma 2 --method token", "--draft"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method medusa", "--method"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method tree-iid", "--branches K"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method token --branches 2", "--branches"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method kseq --branches 0", "--branches"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method kseq --branches two", "--branches"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method tree-swor --branches 3", "--branches"},
+      {"--target 1/3,2/3 --draft 1,0 --gamma 2 --method tree-swor --branches 2", "support"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method tree-topk --branches 3", "vocabulary"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical --epsilon 0", "--epsilon"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical --delta -1", "--delta"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method block --epsilon 0.1", "--epsilon"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 0", "--leniency"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 5/4", "--leniency"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method token --leniency 1/2", "--leniency"},
+  };
+  for (const Case& c : cases) {
+    const CliRun run = run_exact(c.arguments);
+    EXPECT_EQ(run.status, 2) << c.arguments << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, c.needle)) << c.arguments << "\n" << run.output;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,121 @@
+// `speclab plan` run as a user runs it: JSON keys, HDF5 output, α from a result file, and the
+// exit status and message of bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "core/io/hdf5_file.hpp"
+#include "tests/support/cli_run.hpp"
+
+namespace speclab {
+namespace {
+
+using testing::CliRun;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::run_cli;
+
+const std::string kSeed = "plan --gpu rtx3090 --target llama3-8b --draft llama3.2-1b ";
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::path(SPECLAB_BINARY_DIR) / "test-output" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(PlanCli, JsonHasRowsBreakEvenAndVram) {
+  const CliRun r = run_cli(kSeed + "--alpha 0.8 --batch 1,8 --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* key : {"\"rows\": [{\"batch\": 1, \"gamma\": 4, \"speedup\": 2.0",
+                          "{\"batch\": 8, \"gamma\": ", "\"break_even_batch\": ", "\"vram\": {",
+                          "\"draft_weights_gb\": 2.47", "\"target_kv_bytes_per_token\": 131072",
+                          "\"sequences_lost_to_draft\": ", "\"gamma_mode\": \"auto\""}) {
+    EXPECT_THAT(r.output, HasSubstr(key));
+  }
+}
+
+TEST(PlanCli, GammaListGivesOneColumnPerGamma) {
+  const CliRun r = run_cli(kSeed + "--alpha 0.8 --batch 1 --gamma 2,5 --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"speedup_by_gamma\": {\"2\": "));
+  EXPECT_THAT(r.output, HasSubstr(", \"5\": "));
+  EXPECT_THAT(r.output, HasSubstr("\"gamma_mode\": \"list\""));
+}
+
+TEST(PlanCli, TableNamesBreakEvenAndVram) {
+  const CliRun r = run_cli(kSeed + "--alpha 0.8");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("break-even batch"));
+  EXPECT_THAT(r.output, HasSubstr("draft weights"));
+  EXPECT_THAT(r.output, HasSubstr("lost to the draft"));
+}
+
+TEST(PlanCli, WritesHdf5WithOut) {
+  const auto dir = fresh_dir("plan-out");
+  const auto path = dir / "plan.h5";
+  const CliRun r = run_cli(kSeed + "--alpha 0.8 --batch 1,2,4 --out '" + path.string() + "'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Hdf5Reader file(path);
+  EXPECT_EQ(file.read_string_attribute("schema"), "speclab.plan");
+  EXPECT_DOUBLE_EQ(file.read_double_attribute("alpha"), 0.8);
+  const auto batch = file.read_int64("rows/batch", 1);
+  EXPECT_EQ(batch.values, (std::vector<int64_t>{1, 2, 4}));
+  const auto speedup = file.read_double("rows/speedup", 1);
+  ASSERT_EQ(speedup.values.size(), 3u);
+  EXPECT_GT(speedup.values[0], 1.5);
+  EXPECT_EQ(file.dataset_shape("grid/speedup"), (std::vector<int64_t>{3, 7}));
+  EXPECT_FALSE(std::filesystem::exists(dir / "plan.h5.partial"));
+}
+
+TEST(PlanCli, AlphaFromDemoResultUsesAlphaMeanBeta) {
+  const auto dir = fresh_dir("plan-alpha-from");
+  const CliRun demo =
+      run_cli("demo --out '" + dir.string() + "' --batch 16 --gamma 2 --vocab 64 --steps 2");
+  ASSERT_EQ(demo.status, 0) << demo.output;
+  const CliRun r =
+      run_cli(kSeed + "--alpha-from '" + (dir / "demo.h5").string() + "' --batch 1 --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("demo.h5:alpha_mean_beta\""));
+}
+
+TEST(PlanCli, UnknownPresetExitsTwoListingKnownOnes) {
+  const CliRun r = run_cli("plan --gpu rtx9090 --target llama3-8b --draft llama3.2-1b --alpha 0.8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown GPU preset 'rtx9090'"));
+  EXPECT_THAT(r.output, HasSubstr("h200"));
+  const CliRun m = run_cli("plan --gpu h200 --target llama9 --draft llama3.2-1b --alpha 0.8");
+  EXPECT_EQ(m.status, 2);
+  EXPECT_THAT(m.output, HasSubstr("mistral-7b"));
+}
+
+TEST(PlanCli, ModelThatDoesNotFitExitsTwoSayingByHowMuch) {
+  const CliRun r =
+      run_cli("plan --gpu rtx3090 --target llama3-70b --draft llama3.2-1b --alpha 0.8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("does not fit in rtx3090"));
+  EXPECT_THAT(r.output, HasSubstr("short by"));
+}
+
+TEST(PlanCli, AlphaOutsideOpenUnitIntervalExitsTwo) {
+  for (const char* alpha : {"1.2", "0", "1", "-0.5"}) {
+    const CliRun r = run_cli(kSeed + "--alpha " + alpha);
+    EXPECT_EQ(r.status, 2) << alpha;
+    EXPECT_THAT(r.output, HasSubstr("expected 0 < alpha < 1")) << alpha;
+  }
+  const CliRun both = run_cli(kSeed);
+  EXPECT_EQ(both.status, 2);
+  EXPECT_THAT(both.output, HasSubstr("exactly one of --alpha"));
+}
+
+TEST(PlanCli, BadGammaListExitsTwo) {
+  const CliRun r = run_cli(kSeed + "--alpha 0.8 --gamma 2,x");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("'x' is not an integer"));
+  EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+}
+
+}  // namespace
+}  // namespace speclab

@@ -1,0 +1,68 @@
+// Shared helpers of the experiment-driver tests (Config, Sweep, Results, RunCli, ...): a fresh
+// directory per test, config files written from text, and the message of an expected error.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/base/error.hpp"
+
+namespace speclab::testing {
+
+/// A fresh, empty directory per test under the build tree.
+inline std::filesystem::path fresh_test_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::filesystem::path dir = std::filesystem::path(SPECLAB_BINARY_DIR) / "test_tmp" /
+                                    info->test_suite_name() / info->name();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::filesystem::path write_text(const std::filesystem::path& path,
+                                        const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// The message of the InvalidInput that `statement` throws ("" and a test failure otherwise).
+template <typename F>
+std::string invalid_input_message(F&& statement) {
+  try {
+    statement();
+  } catch (const InvalidInput& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "no exception thrown";
+  return {};
+}
+
+/// A small speculative sweep over the tiny LinearSoftmax pair (V = 16): 2 × 2 points.
+inline constexpr const char* kTinySweep = R"(seed = 5
+[target]
+model = "lsm-tiny-target"
+[draft]
+model = "lsm-tiny-draft"
+[decode]
+batch_size = 2
+sequences = 4
+max_new_tokens = 12
+prompt_length = 4
+baseline = true
+[sweep]
+decode.gamma = [2, 3]
+sampling.temperature = [0.5, 1.0]
+)";
+
+}  // namespace speclab::testing
