@@ -16,8 +16,7 @@
 #include "core/base/error.hpp"
 #include "core/exact/exact.hpp"
 #include "core/exact/exact_tree.hpp"
-#include "core/verify/verify_chain.hpp"
-#include "core/verify/verify_tree.hpp"
+#include "core/verify/verifier.hpp"
 
 namespace speclab::cli {
 namespace {
@@ -35,51 +34,6 @@ struct ExactOptions {
   std::string epsilon;
   std::string delta;
 };
-
-// Which enumerator a --method name selects.
-struct MethodChoice {
-  enum Family { kChain, kBlock, kTypical, kTree } family = kChain;
-  ChainMethod chain = ChainMethod::kToken;
-  TreeMethod tree = TreeMethod::kIid;
-  std::string name;
-};
-
-MethodChoice parse_method(const std::string& name) {
-  MethodChoice choice;
-  choice.name = name;
-  if (name == "token" || name == "greedy" || name == "lenient") {
-    choice.chain = parse_chain_method(name);
-  } else if (name == "block") {
-    choice.family = MethodChoice::kBlock;
-  } else if (name == "typical") {
-    choice.family = MethodChoice::kTypical;
-  } else {
-    try {
-      choice.tree = parse_tree_method(name);
-      choice.family = MethodChoice::kTree;
-    } catch (const InvalidInput&) {
-      throw InvalidInput(fmt::format(
-          "--method is \"{}\"; expected one of token, greedy, lenient, block, typical, tree-iid, "
-          "tree-swor, tree-topk, tree-topk-softmax-q, kseq",
-          name));
-    }
-  }
-  return choice;
-}
-
-bool is_lossy(const MethodChoice& choice) {
-  switch (choice.family) {
-    case MethodChoice::kChain:
-      return speclab::is_lossy(choice.chain);
-    case MethodChoice::kBlock:
-      return false;
-    case MethodChoice::kTypical:
-      return true;
-    case MethodChoice::kTree:
-      return speclab::is_lossy(choice.tree);
-  }
-  return true;
-}
 
 int parse_branches(const std::string& text) {
   int branches = 0;
@@ -160,10 +114,10 @@ void run_exact(const ExactOptions& options) {
   }
   const int gamma = parse_gamma(options.gamma);
 
-  const MethodChoice choice = parse_method(options.method);
-  exact::Method method{choice.chain};
+  const VerifierEntry& choice = verifier_entry(options.method, "--method");
+  exact::Method method{choice.chain_method};
   if (!options.leniency.empty()) {
-    if (choice.family != MethodChoice::kChain || method.method != ChainMethod::kLenient) {
+    if (choice.family != VerifierFamily::kChain || method.method != ChainMethod::kLenient) {
       throw InvalidInput(fmt::format(
           "--leniency '{}' given with --method {}; leniency applies to --method lenient only",
           options.leniency, options.method));
@@ -174,7 +128,7 @@ void run_exact(const ExactOptions& options) {
           fmt::format("--leniency is '{}'; expected l in (0, 1] (SPEC.md V3)", options.leniency));
     }
   }
-  const bool tree = choice.family == MethodChoice::kTree;
+  const bool tree = choice.uses_branches;
   if (tree && options.branches.empty()) {
     throw InvalidInput(
         fmt::format("--method {} needs --branches K, the sibling candidates per node (1..{})",
@@ -189,7 +143,7 @@ void run_exact(const ExactOptions& options) {
   exact::TypicalMethod typical;
   const auto read_typical = [&](const std::string& text, std::string_view option, double& field) {
     if (text.empty()) return;
-    if (choice.family != MethodChoice::kTypical) {
+    if (choice.family != VerifierFamily::kTypical) {
       throw InvalidInput(
           fmt::format("{} '{}' given with --method {}; it applies to --method typical only", option,
                       text, options.method));
@@ -203,18 +157,18 @@ void run_exact(const ExactOptions& options) {
   const std::vector<Row> draft_rows(gamma, probs_draft);
   exact::StepResult step;
   switch (choice.family) {
-    case MethodChoice::kChain:
+    case VerifierFamily::kChain:
       step = exact::enumerate_step(target_rows, draft_rows, method);
       break;
-    case MethodChoice::kBlock:
+    case VerifierFamily::kBlock:
       step = exact::enumerate_step(target_rows, draft_rows, exact::BlockMethod{});
       break;
-    case MethodChoice::kTypical:
+    case VerifierFamily::kTypical:
       step = exact::enumerate_step(target_rows, draft_rows, typical);
       break;
-    case MethodChoice::kTree:
+    case VerifierFamily::kTree:
       try {
-        step = exact::enumerate_tree_step(target_rows, draft_rows, choice.tree, branches);
+        step = exact::enumerate_tree_step(target_rows, draft_rows, choice.tree_method, branches);
       } catch (const InvalidInput& e) {
         throw InvalidInput(
             fmt::format("--branches {} with --method {}: {}", branches, options.method, e.what()));
@@ -225,7 +179,7 @@ void run_exact(const ExactOptions& options) {
   // Plain decoding samples from P; greedy decoding emits its argmax (V2 is lossless against
   // greedy decoding, not against sampling), so that is the reference greedy is measured against.
   const bool greedy =
-      choice.family == MethodChoice::kChain && method.method == ChainMethod::kGreedy;
+      choice.family == VerifierFamily::kChain && method.method == ChainMethod::kGreedy;
   const Row reference = greedy ? exact::one_hot_argmax(probs_target) : probs_target;
   const bool lossless = step.first_token_marginal == reference;
   const bool conditionals_hold =
@@ -251,18 +205,18 @@ void run_exact(const ExactOptions& options) {
   json += fmt::format("  \"method\": \"{}\",\n", choice.name);
   json += fmt::format("  \"gamma\": {},\n", gamma);
   if (tree) json += fmt::format("  \"branches\": {},\n", branches);
-  if (choice.family == MethodChoice::kTree && choice.tree == TreeMethod::kKseq) {
+  if (choice.family == VerifierFamily::kTree && choice.tree_method == TreeMethod::kKseq) {
     // ρ is irrational in general; the enumeration uses a dyadic ρ ≥ ρ* (core/exact/exact_tree.hpp).
     json += fmt::format("  \"rho\": \"{:.17g}\",\n",
                         exact::kseq_rho(probs_target, probs_draft, branches).convert_to<double>());
   }
-  if (choice.family == MethodChoice::kChain && method.method == ChainMethod::kLenient) {
+  if (choice.family == VerifierFamily::kChain && method.method == ChainMethod::kLenient) {
     json += fmt::format("  \"leniency\": {},\n", quoted_fraction(method.leniency));
   }
-  if (choice.family == MethodChoice::kTypical) {
+  if (choice.family == VerifierFamily::kTypical) {
     json += fmt::format("  \"epsilon\": {},\n  \"delta\": {},\n", typical.epsilon, typical.delta);
   }
-  json += fmt::format("  \"lossy\": {},\n", is_lossy(choice));
+  json += fmt::format("  \"lossy\": {},\n", choice.lossy);
   json += fmt::format("  \"target\": {},\n", json_row(probs_target));
   json += fmt::format("  \"draft\": {},\n", json_row(probs_draft));
   json +=
@@ -296,18 +250,17 @@ void setup_exact(CLI::App& app) {
       ->required();
   command->add_option("--gamma", options->gamma, "draft tokens per step (tree depth), 0..4")
       ->required();
-  command
-      ->add_option(
-          "--method", options->method,
-          "token | greedy | lenient | block | typical | tree-iid | tree-swor | tree-topk | "
-          "tree-topk-softmax-q | kseq")
-      ->required();
+  command->add_option("--method", options->method, verifier_names_text())->required();
   command->add_option("--branches", options->branches,
-                      "sibling candidates per tree node, 1..4 (tree methods and kseq)");
-  command->add_option("--epsilon", options->epsilon, "ε > 0 for --method typical (default 0.09)");
-  command->add_option("--delta", options->delta, "δ > 0 for --method typical (default 0.3)");
-  command->add_option("--leniency", options->leniency,
-                      "leniency l in (0, 1] for --method lenient (default 1)");
+                      fmt::format("sibling candidates per tree node, 1..{} (tree methods and kseq)",
+                                  exact::kMaxBranches));
+  // The parameters' help is the registry's: --epsilon, --delta, --leniency.
+  const std::map<std::string_view, std::string*> fields = {{"typical_epsilon", &options->epsilon},
+                                                           {"typical_delta", &options->delta},
+                                                           {"leniency", &options->leniency}};
+  for (const VerifierParameter& p : verifier_parameters()) {
+    command->add_option(std::string(p.option), *fields.at(p.key), p.help());
+  }
   command->callback([options] { run_exact(*options); });
 }
 

@@ -22,13 +22,13 @@ namespace {
 struct VerifyCliOptions {
   std::string config;
   std::vector<std::string> sets;
-  experiments::VerifyOptions check;
+  VerifyOptions check;
   std::string out;
   bool json = false;
 };
 
 void write_report(const std::filesystem::path& path, const experiments::SweepPoint& point,
-                  const experiments::VerifyReport& r) {
+                  const VerifyReport& r) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   Hdf5Writer out(path);
   const int64_t shape[] = {static_cast<int64_t>(r.observed.size())};
@@ -65,8 +65,8 @@ void run_verify(const VerifyCliOptions& o) {
     auto target = make_model(s.target_model);
     auto draft = make_model(s.draft_model);
     const auto prompt = experiments::make_prompts(s, target->vocab()).front();
-    const experiments::VerifyReport r = experiments::verify_distribution(
-        *target, *draft, prompt, experiments::decode_config(s, 0), o.check);
+    const VerifyReport r =
+        verify_distribution(*target, *draft, prompt, experiments::decode_config(s, 0), o.check);
     const std::filesystem::path report_path =
         o.out.empty()
             ? std::filesystem::path(point.id + ".verify.h5")
@@ -87,7 +87,7 @@ void run_verify(const VerifyCliOptions& o) {
       continue;
     }
     std::printf("speclab verify: %s (target %s, draft %s, verifier %s)\n", point.id.c_str(),
-                s.target_model.c_str(), s.draft_model.c_str(), s.verifier.c_str());
+                s.target_model.c_str(), s.draft_model.c_str(), std::string(s.verifier()).c_str());
     std::printf(
         "  joint law of the first %lld tokens: %lld sequences of positive probability (%lld "
         "outcomes), %lld χ² bins%s\n",

@@ -214,49 +214,6 @@ bool is_config_table(std::string_view key) {
   return std::find(kTables.begin(), kTables.end(), key) != kTables.end();
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
-  const std::string* best = nullptr;
-  size_t best_distance = std::numeric_limits<size_t>::max();
-  for (const std::string& c : candidates) {
-    const size_t d = edit_distance(word, c);
-    if (d < best_distance) {
-      best = &c;
-      best_distance = d;
-    }
-  }
-  // Close enough: about a third of the word's length (at least 2 edits).
-  if (best != nullptr && best_distance > 0 &&
-      best_distance <= std::max<size_t>(2, (word.size() + 2) / 3)) {
-    return fmt::format(" (did you mean \"{}\"?)", *best);
-  }
-  // "gamma" or "sampling.gamma" for "decode.gamma": the same last component elsewhere.
-  const std::string_view tail = word.substr(word.rfind('.') + 1);
-  std::vector<std::string> tails;
-  for (const std::string& c : candidates) {
-    const size_t dot = c.rfind('.');
-    if (dot != std::string::npos && c != word && std::string_view(c).substr(dot + 1) == tail) {
-      tails.push_back(fmt::format("\"{}\"", c));
-    }
-  }
-  if (!tails.empty()) return fmt::format(" (did you mean {}?)", fmt::join(tails, " or "));
-  return {};
-}
-
 std::string source_location(const toml::source_region& region) {
   const std::string path = region.path ? *region.path : std::string("<config>");
   if (path.starts_with("--set ")) return path;
@@ -351,16 +308,10 @@ std::string RunSettings::prompt_source_text() const {
   return std::string(to_string(prompt_source));
 }
 
-std::optional<RunSettings> resolve_settings(const LeafValues& values, std::string_view default_name,
-                                            std::string_view fallback_location,
-                                            Diagnostics& diagnostics) {
-  Diagnostics local;
-  const LeafReader r(values, fallback_location, local);
-  RunSettings s;
-  s.name = r.read<std::string>("name").value_or(std::string(default_name));
-  if (s.name.empty()) r.error("name", "name is \"\"; expected a non-empty label");
-  s.seed = static_cast<uint64_t>(r.integer("seed", 0, 0, std::numeric_limits<int64_t>::max()));
+namespace {
 
+// [target] and [draft]: the model names, checked against the model registry.
+void read_models(const LeafReader& r, RunSettings& s) {
   const std::vector<std::string> models = model_names();
   const auto model = [&](std::string_view key) -> std::string {
     const std::optional<std::string> name = r.read<std::string>(key);
@@ -379,51 +330,76 @@ std::optional<RunSettings> resolve_settings(const LeafValues& values, std::strin
                         "one of: {}",
                         fmt::join(models, ", ")));
   }
-  const bool has_draft = r.node("draft.model") != nullptr;
   s.draft_model = model("draft.model");
+}
 
-  if (const auto method = r.choice("verifier.method", verifier_names())) s.verifier = *method;
-  const double inf = std::numeric_limits<double>::infinity();
-  s.leniency = r.number("verifier.leniency", 1.0, 0.0, true, 1.0);
-  s.typical_epsilon = r.number("verifier.typical_epsilon", 0.09, 0.0, true, inf);
-  s.typical_delta = r.number("verifier.typical_delta", 0.3, 0.0, true, inf);
-  if (const toml::node* node = r.node("decode.branches")) {
-    const toml::array* list = node->as_array();
-    bool ok = list != nullptr && !list->empty();
-    if (ok) {
-      for (const toml::node& k : *list) {
-        const auto value = k.value_exact<int64_t>();
-        ok = ok && value.has_value() && *value >= 1;
-        if (value) s.branches.push_back(*value);
-      }
-    }
-    if (!ok) {
-      s.branches.clear();
-      r.error("decode.branches",
-              fmt::format("decode.branches is {}; expected a non-empty list of integers ≥ 1, "
-                          "e.g. [2, 2, 1]",
-                          render_value(*node)));
+// decode.branches: a non-empty list of integers ≥ 1 (read whatever the verifier, so that a sweep
+// may set it for every point; only a tree verifier keeps it).
+std::vector<int64_t> read_branches(const LeafReader& r) {
+  std::vector<int64_t> branches;
+  const toml::node* node = r.node("decode.branches");
+  if (node == nullptr) return branches;
+  const toml::array* list = node->as_array();
+  bool ok = list != nullptr && !list->empty();
+  if (ok) {
+    for (const toml::node& k : *list) {
+      const auto value = k.value_exact<int64_t>();
+      ok = ok && value.has_value() && *value >= 1;
+      if (value) branches.push_back(*value);
     }
   }
+  if (!ok) {
+    branches.clear();
+    r.error("decode.branches", fmt::format("decode.branches is {}; expected a non-empty list of "
+                                           "integers ≥ 1, e.g. [2, 2, 1]",
+                                           render_value(*node)));
+  }
+  return branches;
+}
 
-  s.sampling = read_sampling(r, "sampling", SamplingParams{});
-  s.draft_sampling = read_sampling(r, "draft", s.sampling);
-  if (!has_draft) {
-    for (std::string_view key :
-         {"draft.temperature", "draft.top_k", "draft.top_p", "draft.min_p"}) {
-      if (r.node(key) != nullptr) {
-        r.error(key, fmt::format("{} is set but draft.model is missing; add draft.model to "
-                                 "[draft] or remove {}",
-                                 key, key));
-      }
+// [verifier]: the method and every parameter of the registry (each range-checked whichever
+// method is chosen, so a sweep may set them for every point); the spec keeps what it reads.
+VerifierSpec read_verifier(const LeafReader& r) {
+  std::string name(verifier_name(VerifierSpec{}));
+  if (const auto method = r.choice("verifier.method", verifier_names())) name = *method;
+  const auto parameter = [&](std::string_view key) {
+    const VerifierParameter& p = verifier_parameter(key);
+    return r.number(fmt::format("verifier.{}", key), p.default_value, p.lower, true, p.upper);
+  };
+  const double leniency = parameter("leniency");
+  const double epsilon = parameter("typical_epsilon");
+  const double delta = parameter("typical_delta");
+  std::vector<int64_t> branches = read_branches(r);
+  VerifierSpec spec = make_verifier(name);
+  if (auto* chain = std::get_if<ChainVerifier>(&spec)) chain->leniency = leniency;
+  if (auto* typical = std::get_if<TypicalVerifier>(&spec)) *typical = {epsilon, delta};
+  if (auto* tree = std::get_if<TreeVerifier>(&spec)) tree->branches = std::move(branches);
+  return spec;
+}
+
+// [sampling] and the draft's pipeline in [draft] (which defaults to the target's).
+void read_pipelines(const LeafReader& r, RunSettings& s) {
+  s.decode.sampling = read_sampling(r, "sampling", SamplingParams{});
+  s.decode.draft_sampling = read_sampling(r, "draft", s.decode.sampling);
+  if (r.node("draft.model") != nullptr) return;
+  for (std::string_view key : {"draft.temperature", "draft.top_k", "draft.top_p", "draft.min_p"}) {
+    if (r.node(key) != nullptr) {
+      r.error(key, fmt::format("{} is set but draft.model is missing; add draft.model to "
+                               "[draft] or remove {}",
+                               key, key));
     }
   }
+}
 
-  s.gamma = r.integer("decode.gamma", 4, 1, kMaxGamma);
-  s.batch_size = r.integer("decode.batch_size", 1, 1, kMaxCount);
+// [decode]: lengths, counts and the prompt source; the defaults are DecodeConfig's and
+// RunSettings'.
+void read_decode(const LeafReader& r, RunSettings& s) {
+  s.decode.gamma = r.integer("decode.gamma", s.decode.gamma, 1, kMaxGamma);
+  s.batch_size = r.integer("decode.batch_size", s.batch_size, 1, kMaxCount);
   s.sequences = r.integer("decode.sequences", s.batch_size, 1, kMaxCount);
-  s.max_new_tokens = r.integer("decode.max_new_tokens", 64, 1, kMaxCount);
-  s.prompt_length = r.integer("decode.prompt_length", 16, 1, kMaxCount);
+  s.decode.max_new_tokens =
+      r.integer("decode.max_new_tokens", s.decode.max_new_tokens, 1, kMaxCount);
+  s.prompt_length = r.integer("decode.prompt_length", s.prompt_length, 1, kMaxCount);
   std::vector<std::string> sources = {"random", "corpus"};
   for (const std::string& w : workload_names()) sources.push_back(fmt::format("workload:{}", w));
   if (const auto source = r.choice("decode.prompt_source", sources)) {
@@ -435,56 +411,57 @@ std::optional<RunSettings> resolve_settings(const LeafValues& values, std::strin
     }
   }
   s.baseline = r.read<bool>("decode.baseline").value_or(false);
+}
 
-  // Cross-field constraints, once every field is known to be well formed.
-  if (local.empty()) {
-    if (s.batch_size > s.sequences) {
-      r.error("decode.batch_size",
-              fmt::format("decode.batch_size is {} but decode.sequences is {}; expected "
-                          "batch_size ≤ sequences",
-                          s.batch_size, s.sequences));
+// Constraints between fields that need only the point's own values.
+void check_run_shape(const LeafReader& r, const RunSettings& s) {
+  if (s.batch_size > s.sequences) {
+    r.error("decode.batch_size",
+            fmt::format("decode.batch_size is {} but decode.sequences is {}; expected "
+                        "batch_size ≤ sequences",
+                        s.batch_size, s.sequences));
+  }
+  if (s.sequences * s.decode.max_new_tokens > kMaxTokensPerPoint) {
+    r.error("decode.max_new_tokens",
+            fmt::format("decode.sequences × decode.max_new_tokens is {} × {}; expected at most "
+                        "{} tokens per sweep point",
+                        s.sequences, s.decode.max_new_tokens, kMaxTokensPerPoint));
+  }
+  if (s.baseline && !s.speculative()) {
+    r.error("decode.baseline",
+            "decode.baseline = true needs a [draft]: without one the run is plain decoding "
+            "already");
+  }
+  if (!s.speculative() || !s.tree()) return;
+  const std::vector<int64_t>& branches = std::get<TreeVerifier>(s.decode.verifier).branches;
+  if (branches.empty()) {
+    r.error("verifier.method", fmt::format("verifier.method \"{}\" is a tree verifier and needs "
+                                           "decode.branches, the candidates per depth, e.g. "
+                                           "[2, 2, 1]",
+                                           s.verifier()));
+  }
+  if (tree_node_count(branches) > kMaxTreeNodes) {
+    r.error("decode.branches",
+            fmt::format("decode.branches {} makes a tree of more than {} nodes",
+                        render_value(*r.node("decode.branches")), kMaxTreeNodes));
+  }
+}
+
+// Constraints that need the models: vocabularies, tokenizers, and the pipelines' validity.
+void check_against_models(const LeafReader& r, const RunSettings& s) {
+  const int64_t target_vocab = model_vocab(s.target_model);
+  if (s.speculative()) {
+    const int64_t draft_vocab = model_vocab(s.draft_model);
+    if (draft_vocab != target_vocab) {
+      r.error("draft.model",
+              fmt::format("draft.model \"{}\" has vocabulary size {} but target.model \"{}\" "
+                          "has {}; speculative decoding needs the same vocabulary",
+                          s.draft_model, draft_vocab, s.target_model, target_vocab));
     }
-    if (s.sequences * s.max_new_tokens > kMaxTokensPerPoint) {
-      r.error("decode.max_new_tokens",
-              fmt::format("decode.sequences × decode.max_new_tokens is {} × {}; expected at most "
-                          "{} tokens per sweep point",
-                          s.sequences, s.max_new_tokens, kMaxTokensPerPoint));
-    }
-    if (s.baseline && !s.speculative()) {
-      r.error("decode.baseline",
-              "decode.baseline = true needs a [draft]: without one the run is plain decoding "
-              "already");
-    }
-    if (s.speculative() && s.tree()) {
-      if (s.branches.empty()) {
-        r.error("verifier.method",
-                fmt::format("verifier.method \"{}\" is a tree verifier and needs "
-                            "decode.branches, the candidates per depth, e.g. [2, 2, 1]",
-                            s.verifier));
-      }
-      int64_t nodes = 0, level = 1;
-      for (const int64_t k : s.branches) {
-        level = std::min(level * k, kMaxTreeNodes + 1);
-        nodes += level;
-      }
-      if (nodes > kMaxTreeNodes) {
-        r.error("decode.branches",
-                fmt::format("decode.branches {} makes a tree of more than {} nodes",
-                            render_value(*r.node("decode.branches")), kMaxTreeNodes));
-      }
-    }
-    const int64_t target_vocab = model_vocab(s.target_model);
-    if (s.speculative()) {
-      const int64_t draft_vocab = model_vocab(s.draft_model);
-      if (draft_vocab != target_vocab) {
-        r.error("draft.model",
-                fmt::format("draft.model \"{}\" has vocabulary size {} but target.model \"{}\" "
-                            "has {}; speculative decoding needs the same vocabulary",
-                            s.draft_model, draft_vocab, s.target_model, target_vocab));
-      }
-    }
-    for (const int64_t k : s.branches) {
-      if (s.tree() && k > target_vocab) {
+  }
+  if (const auto* tree = std::get_if<TreeVerifier>(&s.decode.verifier)) {
+    for (const int64_t k : tree->branches) {
+      if (k > target_vocab) {
         r.error("decode.branches",
                 fmt::format("decode.branches holds {}; expected candidates per node ≤ the "
                             "vocabulary size {}",
@@ -492,68 +469,110 @@ std::optional<RunSettings> resolve_settings(const LeafValues& values, std::strin
         break;
       }
     }
-    const bool has_tokenizer = !tokenizer_file(s.target_model).empty();
-    if (s.prompt_source == PromptSource::kCorpus && target_vocab != kByteVocab) {
-      r.error("decode.prompt_source",
-              fmt::format("decode.prompt_source is \"corpus\" but target.model \"{}\" has "
-                          "vocabulary size {}; corpus prompts are bytes and need a model of "
-                          "vocabulary {} (ngram-*, prompt-lookup); use {}",
-                          s.target_model, target_vocab, kByteVocab,
-                          has_tokenizer ? "\"workload:NAME\" (a chat workload) or \"random\""
-                                        : "\"random\""));
+  }
+  const bool has_tokenizer = !tokenizer_file(s.target_model).empty();
+  if (s.prompt_source == PromptSource::kCorpus && target_vocab != kByteVocab) {
+    r.error("decode.prompt_source",
+            fmt::format("decode.prompt_source is \"corpus\" but target.model \"{}\" has "
+                        "vocabulary size {}; corpus prompts are bytes and need a model of "
+                        "vocabulary {} (ngram-*, prompt-lookup); use {}",
+                        s.target_model, target_vocab, kByteVocab,
+                        has_tokenizer ? "\"workload:NAME\" (a chat workload) or \"random\""
+                                      : "\"random\""));
+  }
+  if (s.prompt_source == PromptSource::kWorkload && !has_tokenizer) {
+    r.error("decode.prompt_source",
+            fmt::format("decode.prompt_source is \"{}\" but target.model \"{}\" has no "
+                        "tokenizer (vocabulary size {}); chat workloads need a model with one, "
+                        "such as smollm2-135m; use \"{}\"",
+                        s.prompt_source_text(), s.target_model, target_vocab,
+                        target_vocab == kByteVocab ? "corpus" : "random"));
+  }
+  for (const auto& [key, params] :
+       {std::pair{"sampling", s.decode.sampling}, std::pair{"draft", s.decode.draft_sampling}}) {
+    try {
+      validate_sampling_params(params);
+    } catch (const InvalidInput& e) {
+      r.error(fmt::format("{}.temperature", key), fmt::format("[{}]: {}", key, e.what()));
     }
-    if (s.prompt_source == PromptSource::kWorkload && !has_tokenizer) {
-      r.error("decode.prompt_source",
-              fmt::format("decode.prompt_source is \"{}\" but target.model \"{}\" has no "
-                          "tokenizer (vocabulary size {}); chat workloads need a model with one, "
-                          "such as smollm2-135m; use \"{}\"",
-                          s.prompt_source_text(), s.target_model, target_vocab,
-                          target_vocab == kByteVocab ? "corpus" : "random"));
-    }
-    for (const auto& [key, params] :
-         {std::pair{"sampling", s.sampling}, std::pair{"draft", s.draft_sampling}}) {
-      try {
-        validate_sampling_params(params);
-      } catch (const InvalidInput& e) {
-        r.error(fmt::format("{}.temperature", key), fmt::format("[{}]: {}", key, e.what()));
-      }
-    }
+  }
+}
+
+}  // namespace
+
+std::optional<RunSettings> resolve_settings(const LeafValues& values, std::string_view default_name,
+                                            std::string_view fallback_location,
+                                            Diagnostics& diagnostics) {
+  Diagnostics local;
+  const LeafReader r(values, fallback_location, local);
+  RunSettings s;
+  s.name = r.read<std::string>("name").value_or(std::string(default_name));
+  if (s.name.empty()) r.error("name", "name is \"\"; expected a non-empty label");
+  s.decode.seed =
+      static_cast<uint64_t>(r.integer("seed", 0, 0, std::numeric_limits<int64_t>::max()));
+  read_models(r, s);
+  s.decode.verifier = read_verifier(r);
+  read_pipelines(r, s);
+  read_decode(r, s);
+  // Cross-field constraints, once every field is known to be well formed.
+  if (local.empty()) {
+    check_run_shape(r, s);
+    check_against_models(r, s);
   }
   diagnostics.merge(local);
   if (!local.empty()) return std::nullopt;
   return s;
 }
 
+namespace {
+
+// The value of a registry parameter in a spec: its own where the verifier reads it, else the
+// default (so that points differing only in a parameter their verifier ignores are one point).
+double parameter_value(const VerifierSpec& spec, std::string_view key) {
+  if (const auto* chain = std::get_if<ChainVerifier>(&spec); chain && key == "leniency") {
+    return chain->leniency;
+  }
+  if (const auto* typical = std::get_if<TypicalVerifier>(&spec)) {
+    if (key == "typical_epsilon") return typical->epsilon;
+    if (key == "typical_delta") return typical->delta;
+  }
+  return verifier_parameter(key).default_value;
+}
+
+}  // namespace
+
 toml::table settings_to_toml(const RunSettings& s, bool include_name) {
+  const DecodeConfig& d = s.decode;
   toml::table root;
   if (include_name) root.insert("name", s.name);
-  root.insert("seed", static_cast<int64_t>(s.seed));
+  root.insert("seed", static_cast<int64_t>(d.seed));
   root.insert("target", toml::table{{"model", s.target_model}});
   if (s.speculative()) {
     root.insert("draft", toml::table{{"model", s.draft_model},
-                                     {"temperature", s.draft_sampling.temperature},
-                                     {"top_k", s.draft_sampling.top_k},
-                                     {"top_p", s.draft_sampling.top_p},
-                                     {"min_p", s.draft_sampling.min_p}});
+                                     {"temperature", d.draft_sampling.temperature},
+                                     {"top_k", d.draft_sampling.top_k},
+                                     {"top_p", d.draft_sampling.top_p},
+                                     {"min_p", d.draft_sampling.min_p}});
   }
-  root.insert("verifier", toml::table{{"method", s.verifier},
-                                      {"leniency", s.leniency},
-                                      {"typical_epsilon", s.typical_epsilon},
-                                      {"typical_delta", s.typical_delta}});
-  root.insert("sampling", toml::table{{"temperature", s.sampling.temperature},
-                                      {"top_k", s.sampling.top_k},
-                                      {"top_p", s.sampling.top_p},
-                                      {"min_p", s.sampling.min_p}});
-  root.insert("decode", toml::table{{"gamma", s.gamma},
+  toml::table verifier{{"method", s.verifier()}};
+  for (const VerifierParameter& p : verifier_parameters()) {
+    verifier.insert(p.key, parameter_value(d.verifier, p.key));
+  }
+  root.insert("verifier", std::move(verifier));
+  root.insert("sampling", toml::table{{"temperature", d.sampling.temperature},
+                                      {"top_k", d.sampling.top_k},
+                                      {"top_p", d.sampling.top_p},
+                                      {"min_p", d.sampling.min_p}});
+  root.insert("decode", toml::table{{"gamma", d.gamma},
                                     {"batch_size", s.batch_size},
                                     {"sequences", s.sequences},
-                                    {"max_new_tokens", s.max_new_tokens},
+                                    {"max_new_tokens", d.max_new_tokens},
                                     {"prompt_length", s.prompt_length},
                                     {"prompt_source", s.prompt_source_text()},
                                     {"baseline", s.baseline}});
-  if (s.tree()) {
+  if (const auto* tree = std::get_if<TreeVerifier>(&d.verifier)) {
     toml::array branches;
-    for (const int64_t k : s.branches) branches.push_back(k);
+    for (const int64_t k : tree->branches) branches.push_back(k);
     root["decode"].as_table()->insert("branches", std::move(branches));
   }
   return root;
@@ -596,17 +615,8 @@ int64_t model_vocab(const std::string& name) {
 }
 
 DecodeConfig decode_config(const RunSettings& s, int64_t batch) {
-  DecodeConfig config;
-  config.max_new_tokens = s.max_new_tokens;
-  config.sampling = s.sampling;
-  config.draft_sampling = s.draft_sampling;
-  config.seed = batch_seed(s.seed, batch);
-  config.gamma = s.gamma;
-  set_verifier(config, s.verifier);
-  config.leniency = s.leniency;
-  config.typical_epsilon = s.typical_epsilon;
-  config.typical_delta = s.typical_delta;
-  if (s.tree()) config.branches = s.branches;
+  DecodeConfig config = s.decode;
+  config.seed = batch_seed(s.decode.seed, batch);
   return config;
 }
 

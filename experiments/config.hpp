@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/suggest.hpp"
 #include "core/decode/decode.hpp"
 #include "core/sampling/sampling.hpp"
 
@@ -35,11 +36,6 @@ std::span<const KeySpec> config_keys();
 const KeySpec* find_key(std::string_view key);
 /// Tables of the schema: "target", "draft", "verifier", "sampling", "decode" (and "sweep").
 bool is_config_table(std::string_view key);
-
-/// Levenshtein distance, for "did you mean" suggestions.
-size_t edit_distance(std::string_view a, std::string_view b);
-/// " (did you mean \"X\"?)" for the candidate nearest to `word` when it is close enough, else "".
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
 /// "FILE:LINE:COLUMN" of a parsed node; for a --set value, "--set KEY=VALUE".
 std::string source_location(const toml::source_region& region);
@@ -80,30 +76,25 @@ enum class PromptSource {
 };
 std::string_view to_string(PromptSource source);
 
-/// Everything one sweep point runs with, resolved and validated.
+/// Everything one sweep point runs with, resolved and validated: the decoding engine's config
+/// (with the point's base seed and the verifier) and what the runner adds around it.
 struct RunSettings {
-  std::string name;                ///< label (default: the config file's stem)
-  uint64_t seed = 0;               ///< base seed; batch k decodes with batch_seed(seed, k)
-  std::string target_model;        ///< a make_model name
-  std::string draft_model;         ///< empty: plain decoding only (no [draft] table)
-  std::string verifier = "token";  ///< a name of core/decode/decode.hpp verifier_names()
-  double leniency = 1.0;
-  double typical_epsilon = 0.09;
-  double typical_delta = 0.3;
-  std::vector<int64_t> branches;  ///< tree shape, tree verifiers only
-  SamplingParams sampling;        ///< the target's pipeline
-  SamplingParams draft_sampling;  ///< the draft's pipeline (default: the same as sampling)
-  int64_t gamma = 4;
+  std::string name;          ///< label (default: the config file's stem)
+  std::string target_model;  ///< a make_model name
+  std::string draft_model;   ///< empty: plain decoding only (no [draft] table)
+  /// The engine's config; decode.seed is the base seed, and batch k decodes with
+  /// decode_config(settings, k), whose seed is batch_seed(seed, k).
+  DecodeConfig decode;
   int64_t batch_size = 1;
   int64_t sequences = 1;
-  int64_t max_new_tokens = 64;
   int64_t prompt_length = 16;
   PromptSource prompt_source = PromptSource::kRandom;
   std::string workload;   ///< the workload name when prompt_source is kWorkload
   bool baseline = false;  ///< also run plain decoding of the target, for the speedup
 
   bool speculative() const { return !draft_model.empty(); }
-  bool tree() const { return verifier.starts_with("tree-") || verifier == "kseq"; }
+  bool tree() const { return family_of(decode.verifier) == VerifierFamily::kTree; }
+  std::string_view verifier() const { return verifier_name(decode.verifier); }
   int64_t batches() const { return (sequences + batch_size - 1) / batch_size; }
   /// decode.prompt_source as written: "random", "corpus" or "workload:NAME".
   std::string prompt_source_text() const;

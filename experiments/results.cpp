@@ -359,7 +359,7 @@ void PointWriter::commit() {
   f.write_int64_attribute("index", point_.index);
   f.write_string_attribute("name", s.name);
   f.write_string_attribute("config_toml", point_.config_toml);
-  f.write_uint64_attribute("seed", s.seed);
+  f.write_uint64_attribute("seed", s.decode.seed);
   f.write_string_attribute("git_commit", meta.git_commit);
   f.write_string_attribute("host", meta.host);
   f.write_string_attribute("hdf5_version", meta.hdf5_version);

@@ -31,7 +31,7 @@ namespace {
 fs::path partial_path(const fs::path& path) { return path.string() + ".partial"; }
 
 int64_t planned_work(const RunSettings& s) {
-  return s.sequences * s.max_new_tokens * (s.baseline ? 2 : 1);
+  return s.sequences * s.decode.max_new_tokens * (s.baseline ? 2 : 1);
 }
 
 // Creates the directory and proves it writable, so that a bad --out fails before any work.
@@ -129,11 +129,11 @@ std::string summary_file_name(const Shard& shard) {
 
 std::vector<std::vector<int32_t>> make_prompts(const RunSettings& s, int64_t vocab) {
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(s.sequences));
-  const uint64_t stream = mix64(s.seed ^ 0x70726f6d70747321ULL);  // "prompts!"
+  const uint64_t stream = mix64(s.decode.seed ^ 0x70726f6d70747321ULL);  // "prompts!"
   if (s.prompt_source == PromptSource::kWorkload) {
     // Request j takes conversation j mod n of the workload; prompt_length does not apply.
     return workload_prompts(load_workload(s.workload), s.target_model, s.sequences,
-                            s.max_new_tokens);
+                            s.decode.max_new_tokens);
   }
   if (s.prompt_source == PromptSource::kCorpus) {
     const auto corpus = load_corpus(default_corpus_path());

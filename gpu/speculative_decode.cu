@@ -115,8 +115,9 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
                        "vocabulary");
   }
   detail::validate_config(config, prompts, target.vocab(), true);
-  if (config.verifier != VerifierFamily::kChain && config.verifier != VerifierFamily::kBlock) {
-    throw InvalidInput("verifier is \"" + verifier_name(config) +
+  const VerifierFamily family = family_of(config.verifier);
+  if (family != VerifierFamily::kChain && family != VerifierFamily::kBlock) {
+    throw InvalidInput("verifier is \"" + std::string(verifier_name(config.verifier)) +
                        "\"; the device loop runs \"token\", \"greedy\", \"lenient\" or \"block\"");
   }
   check_temperature_only(config.sampling, "decode.sampling");
@@ -217,13 +218,12 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
     }
     // Target: the γ+1 positions of every request, one GEMM pair.
     target.probs(sequences, gamma + 1, 0, config.sampling.temperature, probs_target, logits_status);
-    if (config.verifier == VerifierFamily::kBlock) {
-      SPECLAB_CUDA_CHECK(verify_block(chain, {.seed = config.seed, .step = step}, output, stream));
-    } else {
+    if (const auto* v = std::get_if<ChainVerifier>(&config.verifier)) {
       SPECLAB_CUDA_CHECK(verify_chain(
-          chain,
-          {.method = config.method, .leniency = config.leniency, .seed = config.seed, .step = step},
+          chain, {.method = v->method, .leniency = v->leniency, .seed = config.seed, .step = step},
           output, stream));
+    } else {
+      SPECLAB_CUDA_CHECK(verify_block(chain, {.seed = config.seed, .step = step}, output, stream));
     }
     CommitArgs commit{
         s, emitted, n_accepted, fallback, status, draft_status, log + steps * batch * 3, errors};

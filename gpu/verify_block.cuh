@@ -55,14 +55,6 @@ struct BlockRequestState {
   int32_t passed;  // the last test's decision
 };
 
-/// core's block_residual_fixed (core/verify/verify_block.hpp, host-only there), the same float
-/// operations: to_fixed(w·p − q).
-__device__ inline uint64_t block_residual_weight(float weight, float prob_target,
-                                                 float prob_draft) {
-  const float scaled_target = weight * prob_target;
-  return to_fixed(scaled_target - prob_draft);
-}
-
 /// One Z_i term as core computes it: std::max(0.0, w·double(p) − double(q)).
 __device__ inline double z_term(double weight, float prob_target, float prob_draft) {
   const double d = weight * static_cast<double>(prob_target) - static_cast<double>(prob_draft);
@@ -78,7 +70,7 @@ __device__ inline double pass_probability(double z, double weight) {
 }
 
 /// One pass over row p (and q when kResidual): fixed-point chunk sums of the residual weights
-/// block_residual_weight(wf, p, q) (or to_fixed(p)), the Z terms in double (kResidual), and the
+/// block_residual_fixed(wf, p, q) (or to_fixed(p)), the Z terms in double (kResidual), and the
 /// row checks. Returns block-uniform status bits; *z gets the block-uniform Z. P and Q are row
 /// accessors (ProbRowRef or LogitsProbRow).
 template <bool kResidual, class P, class Q>
@@ -103,7 +95,7 @@ __device__ uint32_t block_row_pass(const P& p, const Q& q, double w, float wf, i
           const float qv = q(t);
           invalid |= !valid_probability(qv);
           sum_q += qv;
-          s += block_residual_weight(wf, pv, qv);
+          s += block_residual_fixed(wf, pv, qv);
           z_part += z_term(w, pv, qv);
         } else {
           s += to_fixed(pv);
@@ -134,7 +126,7 @@ __device__ uint64_t block_locate(const P& p, const Q& q, float wf, int64_t vocab
                                  BlockRequestState* state) {
   if (threadIdx.x == 0) state->chunk = -1;  // read only after the scan's barriers
   return locate_by<KernelMutant::kNone>(
-      [&](int64_t t) { return kResidual ? block_residual_weight(wf, p(t), q(t)) : to_fixed(p(t)); },
+      [&](int64_t t) { return kResidual ? block_residual_fixed(wf, p(t), q(t)) : to_fixed(p(t)); },
       vocab, n_chunks, chunk_sums, bits, scratch, state);
 }
 

@@ -19,13 +19,13 @@ void check_size(const char* argument, size_t actual, int64_t expected, const std
   }
 }
 
-void check_batch_shape(int64_t batch, int64_t gamma, int64_t vocab) {
-  if (batch < 1 || batch > std::numeric_limits<int32_t>::max()) {
+// The device's own limits on top of core's checks: one CTA per request, int32 token ids.
+void check_device_limits(int64_t batch, int64_t vocab) {
+  if (batch > std::numeric_limits<int32_t>::max()) {
     throw InvalidInput("batch size B is " + std::to_string(batch) +
                        "; expected 1 ≤ B < 2^31 (one CTA per request)");
   }
-  if (gamma < 0) throw InvalidInput("gamma is " + std::to_string(gamma) + "; expected γ ≥ 0");
-  if (vocab < 1 || vocab > std::numeric_limits<int32_t>::max()) {
+  if (vocab > std::numeric_limits<int32_t>::max()) {
     throw InvalidInput("vocab size V is " + std::to_string(vocab) +
                        "; expected 1 ≤ V < 2^31 (token ids are int32)");
   }
@@ -60,28 +60,26 @@ void check_logits(const char* model, const DeviceLogits& logits, int64_t element
 
 void check_chain_launch(const ChainBatch& batch, const ChainParams& params,
                         const ChainDeviceOutput& output) {
-  check_batch_shape(batch.batch, batch.gamma, batch.vocab);
+  validate_chain_sizes(batch, params);  // core's checks, which read no element
+  check_device_limits(batch.batch, batch.vocab);
   const int64_t b = batch.batch, g = batch.gamma, v = batch.vocab;
-  const std::string bgv =
-      " with B=" + std::to_string(b) + ", γ=" + std::to_string(g) + ", V=" + std::to_string(v);
-  check_size("probs_target", batch.probs_target.size(), b * (g + 1) * v, "B·(γ+1)·V" + bgv);
-  if (!(params.method == ChainMethod::kGreedy && batch.probs_draft.empty())) {
-    check_size("probs_draft", batch.probs_draft.size(), b * g * v, "B·γ·V" + bgv);
-  }
-  check_size("draft_tokens", batch.draft_tokens.size(), b * g, "B·γ" + bgv);
-  if (!batch.n_draft.empty()) check_size("n_draft", batch.n_draft.size(), b, "B");
-  if (!batch.request_ids.empty()) check_size("request_ids", batch.request_ids.size(), b, "B");
-  if (params.method == ChainMethod::kLenient && !(params.leniency > 0.0 && params.leniency <= 1.0 &&
-                                                  static_cast<float>(params.leniency) > 0.0f)) {
-    throw InvalidInput("leniency is " + std::to_string(params.leniency) +
-                       "; expected 0 < leniency ≤ 1 (1 is lossless V1)");
-  }
-  check_outputs(output, b, g, bgv);
+  check_outputs(
+      output, b, g,
+      " with B=" + std::to_string(b) + ", γ=" + std::to_string(g) + ", V=" + std::to_string(v));
 }
 
 void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
                          const ChainDeviceOutput& output) {
-  check_batch_shape(batch.batch, batch.gamma, batch.vocab);
+  // The probability arrays are absent: the logits are checked below, by format.
+  validate_chain_index_sizes(ChainBatch{.batch = batch.batch,
+                                        .gamma = batch.gamma,
+                                        .vocab = batch.vocab,
+                                        .probs_target = {},
+                                        .probs_draft = {},
+                                        .draft_tokens = batch.draft_tokens,
+                                        .n_draft = batch.n_draft,
+                                        .request_ids = batch.request_ids});
+  check_device_limits(batch.batch, batch.vocab);
   const int64_t b = batch.batch, g = batch.gamma, v = batch.vocab;
   const std::string bgv =
       " with B=" + std::to_string(b) + ", γ=" + std::to_string(g) + ", V=" + std::to_string(v);
@@ -89,9 +87,6 @@ void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
   if (needs_draft || !batch.draft.data.empty()) {
     check_logits("draft", batch.draft, b * g * v, "B·γ·V" + bgv);
   }
-  check_size("draft_tokens", batch.draft_tokens.size(), b * g, "B·γ" + bgv);
-  if (!batch.n_draft.empty()) check_size("n_draft", batch.n_draft.size(), b, "B");
-  if (!batch.request_ids.empty()) check_size("request_ids", batch.request_ids.size(), b, "B");
   check_outputs(output, b, g, bgv);
 }
 
@@ -112,11 +107,7 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream,
                          const DeviceSeedStep* seed_step) {
   detail::check_logits_launch(batch, params.method != ChainMethod::kGreedy, output);
-  if (params.method == ChainMethod::kLenient && !(params.leniency > 0.0 && params.leniency <= 1.0 &&
-                                                  static_cast<float>(params.leniency) > 0.0f)) {
-    throw InvalidInput("leniency is " + std::to_string(params.leniency) +
-                       "; expected 0 < leniency ≤ 1 (1 is lossless V1)");
-  }
+  validate_chain_params(params);
   detail::LogitsChainKernelArgs args{};
   detail::fill_request_args(args, batch, output);
   args.target = detail::logits_source(batch.target);
@@ -142,7 +133,11 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
 cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t vocab,
                               std::span<float> probs, std::span<int32_t> greedy_tokens,
                               std::span<uint32_t> status, cudaStream_t stream) {
-  detail::check_batch_shape(rows, 0, vocab);
+  if (rows < 1 || vocab < 1) {
+    throw InvalidInput("rows is " + std::to_string(rows) + " and vocab size V is " +
+                       std::to_string(vocab) + "; expected rows ≥ 1 and V ≥ 1");
+  }
+  detail::check_device_limits(rows, vocab);
   detail::check_logits("logits", logits, rows * vocab, "rows·V");
   detail::check_size("probs", probs.size(), rows * vocab, "rows·V");
   detail::check_size("greedy_tokens", greedy_tokens.size(), rows, "rows");

@@ -29,9 +29,9 @@ namespace speclab::gpu::detail {
 
 inline constexpr unsigned kFullMask = 0xffffffffu;
 inline constexpr int kWarpSize = 32;
-inline constexpr int kLaneTokens = 8;                             // tokens per lane per chunk
-inline constexpr int64_t kChunkTokens = kWarpSize * kLaneTokens;  // 256, core's kBlock
-inline constexpr double kSumTolerance = 1e-4;                     // core's kProbSumTolerance
+inline constexpr int kLaneTokens = 8;  // tokens per lane per chunk
+// A warp's chunk is core's blocked-scan chunk (core/base/rules.hpp).
+static_assert(kChunkTokens == kWarpSize * kLaneTokens);
 inline constexpr float kFloatMax = 3.40282347e38f;
 
 /// Everything a block needs, passed by value. Pointers are device memory.
@@ -102,12 +102,12 @@ __device__ inline bool valid_probability(float x) { return x >= 0.0f && x <= kFl
 
 // A gathered p(x) or q(x): as core's validate_probability_value, finite and in [0, 1 + 1e-4].
 __device__ inline bool valid_gathered(float x) {
-  return valid_probability(x) && static_cast<double>(x) <= 1.0 + kSumTolerance;
+  return valid_probability(x) && static_cast<double>(x) <= 1.0 + kProbSumTolerance;
 }
 
 __device__ inline bool sum_ok(double sum) {
   const double off = sum - 1.0;
-  return off <= kSumTolerance && -off <= kSumTolerance;
+  return off <= kProbSumTolerance && -off <= kProbSumTolerance;
 }
 
 template <KernelMutant kMutant>

@@ -1,7 +1,8 @@
-// Scalar rules shared by the CPU reference, the fast CPU path and the CUDA kernels (SPEC.md V1-V3):
-// the accept tests, residual weights, and inverse-CDF sampling in 2^-58 fixed point. Integer
-// prefix sums are exact and associative, so any reduction order (serial, blocked, a GPU tree)
-// yields the same token for the same uniform.
+// Scalar rules and constants shared by the CPU reference, the fast CPU path and the CUDA kernels
+// (SPEC.md V1-V5): the accept tests, residual weights, inverse-CDF sampling in 2^-58 fixed point,
+// the row-sum tolerance, the chunk size of blocked scans and the tree-node limit. Integer prefix
+// sums are exact and associative, so any reduction order (serial, blocked, a GPU tree) yields the
+// same token for the same uniform. Every rule both builds must agree on is written here, once.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,18 @@ namespace speclab {
 /// (≤ 1 + 1e-4 per row), so a row's total stays far below 2^64; resolution is 3.5e-18.
 /// Scaling a float by a power of two is exact, so the conversion is exact truncation.
 inline constexpr float kFixedScale = 288230376151711744.0f;  // 2^58
+
+/// Tolerance on a probability row's sum (float32 input): every implementation accepts a row whose
+/// sum is within 1 ± kProbSumTolerance, and a gathered value up to 1 + kProbSumTolerance.
+inline constexpr double kProbSumTolerance = 1e-4;
+
+/// Tokens per chunk of a blocked fixed-point scan (the fast CPU path's blocks, a GPU warp's chunk
+/// of 32 lanes × 8 tokens). Integer sums make the token independent of it; one value keeps the
+/// implementations' memory layouts and work counts comparable.
+inline constexpr int64_t kChunkTokens = 256;
+
+/// Largest drafted token tree (nodes, root excluded) a tree verifier accepts: Σ_d Π_{e≤d} k_e.
+inline constexpr int64_t kMaxTreeNodes = 4096;
 
 /// V1 accept test: accept x iff q(x) > 0 and u * q(x) <= p(x), in double.
 SPECLAB_HD inline bool token_accepts(double u, float prob_draft, float prob_target) {
@@ -45,6 +58,13 @@ SPECLAB_HD inline uint64_t to_fixed(float weight) {
 SPECLAB_HD inline uint64_t residual_fixed(float prob_target, float prob_draft, float leniency) {
   const float scaled_draft = leniency * prob_draft;
   return to_fixed(prob_target - scaled_draft);
+}
+
+/// Residual weight of V5 at one token: max(0, w·p − q) in float, then fixed point. With w = 1 the
+/// product is exact and the weight is bit for bit V1's residual_fixed(p, q, 1).
+SPECLAB_HD inline uint64_t block_residual_fixed(float weight, float prob_target, float prob_draft) {
+  const float scaled_target = weight * prob_target;
+  return to_fixed(scaled_target - prob_draft);
 }
 
 /// The inverse-CDF target for a uniform u = (bits + 1/2) / 2^32 over a fixed-point total:

@@ -165,63 +165,20 @@ using namespace detail;
 
 // One verification step of a draft chain with the configured chain-shaped verifier.
 ChainResult verify_step(const ChainBatch& chain, const DecodeConfig& config, uint32_t step) {
-  switch (config.verifier) {
-    case VerifierFamily::kBlock:
-      return verify_block(chain, {.seed = config.seed, .step = step});
-    case VerifierFamily::kTypical:
-      return verify_typical(chain, {.epsilon = config.typical_epsilon,
-                                    .delta = config.typical_delta,
-                                    .seed = config.seed,
-                                    .step = step});
-    case VerifierFamily::kChain:
-    case VerifierFamily::kTree:
-      break;
+  if (std::holds_alternative<BlockVerifier>(config.verifier)) {
+    return verify_block(chain, {.seed = config.seed, .step = step});
   }
+  if (const auto* typical = std::get_if<TypicalVerifier>(&config.verifier)) {
+    return verify_typical(
+        chain,
+        {.epsilon = typical->epsilon, .delta = typical->delta, .seed = config.seed, .step = step});
+  }
+  const auto& v = std::get<ChainVerifier>(config.verifier);
   return verify_chain(
-      chain,
-      {.method = config.method, .leniency = config.leniency, .seed = config.seed, .step = step});
+      chain, {.method = v.method, .leniency = v.leniency, .seed = config.seed, .step = step});
 }
 
 }  // namespace
-
-std::vector<std::string> verifier_names() {
-  return {"token",     "greedy",    "lenient",
-          "block",     "typical",   "tree-iid",
-          "tree-swor", "tree-topk", "tree-topk-softmax-q",
-          "kseq"};
-}
-
-void set_verifier(DecodeConfig& config, std::string_view name) {
-  if (name == "block") {
-    config.verifier = VerifierFamily::kBlock;
-  } else if (name == "typical") {
-    config.verifier = VerifierFamily::kTypical;
-  } else if (name == "token" || name == "greedy" || name == "lenient") {
-    config.verifier = VerifierFamily::kChain;
-    config.method = parse_chain_method(name);
-  } else if (name.starts_with("tree-") || name == "kseq") {
-    config.verifier = VerifierFamily::kTree;
-    config.tree_method = parse_tree_method(name);
-  } else {
-    std::string names;
-    for (const auto& n : verifier_names()) names += (names.empty() ? "\"" : ", \"") + n + "\"";
-    throw InvalidInput(fmt::format("verifier is \"{}\"; expected one of {}", name, names));
-  }
-}
-
-std::string verifier_name(const DecodeConfig& config) {
-  switch (config.verifier) {
-    case VerifierFamily::kBlock:
-      return "block";
-    case VerifierFamily::kTypical:
-      return "typical";
-    case VerifierFamily::kTree:
-      return std::string(to_string(config.tree_method));
-    case VerifierFamily::kChain:
-      break;
-  }
-  return std::string(to_string(config.method));
-}
 
 DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
                           const DecodeConfig& config) {
@@ -271,7 +228,7 @@ DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int3
 DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
                                 std::span<const std::vector<int32_t>> prompts,
                                 const DecodeConfig& config) {
-  if (config.verifier == VerifierFamily::kTree) {
+  if (std::holds_alternative<TreeVerifier>(config.verifier)) {
     return tree_speculative_decode(target, draft, prompts, config);
   }
   check_same_vocabulary(target, draft);

@@ -12,45 +12,19 @@
 
 #include "core/models/model.hpp"
 #include "core/sampling/sampling.hpp"
-#include "core/verify/verify_chain.hpp"
-#include "core/verify/verify_tree.hpp"
+#include "core/verify/verifier.hpp"
 
 namespace speclab {
-
-/// Which verifier a speculative step uses (SPEC.md V1-V6).
-enum class VerifierFamily {
-  kChain,    ///< V1-V3 by DecodeConfig::method
-  kBlock,    ///< V5 block verification of a draft chain
-  kTypical,  ///< V4 typical acceptance (lossy)
-  kTree,     ///< V6 over a drafted token tree, by DecodeConfig::tree_method and branches
-};
 
 struct DecodeConfig {
   int64_t max_new_tokens = 64;    ///< tokens generated per request (fewer if EOS comes first)
   SamplingParams sampling;        ///< the target's pipeline (and plain decoding's)
   SamplingParams draft_sampling;  ///< the draft's pipeline; q is what the draft sampled from
   uint64_t seed = 0;
-  int64_t gamma = 4;  ///< draft tokens per step (speculative only)
-  ChainMethod method = ChainMethod::kToken;
-  double leniency = 1.0;
-  VerifierFamily verifier = VerifierFamily::kChain;
-  double typical_epsilon = 0.09;  ///< V4 ε
-  double typical_delta = 0.3;     ///< V4 δ
-  TreeMethod tree_method = TreeMethod::kIid;
-  /// Tree shape for kTree: candidates drafted under each node at depth 0, 1, ... (e.g. {2, 2, 1}
-  /// drafts 2 children of the root, 2 under each of those, 1 under each of the 4). Its length is
-  /// the tree depth, which plays γ's role.
-  std::vector<int64_t> branches;
+  int64_t gamma = 4;  ///< draft tokens per step (chain verifiers; a tree's depth plays its role)
+  /// Which verifier a speculative step uses, with its parameters (core/verify/verifier.hpp).
+  VerifierSpec verifier = ChainVerifier{};
 };
-
-/// Sets config.verifier (and method / tree_method) from a name: "token", "greedy", "lenient",
-/// "block", "typical", "tree-iid", "tree-swor", "tree-topk", "tree-topk-softmax-q", "kseq".
-/// Throws InvalidInput listing the names.
-void set_verifier(DecodeConfig& config, std::string_view name);
-/// The name set_verifier accepts for the config's verifier.
-std::string verifier_name(const DecodeConfig& config);
-/// Every name set_verifier accepts.
-std::vector<std::string> verifier_names();
 
 /// Everything SPEC.md asks a run to record. "accepted" never counts the bonus token; "emitted"
 /// counts every token appended (accepted drafts plus the residual or bonus token, cut at EOS).

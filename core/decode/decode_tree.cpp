@@ -18,8 +18,6 @@ namespace {
 using namespace detail;
 
 // Caps the tree so one step's buffers stay small whatever the shape.
-constexpr int64_t kMaxTreeNodes = 4096;
-
 struct Node {
   int32_t parent = -1;  // -1 for the root
   int32_t token = -1;
@@ -59,28 +57,6 @@ std::vector<int32_t> draw_children(std::span<const float> q, int64_t k, TreeMeth
   return children;
 }
 
-void validate_tree_shape(const DecodeConfig& config, int64_t vocab) {
-  if (config.branches.empty()) {
-    throw InvalidInput(
-        "decode.branches is empty; a tree verifier needs candidates per depth, "
-        "e.g. [2, 2, 1]");
-  }
-  int64_t nodes = 0, level = 1;
-  for (size_t d = 0; d < config.branches.size(); ++d) {
-    const int64_t k = config.branches[d];
-    if (k < 1 || k > vocab) {
-      throw InvalidInput(
-          fmt::format("decode.branches[{}] is {}; expected 1 ≤ k ≤ V = {}", d, k, vocab));
-    }
-    level *= k;
-    nodes += level;
-    if (nodes > kMaxTreeNodes) {
-      throw InvalidInput(
-          fmt::format("decode.branches makes a tree of more than {} nodes", kMaxTreeNodes));
-    }
-  }
-}
-
 }  // namespace
 
 DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft,
@@ -88,9 +64,10 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
                                      const DecodeConfig& config) {
   check_same_vocabulary(target, draft);
   validate_config(config, prompts, target.vocab(), false);
-  validate_tree_shape(config, target.vocab());
+  const TreeVerifier& tree = std::get<TreeVerifier>(config.verifier);
+  validate_tree_branches(tree.branches, target.vocab());
   const int64_t v = target.vocab();
-  const int64_t depth = static_cast<int64_t>(config.branches.size());
+  const int64_t depth = static_cast<int64_t>(tree.branches.size());
   SpeculativeRun run(target, draft, prompts, config.max_new_tokens, depth);
   DecodeMetrics& m = run.metrics();
 
@@ -139,7 +116,7 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
         std::span<const float> row(&q[j * v], v);
         q_rows[k][n].assign(row.begin(), row.end());
         addresses[k].position = static_cast<uint32_t>(d + 1);
-        for (int32_t c : draw_children(row, config.branches[d], config.tree_method, addresses[k])) {
+        for (int32_t c : draw_children(row, tree.branches[d], tree.method, addresses[k])) {
           trees[k].push_back({n, c, d + 1});
           q_rows[k].emplace_back();
         }
@@ -188,7 +165,7 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
                                parents,  tokens,    n_nodes, request_ids,  {}};
     const double verify_start = now_seconds();
     const TreeResult verdict =
-        verify_tree(tree_batch, {.method = config.tree_method, .seed = config.seed, .step = step});
+        verify_tree(tree_batch, {.method = tree.method, .seed = config.seed, .step = step});
     m.verify_seconds += now_seconds() - verify_start;
 
     for (int64_t k = 0; k < n_active; ++k) {

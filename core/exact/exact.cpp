@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/base/error.hpp"
+#include "core/verify/verify_typical.hpp"
 
 namespace speclab::exact {
 namespace {
@@ -171,15 +172,7 @@ StepLaw chain_law(const Method& method) {
 }
 
 void validate_typical(const TypicalMethod& method) {
-  if (!(std::isfinite(method.epsilon) && method.epsilon > 0.0)) {
-    throw InvalidInput(
-        fmt::format("typical epsilon is {}; expected a finite ε > 0 (SPEC.md V4, default 0.09)",
-                    method.epsilon));
-  }
-  if (!(std::isfinite(method.delta) && method.delta > 0.0)) {
-    throw InvalidInput(fmt::format(
-        "typical delta is {}; expected a finite δ > 0 (SPEC.md V4, default 0.3)", method.delta));
-  }
+  validate_typical_params(method.epsilon, method.delta);
 }
 
 // SPEC.md V4: accept the longest run of passes; the token after it comes from the target row at

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/verify/verify_chain.hpp"
+#include "core/verify/verify_typical.hpp"
 
 namespace speclab::exact {
 
@@ -47,8 +48,8 @@ struct BlockMethod {};
 /// (the bonus row when all γ pass): Medusa samples the token after the accepted candidate from the
 /// base model.
 struct TypicalMethod {
-  double epsilon = 0.09;  ///< ε > 0
-  double delta = 0.3;     ///< δ > 0
+  double epsilon = kTypicalEpsilon;  ///< ε > 0
+  double delta = kTypicalDelta;      ///< δ > 0
 };
 
 /// One verification step with context-free rows.

@@ -263,10 +263,10 @@ void validate_probability_row(std::span<const float> row, const RowLocation& whe
 }
 
 int32_t sample_categorical(std::span<const float> weights, uint32_t bits) {
-  // Fixed-point sums per block of 256 weights (a vectorised pass), then the block that holds the
-  // target, then the token inside it: the same token as a serial scan, since integer sums are
-  // exact (core/base/rules.hpp), at one pass over the row plus one block.
-  constexpr size_t kBlock = 256;
+  // Fixed-point sums per chunk of kChunkTokens weights (a vectorised pass), then the chunk that
+  // holds the target, then the token inside it: the same token as a serial scan, since integer
+  // sums are exact (core/base/rules.hpp), at one pass over the row plus one chunk.
+  constexpr size_t kBlock = kChunkTokens;
   const size_t n = weights.size();
   const size_t n_blocks = (n + kBlock - 1) / kBlock;
   std::vector<uint64_t> block_sums(n_blocks);

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/rules.hpp"
+
 namespace speclab {
 
 /// Parameters of the sampling pipeline. Defaults leave the distribution unchanged (T = 1).
@@ -37,9 +39,6 @@ struct RowLocation {
   int64_t request = 0;
   int64_t position = 0;  ///< 1-based, SPEC.md numbering (γ+1 is the bonus position)
 };
-
-/// Relative tolerance on a probability row's sum (float32 input).
-inline constexpr double kProbSumTolerance = 1e-4;
 
 /// Checks a probability row: every entry finite and ≥ 0, sum within 1 ± 1e-4.
 /// Throws InvalidInput naming the argument, row, request, position, token and value.

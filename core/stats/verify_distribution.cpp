@@ -15,7 +15,7 @@
 #include "core/sampling/sampling.hpp"
 #include "core/stats/stats.hpp"
 
-namespace speclab::experiments {
+namespace speclab {
 namespace {
 
 constexpr int64_t kMaxOutcomes = 4096;
@@ -203,4 +203,4 @@ VerifyReport verify_distribution(LanguageModel& target_model, LanguageModel& dra
   return report;
 }
 
-}  // namespace speclab::experiments
+}  // namespace speclab

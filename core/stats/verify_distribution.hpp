@@ -18,7 +18,7 @@
 #include "core/decode/decode.hpp"
 #include "core/models/model.hpp"
 
-namespace speclab::experiments {
+namespace speclab {
 
 struct VerifyOptions {
   int64_t samples = 0;    ///< 0: the N that reaches power 0.99 at `epsilon`
@@ -62,4 +62,4 @@ VerifyReport verify_distribution(LanguageModel& target, LanguageModel& draft,
                                  const std::vector<int32_t>& prompt, const DecodeConfig& config,
                                  const VerifyOptions& options);
 
-}  // namespace speclab::experiments
+}  // namespace speclab

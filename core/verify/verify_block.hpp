@@ -18,14 +18,6 @@ struct BlockParams {
   uint32_t step = 0;  ///< decoding step, part of every uniform's address
 };
 
-/// Residual weight of V5 at one token: max(0, w·p − q) in float, then fixed point. With w = 1 the
-/// product is exact and the weight is bit for bit V1's residual_fixed(p, q, 1). (A scalar rule: it
-/// belongs beside residual_fixed in core/base/rules.hpp once a kernel needs it.)
-inline uint64_t block_residual_fixed(float weight, float prob_target, float prob_draft) {
-  const float scaled_target = weight * prob_target;
-  return to_fixed(scaled_target - prob_draft);
-}
-
 /// The path weights and pass probabilities of one request (SPEC.md V5 steps 1-2), in double.
 struct BlockWeights {
   std::vector<double> w;  ///< [γ_b+1] w_0 = 1, w_i = min(1, w_{i−1}·p_i(x_i)/q_i(x_i)); a draft

@@ -13,28 +13,6 @@
 
 namespace speclab {
 
-std::string_view to_string(ChainMethod method) {
-  switch (method) {
-    case ChainMethod::kToken:
-      return "token";
-    case ChainMethod::kGreedy:
-      return "greedy";
-    case ChainMethod::kLenient:
-      return "lenient";
-  }
-  return "unknown";
-}
-
-ChainMethod parse_chain_method(std::string_view name) {
-  if (name == "token") return ChainMethod::kToken;
-  if (name == "greedy") return ChainMethod::kGreedy;
-  if (name == "lenient") return ChainMethod::kLenient;
-  throw InvalidInput(
-      fmt::format("method is \"{}\"; expected one of \"token\", \"greedy\", \"lenient\"", name));
-}
-
-bool is_lossy(ChainMethod method) { return method == ChainMethod::kLenient; }
-
 namespace detail {
 
 ChainResult make_result(const ChainBatch& batch, const ChainParams& params) {
@@ -68,7 +46,7 @@ void check_size(std::string_view argument, size_t actual, int64_t expected,
 
 }  // namespace
 
-void validate_chain_shapes(const ChainBatch& batch, const ChainParams& params) {
+void validate_chain_index_sizes(const ChainBatch& batch) {
   if (batch.batch < 1) {
     throw InvalidInput(
         fmt::format("batch size B is {}; expected at least one request", batch.batch));
@@ -79,6 +57,23 @@ void validate_chain_shapes(const ChainBatch& batch, const ChainParams& params) {
   if (batch.vocab < 1) {
     throw InvalidInput(fmt::format("vocab size V is {}; expected V ≥ 1", batch.vocab));
   }
+  const int64_t b = batch.batch, g = batch.gamma;
+  check_size("draft_tokens", batch.draft_tokens.size(), b * g,
+             fmt::format("B·γ with B={}, γ={}", b, g));
+  if (!batch.n_draft.empty()) check_size("n_draft", batch.n_draft.size(), b, "B");
+  if (!batch.request_ids.empty()) check_size("request_ids", batch.request_ids.size(), b, "B");
+}
+
+void validate_chain_params(const ChainParams& params) {
+  if (params.method == ChainMethod::kLenient && !(params.leniency > 0.0 && params.leniency <= 1.0 &&
+                                                  static_cast<float>(params.leniency) > 0.0f)) {
+    throw InvalidInput(fmt::format("leniency is {}; expected 0 < leniency ≤ 1 (1 is lossless V1)",
+                                   params.leniency));
+  }
+}
+
+void validate_chain_sizes(const ChainBatch& batch, const ChainParams& params) {
+  validate_chain_index_sizes(batch);
   const int64_t b = batch.batch, g = batch.gamma, v = batch.vocab;
   check_size("probs_target", batch.probs_target.size(), b * (g + 1) * v,
              fmt::format("B·(γ+1)·V with B={}, γ={}, V={}", b, g, v));
@@ -86,23 +81,18 @@ void validate_chain_shapes(const ChainBatch& batch, const ChainParams& params) {
     check_size("probs_draft", batch.probs_draft.size(), b * g * v,
                fmt::format("B·γ·V with B={}, γ={}, V={}", b, g, v));
   }
-  check_size("draft_tokens", batch.draft_tokens.size(), b * g,
-             fmt::format("B·γ with B={}, γ={}", b, g));
-  if (!batch.n_draft.empty()) {
-    check_size("n_draft", batch.n_draft.size(), b, "B");
-    for (int64_t r = 0; r < b; ++r) {
-      const int32_t n = batch.n_draft[r];
-      if (n < 0 || n > g) {
-        throw InvalidInput(fmt::format(
-            "n_draft[{}] (request {}) is {}; expected 0 ≤ n_draft ≤ γ = {}", r, r, n, g));
-      }
+  validate_chain_params(params);
+}
+
+void validate_chain_shapes(const ChainBatch& batch, const ChainParams& params) {
+  validate_chain_sizes(batch, params);
+  const int64_t b = batch.batch, g = batch.gamma, v = batch.vocab;
+  for (int64_t r = 0; r < b && !batch.n_draft.empty(); ++r) {
+    const int32_t n = batch.n_draft[r];
+    if (n < 0 || n > g) {
+      throw InvalidInput(
+          fmt::format("n_draft[{}] (request {}) is {}; expected 0 ≤ n_draft ≤ γ = {}", r, r, n, g));
     }
-  }
-  if (!batch.request_ids.empty()) check_size("request_ids", batch.request_ids.size(), b, "B");
-  if (params.method == ChainMethod::kLenient && !(params.leniency > 0.0 && params.leniency <= 1.0 &&
-                                                  static_cast<float>(params.leniency) > 0.0f)) {
-    throw InvalidInput(fmt::format("leniency is {}; expected 0 < leniency ≤ 1 (1 is lossless V1)",
-                                   params.leniency));
   }
   for (int64_t r = 0; r < b; ++r) {
     const int64_t n = detail::draft_count(batch, r);

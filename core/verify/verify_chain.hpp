@@ -16,9 +16,9 @@ enum class ChainMethod {
   kLenient,  ///< V3: lossy, accept iff u·l·q(x) ≤ p(x)
 };
 
-/// "token", "greedy", "lenient".
+/// "token", "greedy", "lenient" (the names of core/verify/verifier.hpp's registry).
 std::string_view to_string(ChainMethod method);
-/// Parses a method name; throws InvalidInput listing the valid names.
+/// Parses a chain verifier's name; throws InvalidInput listing the valid names.
 ChainMethod parse_chain_method(std::string_view name);
 /// V3 is lossy; V1 and V2 are not (V2 is lossless with respect to greedy decoding).
 bool is_lossy(ChainMethod method);
@@ -38,9 +38,12 @@ struct ChainBatch {
   std::span<const uint32_t> request_ids;  ///< [B] Philox request ids; empty means 0..B-1
 };
 
+/// V3's l = 1 is V1's acceptance test.
+inline constexpr double kDefaultLeniency = 1.0;
+
 struct ChainParams {
   ChainMethod method = ChainMethod::kToken;
-  double leniency = 1.0;  ///< l in (0, 1], used by kLenient only
+  double leniency = kDefaultLeniency;  ///< l in (0, 1], used by kLenient only
   uint64_t seed = 0;
   uint32_t step = 0;  ///< decoding step, part of every uniform's address
 };
@@ -63,6 +66,16 @@ struct ChainResult {
 /// Checks shapes, γ, token ids and every probability row the batch uses (SPEC.md "Bad input").
 /// Throws InvalidInput naming the argument, request, position and value.
 void validate_chain_batch(const ChainBatch& batch, const ChainParams& params);
+
+/// The checks of validate_chain_batch that read no element, so that a device launcher can make
+/// them on the host for arrays in device memory: B ≥ 1, γ ≥ 0, V ≥ 1, the length of every array
+/// and the method's parameters. Throws InvalidInput as validate_chain_batch does.
+void validate_chain_sizes(const ChainBatch& batch, const ChainParams& params);
+/// The size-only checks of B, γ, V and the index arrays (draft_tokens, n_draft, request_ids):
+/// what a launcher over logits, whose probability arrays are absent, shares with the above.
+void validate_chain_index_sizes(const ChainBatch& batch);
+/// V3's leniency in (0, 1] (and representable as a positive float) for kLenient.
+void validate_chain_params(const ChainParams& params);
 
 /// The reference: written to be obviously correct, validates everything first.
 ChainResult verify_chain_reference(const ChainBatch& batch, const ChainParams& params);

@@ -1,8 +1,8 @@
 // Fast chain verifiers V1-V3 (SPEC.md): the same tokens as verify_chain_reference for the same
 // uniforms. Accept tests gather p(x_i), q(x_i); only the one residual or bonus row per request is
-// read, in one pass that validates it and sums fixed-point weights per block of kBlock tokens.
-// Integer block sums are exact, so locating the sampled token in its block and rescanning those
-// kBlock tokens gives the reference's inverse-CDF token bit for bit.
+// read, in one pass that validates it and sums fixed-point weights per block of kChunkTokens
+// tokens. Integer block sums are exact, so locating the sampled token in its block and rescanning
+// those kChunkTokens tokens gives the reference's inverse-CDF token bit for bit.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -21,7 +21,6 @@
 namespace speclab {
 namespace {
 
-constexpr int64_t kBlock = 256;
 // Below this many B·V a second thread costs more than it saves (and on a loaded machine waiting
 // for it can cost a scheduler time slice).
 constexpr int64_t kParallelWork = int64_t{1} << 17;
@@ -77,15 +76,15 @@ BlockSums block_sums(const float* p, const float* q, float leniency, int64_t n) 
 // finiteness and row-sum checks of SPEC.md "Bad input" fused in.
 template <bool kResidual>
 void weight_pass(const float* p, const float* q, float leniency, int64_t vocab, RowPass& pass) {
-  const int64_t n_blocks = (vocab + kBlock - 1) / kBlock;
+  const int64_t n_blocks = (vocab + kChunkTokens - 1) / kChunkTokens;
   pass.block_sums.resize(n_blocks);
   uint64_t total = 0;
   double sum_p = 0.0, sum_q = 0.0;
   uint32_t bad = 0;
   for (int64_t blk = 0; blk < n_blocks; ++blk) {
-    const int64_t begin = blk * kBlock;
+    const int64_t begin = blk * kChunkTokens;
     const BlockSums b = block_sums<kResidual>(p + begin, kResidual ? q + begin : nullptr, leniency,
-                                              std::min(kBlock, vocab - begin));
+                                              std::min(kChunkTokens, vocab - begin));
     pass.block_sums[blk] = b.weights;
     total += b.weights;
     sum_p += b.target;
@@ -99,7 +98,7 @@ void weight_pass(const float* p, const float* q, float leniency, int64_t vocab, 
 }
 
 // Locates the token whose fixed-point prefix sum first exceeds the target: block by block, then
-// within the one block by recomputing its kBlock weights.
+// within the one block by recomputing its kChunkTokens weights.
 int32_t locate(const float* p, const float* q, float leniency, int64_t vocab, const RowPass& pass,
                uint32_t bits) {
   const uint64_t target = fixed_target(bits, pass.total);
@@ -109,8 +108,8 @@ int32_t locate(const float* p, const float* q, float leniency, int64_t vocab, co
   while (blk + 1 < n_blocks && cumulative + pass.block_sums[blk] <= target) {
     cumulative += pass.block_sums[blk++];
   }
-  const int64_t begin = blk * kBlock;
-  const int64_t end = std::min(vocab, begin + kBlock);
+  const int64_t begin = blk * kChunkTokens;
+  const int64_t end = std::min(vocab, begin + kChunkTokens);
   for (int64_t t = begin; t < end; ++t) {
     cumulative += q != nullptr ? residual_fixed(p[t], q[t], leniency) : to_fixed(p[t]);
     if (cumulative > target) return static_cast<int32_t>(t);

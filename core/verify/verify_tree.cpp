@@ -15,37 +15,6 @@
 
 namespace speclab {
 
-std::string_view to_string(TreeMethod method) {
-  switch (method) {
-    case TreeMethod::kIid:
-      return "tree-iid";
-    case TreeMethod::kSwor:
-      return "tree-swor";
-    case TreeMethod::kTopk:
-      return "tree-topk";
-    case TreeMethod::kTopkSoftmaxQ:
-      return "tree-topk-softmax-q";
-    case TreeMethod::kKseq:
-      return "kseq";
-  }
-  return "unknown";
-}
-
-TreeMethod parse_tree_method(std::string_view name) {
-  for (TreeMethod m : {TreeMethod::kIid, TreeMethod::kSwor, TreeMethod::kTopk,
-                       TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq}) {
-    if (name == to_string(m)) return m;
-  }
-  throw InvalidInput(fmt::format(
-      "tree method is \"{}\"; expected one of \"tree-iid\", \"tree-swor\", \"tree-topk\", "
-      "\"tree-topk-softmax-q\", \"kseq\"",
-      name));
-}
-
-bool is_lossy(TreeMethod method) { return method == TreeMethod::kTopkSoftmaxQ; }
-
-bool needs_draft_probs(TreeMethod method) { return method != TreeMethod::kTopk; }
-
 namespace {
 
 int64_t node_count(const TreeBatch& batch, int64_t r) {

@@ -20,7 +20,7 @@ enum class TreeMethod {
   kKseq,          ///< "kseq": SpecTr K-SEQ, c_j i.i.d. from q, ρ-scaled acceptance
 };
 
-/// "tree-iid", "tree-swor", "tree-topk", "tree-topk-softmax-q", "kseq".
+/// "tree-iid", "tree-swor", "tree-topk", "tree-topk-softmax-q", "kseq" (the registry's names).
 std::string_view to_string(TreeMethod method);
 /// Parses a method name; throws InvalidInput listing the valid names.
 TreeMethod parse_tree_method(std::string_view name);

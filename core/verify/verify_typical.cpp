@@ -22,16 +22,21 @@ double typical_threshold(std::span<const float> probs_target, double epsilon, do
   return std::min(epsilon, delta * std::exp(-entropy));
 }
 
-void validate_typical_batch(const ChainBatch& batch, const TypicalParams& params) {
-  if (!(std::isfinite(params.epsilon) && params.epsilon > 0.0)) {
+void validate_typical_params(double epsilon, double delta) {
+  if (!(std::isfinite(epsilon) && epsilon > 0.0)) {
     throw InvalidInput(
-        fmt::format("typical epsilon is {}; expected a finite ε > 0 (SPEC.md V4, default 0.09)",
-                    params.epsilon));
+        fmt::format("typical epsilon is {}; expected a finite ε > 0 (SPEC.md V4, default {:g})",
+                    epsilon, kTypicalEpsilon));
   }
-  if (!(std::isfinite(params.delta) && params.delta > 0.0)) {
-    throw InvalidInput(fmt::format(
-        "typical delta is {}; expected a finite δ > 0 (SPEC.md V4, default 0.3)", params.delta));
+  if (!(std::isfinite(delta) && delta > 0.0)) {
+    throw InvalidInput(
+        fmt::format("typical delta is {}; expected a finite δ > 0 (SPEC.md V4, default {:g})",
+                    delta, kTypicalDelta));
   }
+}
+
+void validate_typical_batch(const ChainBatch& batch, const TypicalParams& params) {
+  validate_typical_params(params.epsilon, params.delta);
   // V4 reads no q: validate as greedy does when probs_draft is absent, as V1 otherwise.
   const ChainMethod shape_method =
       batch.probs_draft.empty() ? ChainMethod::kGreedy : ChainMethod::kToken;

@@ -10,9 +10,13 @@
 
 namespace speclab {
 
+/// Medusa's defaults (posterior_threshold 0.09, posterior_alpha 0.3).
+inline constexpr double kTypicalEpsilon = 0.09;
+inline constexpr double kTypicalDelta = 0.3;
+
 struct TypicalParams {
-  double epsilon = 0.09;  ///< ε > 0, the hard threshold (Medusa's posterior_threshold)
-  double delta = 0.3;     ///< δ > 0, the entropy-adaptive factor (Medusa's posterior_alpha)
+  double epsilon = kTypicalEpsilon;  ///< ε > 0, the hard threshold (Medusa's posterior_threshold)
+  double delta = kTypicalDelta;  ///< δ > 0, the entropy-adaptive factor (Medusa's posterior_alpha)
   uint64_t seed = 0;
   uint32_t step = 0;  ///< decoding step, part of every uniform's address
 };
@@ -20,6 +24,9 @@ struct TypicalParams {
 /// min(ε, δ·exp(−H)) with H = −Σ p ln(p + 1e-5), in double, summed in token order.
 /// @param[in] probs_target [V] p_T, the target row at the step's temperature (after the pipeline)
 double typical_threshold(std::span<const float> probs_target, double epsilon, double delta);
+
+/// Throws InvalidInput unless ε and δ are finite and > 0.
+void validate_typical_params(double epsilon, double delta);
 
 /// Throws InvalidInput unless ε and δ are finite and > 0, then checks the batch as
 /// validate_chain_batch does (probs_draft may be empty: V4 never reads q).

@@ -102,11 +102,12 @@ Replay replay(const Scorer& target, const Scorer& draft, std::vector<int32_t> se
   out.probs_target = target(req, c.sampling);
   const std::vector<uint32_t> ids = {static_cast<uint32_t>(b)};
   const ChainBatch chain{1, s.drafted, v, out.probs_target, out.probs_draft, drafts, {}, ids};
+  const auto* chain_verifier = std::get_if<ChainVerifier>(&c.verifier);
   const ChainResult r =
-      c.verifier == VerifierFamily::kBlock
+      chain_verifier == nullptr
           ? verify_block(chain, {.seed = c.seed, .step = static_cast<uint32_t>(s.step)})
-          : verify_chain(chain, {.method = c.method,
-                                 .leniency = c.leniency,
+          : verify_chain(chain, {.method = chain_verifier->method,
+                                 .leniency = chain_verifier->leniency,
                                  .seed = c.seed,
                                  .step = static_cast<uint32_t>(s.step)});
   out.n = r.n_accepted[0];
@@ -228,19 +229,18 @@ TEST(SpeculativeDecodeGpu, GpuMatchesReference) {
   block.gamma = 3;
   block.sampling.temperature = 0.7;
   block.draft_sampling.temperature = 0.9;
-  set_verifier(block, "block");
+  block.verifier = make_verifier("block");
   expect_same_tokens(odd, prompts, block, "block γ=3 T=0.7/0.9");
 
   DecodeConfig lenient = token;
   lenient.gamma = 2;
-  lenient.leniency = 0.6;
-  set_verifier(lenient, "lenient");
+  lenient.verifier = ChainVerifier{.method = ChainMethod::kLenient, .leniency = 0.6};
   expect_same_tokens(odd, prompts, lenient, "lenient γ=2");
 
   Pair tiny{make_linear_softmax_model("lsm-tiny-target"),
             make_linear_softmax_model("lsm-tiny-draft")};
   DecodeConfig greedy{.max_new_tokens = 17, .seed = 9, .gamma = 5};
-  set_verifier(greedy, "greedy");
+  greedy.verifier = make_verifier("greedy");
   expect_same_tokens(tiny, prompts_for(16), greedy, "tiny greedy γ=5");
   DecodeConfig tiny_token{.max_new_tokens = 23, .seed = 10, .gamma = 6};
   expect_same_tokens(tiny, prompts_for(16), tiny_token, "tiny token γ=6");
@@ -253,7 +253,7 @@ TEST(SpeculativeDecodeGpu, BadConfigThrows) {
   gpu::LinearSoftmaxDevice target(*target_model), draft(*draft_model);
   const std::vector<std::vector<int32_t>> prompts = {{1, 2}};
   DecodeConfig typical{.max_new_tokens = 4};
-  set_verifier(typical, "typical");
+  typical.verifier = make_verifier("typical");
   EXPECT_THROW(gpu::speculative_decode(target, draft, prompts, typical), InvalidInput);
   DecodeConfig filtered{.max_new_tokens = 4};
   filtered.sampling.top_p = 0.9;

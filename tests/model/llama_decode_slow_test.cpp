@@ -89,7 +89,7 @@ TEST(SmolLM2Speculative, FirstTwoTokensFollowTheTargetUnderV1) {
   const uint64_t seed = testing::stat_seed("first-two");
   DecodeConfig config{
       .max_new_tokens = 2, .sampling = sampling, .draft_sampling = sampling, .gamma = 1};
-  set_verifier(config, "token");
+  config.verifier = make_verifier("token");
   std::vector<int64_t> observed(probs.size(), 0);
   int64_t accepted = 0, tested = 0;
   for (int64_t done = 0; done < kN; done += kBatch) {

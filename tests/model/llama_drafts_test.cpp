@@ -200,7 +200,7 @@ TEST(SmolLM2Drafts, GreedySpeculativeEqualsPlainGreedy) {
                       .draft_sampling = {.temperature = 0.0},
                       .seed = 3};
   const auto plain = plain_decode(target(), prompts, config);
-  set_verifier(config, "greedy");
+  config.verifier = make_verifier("greedy");
   for (const char* name :
        {"prompt-lookup-smollm2", "ngram3-smollm2", "layerskip:attn27-29", "layerskip:24-29"}) {
     auto draft = make_model(name);

@@ -227,7 +227,7 @@ TEST(LlamaDecode, GreedySpeculativeEqualsPlainGreedy) {
       .max_new_tokens = 20, .sampling = {.temperature = 0.0}, .seed = 1, .gamma = 4};
   const auto plain = plain_decode(*target, prompts, config);
   for (const char* verifier : {"greedy", "token", "block"}) {
-    set_verifier(config, verifier);
+    config.verifier = make_verifier(verifier);
     const auto spec = speculative_decode(*target, *draft, prompts, config);
     EXPECT_EQ(spec.tokens, plain.tokens) << verifier;
   }

@@ -188,8 +188,7 @@ TEST(Mutant, DraftWarpingMismatchIsCaughtByStream) {
 }
 
 TEST(Mutant, TopkSoftmaxQIsCaughtByStream) {
-  DecodeConfig config{.branches = {2, 2}};
-  set_verifier(config, "tree-topk");
+  DecodeConfig config{.verifier = make_verifier("tree-topk", {2, 2})};
   expect_stream_caught(Mutant::kTopkSoftmaxQ, config);
 }
 

@@ -90,8 +90,10 @@ void check_stream(const char* label, const exact::Distribution& expected,
 
 TEST(DecodeStat, TokenLevelStreamIsTheTargetChain) {
   const auto expected = exact::chain_distribution(exact_chain(kTargetWeights), 0, kLength);
-  check_stream("v1-gamma2", expected, {.gamma = 2, .method = ChainMethod::kToken});
-  check_stream("v1-gamma3", expected, {.gamma = 3, .method = ChainMethod::kToken});
+  check_stream("v1-gamma2", expected,
+               {.gamma = 2, .verifier = ChainVerifier{.method = ChainMethod::kToken}});
+  check_stream("v1-gamma3", expected,
+               {.gamma = 3, .verifier = ChainVerifier{.method = ChainMethod::kToken}});
 }
 
 TEST(DecodeStat, TreeStreamsAreTheTargetChain) {
@@ -99,14 +101,12 @@ TEST(DecodeStat, TreeStreamsAreTheTargetChain) {
   // node, recursive rejection): each lossless candidate law gives the target chain's stream.
   const auto expected = exact::chain_distribution(exact_chain(kTargetWeights), 0, kLength);
   for (const char* method : {"tree-iid", "tree-swor", "tree-topk", "kseq"}) {
-    DecodeConfig config{.branches = {2, 2}};
-    set_verifier(config, method);
+    DecodeConfig config{.verifier = make_verifier(method, {2, 2})};
     check_stream(method, expected, config);
   }
   // Positive control: the draft softmax used as q for deterministic top-k picks is lossy
   // (SPEC.md V6), and the same test must see it.
-  DecodeConfig lossy{.branches = {2, 2}};
-  set_verifier(lossy, "tree-topk-softmax-q");
+  DecodeConfig lossy{.verifier = make_verifier("tree-topk-softmax-q", {2, 2})};
   uint64_t seed = 0;
   const ChiSquareResult r = test_stream("tree-topk-softmax-q", expected, lossy, seed);
   report_chi_square("tree-topk-softmax-q (must reject)", r, kAlpha, seed);
@@ -118,8 +118,9 @@ TEST(DecodeStat, LenientStreamIsItsExactLossyLaw) {
   const auto expected = exact::enumerate_stream(exact_chain(kTargetWeights),
                                                 exact_chain(kDraftWeights), 0, 2, kLength, lenient,
                                                 /*cap_gamma=*/true);
-  check_stream("v3-half-gamma2", expected,
-               {.gamma = 2, .method = ChainMethod::kLenient, .leniency = 0.5});
+  check_stream(
+      "v3-half-gamma2", expected,
+      {.gamma = 2, .verifier = ChainVerifier{.method = ChainMethod::kLenient, .leniency = 0.5}});
   // And the same samples are not the target chain: the lossy law is far from it.
   const auto target_law = exact::chain_distribution(exact_chain(kTargetWeights), 0, kLength);
   double tv = 0.0;

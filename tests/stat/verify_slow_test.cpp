@@ -20,15 +20,14 @@ class LosslessVerifier : public ::testing::TestWithParam<const char*> {};
 TEST_P(LosslessVerifier, JointLawOfTwoTokensIsTheTargets) {
   auto target = make_model("lsm-tiny-target");
   auto draft = make_model("lsm-tiny-draft");
-  DecodeConfig config{.seed = testing::stat_seed(GetParam()), .gamma = 3, .branches = {2, 2}};
-  set_verifier(config, GetParam());
+  DecodeConfig config{.seed = testing::stat_seed(GetParam()),
+                      .gamma = 3,
+                      .verifier = make_verifier(GetParam(), {2, 2})};
   // Six verifiers share the 1e-6 budget (greedy is lossless against greedy decoding only).
-  const experiments::VerifyOptions options{
-      .epsilon = 0.005,
-      .alpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 6),
-      .length = 2};
-  const auto report =
-      experiments::verify_distribution(*target, *draft, {3, 1, 4, 1}, config, options);
+  const VerifyOptions options{.epsilon = 0.005,
+                              .alpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 6),
+                              .length = 2};
+  const auto report = verify_distribution(*target, *draft, {3, 1, 4, 1}, config, options);
   std::cout << "[stat] " << GetParam() << ": N=" << report.samples << " bins=" << report.bins
             << " p=" << report.p_value << " eps=" << report.epsilon_detectable
             << " tv=" << report.tv_estimate << " seed=" << config.seed << std::endl;

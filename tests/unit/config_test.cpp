@@ -56,14 +56,14 @@ TEST(Config, DefaultsFillEveryKey) {
   ASSERT_EQ(sweep.points.size(), 1u);
   const RunSettings& s = sweep.points[0].settings;
   EXPECT_EQ(s.name, "c");  // the file's stem
-  EXPECT_EQ(s.seed, 0u);
+  EXPECT_EQ(s.decode.seed, 0u);
   EXPECT_FALSE(s.speculative());
-  EXPECT_EQ(s.verifier, "token");
-  EXPECT_EQ(s.sampling.temperature, 1.0);
-  EXPECT_EQ(s.gamma, 4);
+  EXPECT_EQ(s.verifier(), "token");
+  EXPECT_EQ(s.decode.sampling.temperature, 1.0);
+  EXPECT_EQ(s.decode.gamma, 4);
   EXPECT_EQ(s.batch_size, 1);
   EXPECT_EQ(s.sequences, 1);
-  EXPECT_EQ(s.max_new_tokens, 64);
+  EXPECT_EQ(s.decode.max_new_tokens, 64);
   EXPECT_EQ(s.prompt_source, PromptSource::kRandom);
   EXPECT_THAT(sweep.points[0].config_toml, HasSubstr("max_new_tokens = 64"));
   EXPECT_THAT(sweep.points[0].config_toml, Not(HasSubstr("[draft]")));
@@ -80,10 +80,10 @@ temperature = 0.5
 top_p = 0.9
 )");
   const RunSettings& s = sweep.points[0].settings;
-  EXPECT_EQ(s.draft_sampling.temperature, 0.5);
-  EXPECT_EQ(s.draft_sampling.top_p, 0.9);
-  EXPECT_EQ(s.draft_sampling.top_k, 3);
-  EXPECT_EQ(s.sampling.top_k, 0);
+  EXPECT_EQ(s.decode.draft_sampling.temperature, 0.5);
+  EXPECT_EQ(s.decode.draft_sampling.top_p, 0.9);
+  EXPECT_EQ(s.decode.draft_sampling.top_k, 3);
+  EXPECT_EQ(s.decode.sampling.top_k, 0);
 }
 
 TEST(Config, ReportsEveryErrorAtOnceWithFileLineAndColumn) {
@@ -201,8 +201,8 @@ TEST(Config, SetValuesParseAsTomlAndKeepTheirTypes) {
   const Sweep sweep = load(base, {"decode.max_new_tokens=7", "sampling.temperature=0",
                                   "target.model=lsm-tiny-target", "name=\"x y\""});
   const RunSettings& s = sweep.points[0].settings;
-  EXPECT_EQ(s.max_new_tokens, 7);
-  EXPECT_EQ(s.sampling.temperature, 0.0);  // an integer is accepted for a number
+  EXPECT_EQ(s.decode.max_new_tokens, 7);
+  EXPECT_EQ(s.decode.sampling.temperature, 0.0);  // an integer is accepted for a number
   EXPECT_EQ(s.name, "x y");
   // A string where an integer belongs stays a string and is reported.
   EXPECT_THAT(error_of(base, {"decode.gamma=\"4\""}),
@@ -223,7 +223,7 @@ TEST(Config, ConflictingOrUnknownSetsAreErrors) {
   EXPECT_THAT(message, HasSubstr("--set decode.gamma=4: decode.gamma is swept at "));
   EXPECT_THAT(message, HasSubstr("use --set sweep.decode.gamma=[4]"));
   // The same value twice is not a conflict.
-  EXPECT_EQ(load(base, {"seed=3", "seed=3"}).points[0].settings.seed, 3u);
+  EXPECT_EQ(load(base, {"seed=3", "seed=3"}).points[0].settings.decode.seed, 3u);
 }
 
 TEST(Config, ResolvedTomlIsCompleteAndParsesBack) {
@@ -257,9 +257,9 @@ model = "lsm-tiny-draft"
 branches = [2, 2]
 )",
                              {"verifier.method=" + method});
-    EXPECT_EQ(sweep.points[0].settings.verifier, method);
+    EXPECT_EQ(sweep.points[0].settings.verifier(), method);
     const DecodeConfig config = decode_config(sweep.points[0].settings, 0);
-    EXPECT_EQ(verifier_name(config), method);
+    EXPECT_EQ(verifier_name(config.verifier), method);
   }
 }
 
@@ -280,7 +280,8 @@ method = "tree-iid"
   EXPECT_THAT(error_of(base, {"decode.branches=[16, 16, 16]"}),
               HasSubstr("makes a tree of more than 4096 nodes"));
   const Sweep sweep = load(base, {"decode.branches=[3, 2]"});
-  EXPECT_EQ(sweep.points[0].settings.branches, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(std::get<TreeVerifier>(sweep.points[0].settings.decode.verifier).branches,
+            (std::vector<int64_t>{3, 2}));
   EXPECT_THAT(sweep.points[0].config_toml, HasSubstr("branches = [ 3, 2 ]"));
   // Chain verifiers ignore a tree shape, and it is not part of their resolved config.
   const Sweep chain = load(base, {"decode.branches=[3, 2]", "verifier.method=token"});

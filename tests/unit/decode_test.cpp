@@ -35,7 +35,7 @@ TEST(DecodeEngine, GreedySpeculativeEqualsPlainGreedy) {
   for (ChainMethod method : {ChainMethod::kGreedy, ChainMethod::kToken}) {
     for (int64_t gamma : {0, 1, 3, 6}) {
       config.gamma = gamma;
-      config.method = method;
+      config.verifier = ChainVerifier{.method = method};
       const auto spec = speculative_decode(target, draft, ps, config);
       EXPECT_EQ(spec.tokens, plain.tokens) << "method " << to_string(method) << " γ " << gamma;
     }
@@ -170,17 +170,6 @@ TEST(DecodeEngine, RejectsBadInput) {
 namespace speclab {
 namespace {
 
-TEST(DecodeEngine, VerifierNamesRoundTrip) {
-  for (const auto& name : verifier_names()) {
-    DecodeConfig config;
-    set_verifier(config, name);
-    EXPECT_EQ(verifier_name(config), name);
-  }
-  DecodeConfig config;
-  EXPECT_THAT(testing::error_of([&] { set_verifier(config, "medusa"); }),
-              HasSubstr("verifier is \"medusa\"; expected one of \"token\""));
-}
-
 TEST(DecodeEngine, EveryVerifierEqualsPlainGreedyAtTemperatureZero) {
   // p one-hot at the argmax: every lossless verifier (and V4, whose threshold a one-hot row
   // passes only at its argmax) emits the greedy chain.
@@ -190,9 +179,8 @@ TEST(DecodeEngine, EveryVerifierEqualsPlainGreedyAtTemperatureZero) {
   DecodeConfig config{
       .max_new_tokens = 15, .sampling = {.temperature = 0.0}, .seed = 8, .gamma = 3};
   const auto plain = plain_decode(target, ps, config);
-  config.branches = {2, 2};
   for (const auto& name : verifier_names()) {
-    set_verifier(config, name);
+    config.verifier = make_verifier(name, {2, 2});
     const auto spec = speculative_decode(target, draft, ps, config);
     EXPECT_EQ(spec.tokens, plain.tokens) << name;
   }
@@ -206,8 +194,8 @@ TEST(DecodeEngine, EachVerifierIsTheOneThatRuns) {
   const auto ps = prompts(32, 6);
   std::vector<std::vector<std::vector<int32_t>>> streams;
   for (const char* name : {"token", "block", "typical"}) {
-    DecodeConfig config{.max_new_tokens = 16, .seed = 5, .gamma = 3};
-    set_verifier(config, name);
+    DecodeConfig config{
+        .max_new_tokens = 16, .seed = 5, .gamma = 3, .verifier = make_verifier(name)};
     streams.push_back(speculative_decode(target, draft, ps, config).tokens);
   }
   EXPECT_NE(streams[0], streams[1]);
@@ -219,8 +207,8 @@ TEST(DecodeEngine, TreeDecodingAcceptsEverythingWhenDraftEqualsTarget) {
   auto model = random_markov("m", 4, 2, 51);
   const auto ps = prompts(5, 4);
   for (const char* name : {"tree-iid", "tree-swor", "kseq"}) {
-    DecodeConfig config{.max_new_tokens = 12, .seed = 2, .branches = {2, 2, 1}};
-    set_verifier(config, name);
+    DecodeConfig config{
+        .max_new_tokens = 12, .seed = 2, .verifier = make_verifier(name, {2, 2, 1})};
     const auto r = speculative_decode(model, model, ps, config);
     EXPECT_EQ(r.metrics.acceptance_rate(), 1.0) << name;
     // Depth 3: 4 tokens per step, 12 tokens in exactly 3 steps per request.
@@ -233,8 +221,8 @@ TEST(DecodeEngine, TreeDecodingCountsOneTargetCallPerStep) {
   auto target = random_markov("target", 6, 1, 61);
   auto draft = random_markov("draft", 6, 1, 62);
   const auto ps = prompts(3, 6);
-  DecodeConfig config{.max_new_tokens = 20, .seed = 3, .branches = {3, 2}};
-  set_verifier(config, "tree-topk");
+  DecodeConfig config{
+      .max_new_tokens = 20, .seed = 3, .verifier = make_verifier("tree-topk", {3, 2})};
   const auto r = speculative_decode(target, draft, ps, config);
   // Requests run in lock step: one target call and one draft call per depth per round.
   const int64_t rounds = r.metrics.target.calls;
@@ -249,11 +237,10 @@ TEST(DecodeEngine, TreeDecodingCountsOneTargetCallPerStep) {
 TEST(DecodeEngine, TreeShapeIsValidated) {
   auto model = random_markov("m", 4, 1, 71);
   const auto ps = prompts(1, 4);
-  DecodeConfig config;
-  set_verifier(config, "tree-iid");
+  DecodeConfig config{.verifier = make_verifier("tree-iid")};
   EXPECT_THAT(testing::error_of([&] { speculative_decode(model, model, ps, config); }),
               HasSubstr("decode.branches is empty"));
-  config.branches = {2, 0};
+  config.verifier = make_verifier("tree-iid", {2, 0});
   EXPECT_THAT(testing::error_of([&] { speculative_decode(model, model, ps, config); }),
               HasSubstr("decode.branches[1] is 0; expected 1 ≤ k ≤ V = 4"));
 }

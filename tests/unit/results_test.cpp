@@ -191,7 +191,7 @@ TEST(Results, SummaryHasOneRowPerPointWithSweptParametersAndMetrics) {
     const SweepPoint& p = sweep.points[r - 1];
     EXPECT_EQ(cells[column("id")], p.id);
     EXPECT_EQ(cells[column("index")], std::to_string(p.index));
-    EXPECT_EQ(cells[column("decode.gamma")], std::to_string(p.settings.gamma));
+    EXPECT_EQ(cells[column("decode.gamma")], std::to_string(p.settings.decode.gamma));
     EXPECT_EQ(cells[column("target.model")], "lsm-tiny-target");
     EXPECT_EQ(cells[column("file")], p.id + ".h5");
     for (const char* metric : {"mean_accepted", "emitted_per_step", "acceptance_rate",
@@ -219,7 +219,7 @@ max_new_tokens = 5
 
 TEST(Results, CorpusPromptsAreDeterministicHeldOutText) {
   RunSettings s;
-  s.seed = 3;
+  s.decode.seed = 3;
   s.sequences = 3;
   s.prompt_length = 20;
   s.prompt_source = PromptSource::kCorpus;

@@ -50,8 +50,8 @@ decode.gamma = [1, 2, 3]
   EXPECT_EQ(values_of(sweep.points[5]),
             (std::vector<std::string>{"sampling.temperature=1", "decode.gamma=3"}));
   for (size_t i = 0; i < sweep.points.size(); ++i) EXPECT_EQ(sweep.points[i].index, (int64_t)i);
-  EXPECT_EQ(sweep.points[4].settings.gamma, 2);
-  EXPECT_EQ(sweep.points[4].settings.sampling.temperature, 1.0);
+  EXPECT_EQ(sweep.points[4].settings.decode.gamma, 2);
+  EXPECT_EQ(sweep.points[4].settings.decode.sampling.temperature, 1.0);
 }
 
 TEST(Sweep, ZipPairsValuesAndMultipliesWithTheGrid) {
@@ -123,7 +123,7 @@ TEST(Sweep, SetCanReplaceOrAddAnAxis) {
   const std::string text = std::string(kBase) + "[sweep]\ndecode.gamma = [1, 2, 4]\n";
   const Sweep replaced = load(text, {"sweep.decode.gamma=[8]"});
   ASSERT_EQ(replaced.points.size(), 1u);
-  EXPECT_EQ(replaced.points[0].settings.gamma, 8);
+  EXPECT_EQ(replaced.points[0].settings.decode.gamma, 8);
   const Sweep added = load(text, {"sweep.seed=[1, 2]"});
   EXPECT_EQ(added.points.size(), 6u);
   EXPECT_EQ(added.swept_keys.back(), "seed");

@@ -1,0 +1,116 @@
+// The verifier registry: every verifier speclab implements, written once (name, family, whether it
+// is lossy, whether it reads the draft's probabilities, its parameters with their defaults and
+// bounds), and VerifierSpec, the one value that selects a verifier and carries its parameters.
+// Decoding, the exact enumerators, configs, `speclab exact`, `speclab verify-batch` and every
+// `--help` read this table (docs/verifiers.md has the mathematics of each).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/base/rules.hpp"
+#include "core/verify/verify_chain.hpp"
+#include "core/verify/verify_tree.hpp"
+#include "core/verify/verify_typical.hpp"
+
+namespace speclab {
+
+/// The shape of a verification step, which fixes the verify function a step calls.
+enum class VerifierFamily {
+  kChain,    ///< V1-V3 over a draft chain: verify_chain
+  kBlock,    ///< V5 block verification of a draft chain: verify_block
+  kTypical,  ///< V4 typical acceptance of a draft chain (lossy): verify_typical
+  kTree,     ///< V6 recursive rejection or K-SEQ over a drafted token tree: verify_tree
+};
+
+/// Parameters of each family; the defaults are the registry's.
+struct ChainVerifier {
+  ChainMethod method = ChainMethod::kToken;
+  double leniency = kDefaultLeniency;  ///< l in (0, 1], read by kLenient only
+};
+struct BlockVerifier {};
+struct TypicalVerifier {
+  double epsilon = kTypicalEpsilon;  ///< ε > 0
+  double delta = kTypicalDelta;      ///< δ > 0
+};
+struct TreeVerifier {
+  TreeMethod method = TreeMethod::kIid;
+  /// Candidates drafted under each node at depth 0, 1, ... (e.g. {2, 2, 1} drafts 2 children of
+  /// the root, 2 under each, 1 under each of the 4); its length is the depth, which plays γ's role.
+  std::vector<int64_t> branches;
+};
+
+/// Which verifier, with its parameters. The variant's index is the VerifierFamily.
+using VerifierSpec = std::variant<ChainVerifier, BlockVerifier, TypicalVerifier, TreeVerifier>;
+
+/// A numeric parameter a verifier reads: its config key (`verifier.KEY`), its `speclab exact`
+/// option, its default and the open/closed interval it must lie in.
+struct VerifierParameter {
+  std::string_view key;     ///< "leniency", "typical_epsilon", "typical_delta"
+  std::string_view option;  ///< "--leniency", "--epsilon", "--delta"
+  std::string_view symbol;  ///< "l", "ε", "δ"
+  double default_value;
+  double lower;  ///< exclusive
+  double upper;  ///< inclusive when finite
+  std::string_view meaning;
+
+  /// "ε > 0" or "l in (0, 1]".
+  std::string range_text() const;
+  /// "ε > 0 of typical acceptance; default 0.09".
+  std::string help() const;
+  bool admits(double value) const;
+};
+
+/// The numeric parameters, in documentation order.
+std::span<const VerifierParameter> verifier_parameters();
+/// The parameter with this key; throws Error for an unknown key (a programming error).
+const VerifierParameter& verifier_parameter(std::string_view key);
+
+/// One row of the registry.
+struct VerifierEntry {
+  std::string_view name;   ///< the name configs, options and result files use: "token"
+  std::string_view label;  ///< the docs' label: "V1"
+  VerifierFamily family;
+  ChainMethod chain_method;  ///< kChain: which chain verifier
+  TreeMethod tree_method;    ///< kTree: the candidates' law
+  bool lossy;                ///< its output law differs from the target's (by design)
+  bool needs_draft_probs;    ///< reads probs_draft (greedy and deterministic top-k do not)
+  bool uses_branches;        ///< drafts a tree shaped by `branches`
+  std::span<const std::string_view> parameters;  ///< keys of verifier_parameters() it reads
+  std::string_view summary;
+};
+
+/// Every verifier, in documentation order.
+std::span<const VerifierEntry> verifier_registry();
+/// The entry of a name, or nullptr.
+const VerifierEntry* find_verifier(std::string_view name);
+/// The entry of a name; throws InvalidInput "<what> is "X"; expected one of ..." (with a "did you
+/// mean" for a near miss).
+const VerifierEntry& verifier_entry(std::string_view name, std::string_view what = "verifier");
+/// Every registered name, in registry order.
+std::vector<std::string> verifier_names();
+/// The names joined by `separator`: "token | greedy | ...".
+std::string verifier_names_text(std::string_view separator = " | ");
+
+/// The spec of a name with every parameter at its default; a tree verifier drafts `branches`
+/// (which the chain verifiers have no use for). Throws InvalidInput for an unknown name.
+VerifierSpec make_verifier(std::string_view name, std::vector<int64_t> branches = {});
+/// The registry entry of a spec.
+const VerifierEntry& entry_of(const VerifierSpec& spec);
+inline std::string_view verifier_name(const VerifierSpec& spec) { return entry_of(spec).name; }
+inline VerifierFamily family_of(const VerifierSpec& spec) {
+  return static_cast<VerifierFamily>(spec.index());
+}
+inline bool is_lossy(const VerifierSpec& spec) { return entry_of(spec).lossy; }
+
+/// Nodes of a tree drafted with `branches` (root excluded), saturating at kMaxTreeNodes + 1.
+int64_t tree_node_count(std::span<const int64_t> branches);
+/// Checks a tree shape: non-empty, every k in [1, V], at most kMaxTreeNodes nodes
+/// (core/base/rules.hpp). Throws InvalidInput naming decode.branches.
+void validate_tree_branches(std::span<const int64_t> branches, int64_t vocab);
+
+}  // namespace speclab
