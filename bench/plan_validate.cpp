@@ -16,6 +16,7 @@
 #include "core/models/linear_softmax.hpp"
 #include "core/plan/cost_model.hpp"
 #include "core/plan/hardware.hpp"
+#include "core/probe/this_machine.hpp"
 
 namespace speclab::cli {
 namespace {
@@ -104,7 +105,7 @@ std::string json_optional(std::optional<int64_t> v) {
 
 void run_plan_validate(bool json) {
   const double start = seconds_now();
-  const HardwareSpec all_cores = find_gpu("this-machine");
+  const HardwareSpec all_cores = find_hardware(kThisMachine);
   const HardwareSpec one_core = measure_this_machine(1);
   auto target = make_linear_softmax_model("lsm-target");
   auto draft = make_linear_softmax_model("lsm-draft");

@@ -18,6 +18,7 @@
 #include "core/io/hdf5_file.hpp"
 #include "core/plan/cost_model.hpp"
 #include "core/plan/hardware.hpp"
+#include "core/probe/this_machine.hpp"
 
 namespace speclab::cli {
 
@@ -137,7 +138,7 @@ void run_plan(const PlanOptions& o) {
     alpha = alpha_from_file(o.alpha_from);
   }
   const std::vector<int64_t> gammas = parse_gammas(o.gamma);
-  HardwareSpec gpu = find_gpu(o.gpu);
+  HardwareSpec gpu = find_hardware(o.gpu);
   if (o.overhead_us) gpu.launch_overhead_seconds = *o.overhead_us * 1e-6;
   const ModelSpec& target = find_llm(o.target);
   const ModelSpec& draft = find_llm(o.draft);

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/base/error.hpp"
-#include "core/decode/decode_detail.hpp"
+#include "core/decode/decode.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/sampling.hpp"
 #include "gpu/simt.cuh"
@@ -114,7 +114,7 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
                        "; speculative decoding needs the same "
                        "vocabulary");
   }
-  detail::validate_config(config, prompts, target.vocab(), true);
+  validate_decode_config(config, prompts, target.vocab(), true);
   const VerifierFamily family = family_of(config.verifier);
   if (family != VerifierFamily::kChain && family != VerifierFamily::kBlock) {
     throw InvalidInput("verifier is \"" + std::string(verifier_name(config.verifier)) +

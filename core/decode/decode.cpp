@@ -20,8 +20,11 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void validate_config(const DecodeConfig& config, std::span<const std::vector<int32_t>> prompts,
-                     int64_t vocab, bool speculative) {
+}  // namespace detail
+
+void validate_decode_config(const DecodeConfig& config,
+                            std::span<const std::vector<int32_t>> prompts, int64_t vocab,
+                            bool speculative) {
   if (prompts.empty()) throw InvalidInput("prompts is empty; expected at least one request");
   if (config.max_new_tokens < 1) {
     throw InvalidInput(
@@ -44,6 +47,8 @@ void validate_config(const DecodeConfig& config, std::span<const std::vector<int
     }
   }
 }
+
+namespace detail {
 
 // β = Σ_x min(p(x), q(x)): the acceptance probability at a position (SPEC.md V1).
 double overlap(const float* p, const float* q, int64_t v) {
@@ -182,7 +187,7 @@ ChainResult verify_step(const ChainBatch& chain, const DecodeConfig& config, uin
 
 DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
                           const DecodeConfig& config) {
-  validate_config(config, prompts, model.vocab(), false);
+  validate_decode_config(config, prompts, model.vocab(), false);
   const double start = now_seconds();
   const int64_t batch = static_cast<int64_t>(prompts.size()), v = model.vocab();
   const auto stats_before = model.stats();
@@ -232,7 +237,7 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
     return tree_speculative_decode(target, draft, prompts, config);
   }
   check_same_vocabulary(target, draft);
-  validate_config(config, prompts, target.vocab(), true);
+  validate_decode_config(config, prompts, target.vocab(), true);
   const int64_t v = target.vocab();
   const int64_t gamma = config.gamma;
   SpeculativeRun run(target, draft, prompts, config.max_new_tokens, gamma);

@@ -61,6 +61,13 @@ struct DecodeResult {
   DecodeMetrics metrics;
 };
 
+/// Checks the prompts (non-empty, token ids in [0, vocab)), the token budget, γ (speculative
+/// only) and both sampling pipelines; throws InvalidInput naming what is wrong. Every engine,
+/// including the device loop (gpu/speculative_decode.hpp), starts with it.
+void validate_decode_config(const DecodeConfig& config,
+                            std::span<const std::vector<int32_t>> prompts, int64_t vocab,
+                            bool speculative);
+
 /// Plain decoding: one target call (m = 1) per token; token t of request b is sampled with the
 /// uniform at (seed; b, t, 0, kPlainSample). Under T = 0 this is greedy decoding.
 DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,

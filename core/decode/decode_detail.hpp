@@ -9,9 +9,6 @@
 namespace speclab::detail {
 
 double now_seconds();
-/// Prompts, token budget, γ, sampling parameters (throws InvalidInput naming what is wrong).
-void validate_config(const DecodeConfig& config, std::span<const std::vector<int32_t>> prompts,
-                     int64_t vocab, bool speculative);
 void check_same_vocabulary(const LanguageModel& target, const LanguageModel& draft);
 /// β = Σ_x min(p(x), q(x)) over V tokens.
 double overlap(const float* p, const float* q, int64_t v);

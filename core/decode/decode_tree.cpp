@@ -63,7 +63,7 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
                                      std::span<const std::vector<int32_t>> prompts,
                                      const DecodeConfig& config) {
   check_same_vocabulary(target, draft);
-  validate_config(config, prompts, target.vocab(), false);
+  validate_decode_config(config, prompts, target.vocab(), false);
   const TreeVerifier& tree = std::get<TreeVerifier>(config.verifier);
   validate_tree_branches(tree.branches, target.vocab());
   const int64_t v = target.vocab();

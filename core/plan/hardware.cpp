@@ -4,20 +4,13 @@
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
-#include <mutex>
 #include <optional>
 
 #include "core/base/error.hpp"
-#include "core/models/linear_softmax.hpp"
-#include "core/models/skinny_gemm.hpp"
-#include "core/probe/membw.hpp"
-#include "core/sampling/sampling.hpp"
 
 namespace speclab {
 namespace {
@@ -30,8 +23,6 @@ constexpr std::array<std::pair<WeightDtype, std::string_view>, 6> kDtypeNames{{
     {WeightDtype::kInt8, "int8"},
     {WeightDtype::kInt4, "int4"},
 }};
-
-constexpr std::string_view kThisMachine = "this-machine";
 
 // Bytes of the parts that stay unquantised (embeddings, LM head, norms): 16-bit, or 32 for an
 // fp32 model.
@@ -230,10 +221,10 @@ std::vector<std::string> llm_preset_names() {
 HardwareSpec find_gpu(std::string_view name) {
   const std::string key = lower(name);
   if (key == kThisMachine) {
-    static std::once_flag once;
-    static HardwareSpec measured;
-    std::call_once(once, [] { measured = measure_this_machine(); });
-    return measured;
+    throw Error(
+        fmt::format("\"{}\" is measured, not a preset: use find_hardware "
+                    "(core/probe/this_machine.hpp)",
+                    kThisMachine));
   }
   for (const auto& g : gpu_presets()) {
     if (g.name == key) return g;
@@ -249,80 +240,6 @@ const ModelSpec& find_llm(std::string_view name) {
   }
   throw InvalidInput(
       fmt::format("unknown model preset '{}'; known: {}", name, join(llm_preset_names())));
-}
-
-// ---- this machine -------------------------------------------------------------------------------
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Best-of-repeats FLOP rate of the skinny GEMM on a matrix that stays in the last-level cache,
-// with enough columns (64) that it is bound by the FMA units, not by memory.
-double measure_skinny_gemm_flops(int64_t rows, int64_t depth, int repeats) {
-  PanelMatrix a(rows, depth);
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t k = 0; k < depth; ++k) a.at(i, k) = static_cast<float>((i * 7 + k * 3) % 17) / 17;
-  }
-  constexpr int64_t kCols = 64;
-  std::vector<float> x(kCols * depth, 0.5f), out(kCols * rows);
-  skinny_gemm(a, {.rows = rows, .depth = depth, .n_cols = kCols}, x, depth, {}, out, rows);
-  double best = 0.0;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    skinny_gemm(a, {.rows = rows, .depth = depth, .n_cols = kCols}, x, depth, {}, out, rows);
-    best = std::max(best, 2.0 * static_cast<double>(rows * depth * kCols) / seconds_since(start));
-  }
-  return best;
-}
-
-}  // namespace
-
-HardwareSpec measure_this_machine(int threads) {
-  HardwareSpec h{.name = std::string(kThisMachine), .overlapped = false, .measured = true};
-  const BandwidthMeasurement bw = measure_read_bandwidth(int64_t{512} << 20, 5, threads);
-  h.bandwidth_gbps = bw.read_gbps;
-  // 4096 × 1024 fp32 (16 MiB) is the smallest matrix the skinny GEMM splits over all cores;
-  // 2048 × 512 (4 MiB) it runs on one.
-  h.fp32_tflops = (threads == 1 ? measure_skinny_gemm_flops(2048, 512, 7)
-                                : measure_skinny_gemm_flops(4096, 1024, 7)) /
-                  1e12;
-  h.description =
-      fmt::format("this machine ({} threads, measured: {:.1f} GB/s read, {:.0f} GFLOP/s fp32)",
-                  bw.threads, h.bandwidth_gbps, h.fp32_tflops * 1e3);
-
-  // The sampling pipeline over one 32000-logit row, one thread, as LanguageModel::score runs it.
-  constexpr int64_t kVocab = 32000;
-  std::vector<float> logits(kVocab), probs(kVocab);
-  for (int64_t i = 0; i < kVocab; ++i) logits[i] = 4.0f * std::sin(0.37f * static_cast<float>(i));
-  const SamplingParams sampling{.temperature = 1.0};
-  double best = 1e30;
-  for (int r = 0; r < 20; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    probs_from_logits(logits, sampling, probs);
-    best = std::min(best, seconds_since(start));
-  }
-  h.seconds_per_logit = best / kVocab;
-
-  // Fixed cost of a model call: the 16-token LinearSoftmax model, whose arithmetic is nil.
-  auto tiny = make_linear_softmax_model("lsm-tiny-target");
-  const std::vector<int32_t> tokens{1, 2, 3};
-  const ScoreRequest request{tokens, 1, 0};
-  best = 1e30;
-  for (int r = 0; r < 50; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    tiny->score(std::span(&request, 1), sampling);
-    best = std::min(best, seconds_since(start));
-  }
-  h.launch_overhead_seconds = best;
-
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  h.memory_gib = pages > 0 && page > 0
-                     ? static_cast<double>(pages) * static_cast<double>(page) / 1073741824.0
-                     : 0.0;
-  return h;
 }
 
 // ---- data files ---------------------------------------------------------------------------------

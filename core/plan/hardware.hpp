@@ -106,18 +106,13 @@ std::span<const ModelSpec> llm_presets();
 std::vector<std::string> gpu_preset_names();
 std::vector<std::string> llm_preset_names();
 
-/// Lower-case lookup. "this-machine" measures this host (a second or two, cached per process).
-/// Unknown names throw InvalidInput listing the known ones.
+/// The name of the host measured as a "GPU" (core/probe/this_machine.hpp's find_hardware).
+inline constexpr std::string_view kThisMachine = "this-machine";
+
+/// Lower-case lookup of a preset. Unknown names throw InvalidInput listing the known ones;
+/// kThisMachine is measured, not looked up (find_hardware in core/probe/this_machine.hpp).
 HardwareSpec find_gpu(std::string_view name);
 const ModelSpec& find_llm(std::string_view name);
-
-/// Measures this host: read bandwidth (measure_read_bandwidth), fp32 FLOP rate (the
-/// LinearSoftmax skinny GEMM, 64 columns, on a matrix that stays in the last-level cache), the
-/// sampling pipeline's time per logit (one thread, as the decode engine runs it) and the fixed
-/// cost of a model call (the 16-token LinearSoftmax model). Memory is the host's RAM.
-/// threads = 0: all cores (the GEMM on a 16 MiB matrix, the smallest it splits over threads);
-/// threads = 1: one core (a 4 MiB matrix, which the GEMM runs on one thread).
-HardwareSpec measure_this_machine(int threads = 0);
 
 /// Parse the data files' layout ([gpus.NAME] / [models.NAME] tables). Throws InvalidInput with
 /// `source:line:column` for a syntax error or naming the table and key.

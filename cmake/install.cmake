@@ -1,0 +1,34 @@
+# `cmake --install`: headers under include/speclab/, the libraries, the speclab executable, and a
+# speclabConfig.cmake so that an outside project can
+#   find_package(speclab REQUIRED)                     # speclab::verify
+#   find_package(speclab REQUIRED COMPONENTS core gpu)  # and speclab::core, speclab::gpu
+# Each component is its own export set, so speclab::verify needs only fmt and OpenMP.
+include(CMakePackageConfigHelpers)
+set(SPECLAB_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/speclab)
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/core DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/speclab
+        FILES_MATCHING PATTERN "*.hpp")
+install(TARGETS speclab_verify EXPORT speclabVerifyTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS speclab_core EXPORT speclabCoreTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(EXPORT speclabVerifyTargets NAMESPACE speclab:: DESTINATION ${SPECLAB_CMAKE_DIR})
+install(EXPORT speclabCoreTargets NAMESPACE speclab:: DESTINATION ${SPECLAB_CMAKE_DIR})
+set(SPECLAB_COMPONENTS verify core)
+if(SPECLAB_CUDA_ENABLED)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/gpu DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/speclab
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "emulation" EXCLUDE)
+  install(TARGETS speclab_gpu EXPORT speclabGpuTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT speclabGpuTargets NAMESPACE speclab:: DESTINATION ${SPECLAB_CMAKE_DIR})
+  list(APPEND SPECLAB_COMPONENTS gpu)
+endif()
+install(TARGETS speclab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/speclabConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/speclabConfig.cmake
+                              INSTALL_DESTINATION ${SPECLAB_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/speclabConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/speclabConfig.cmake
+              ${PROJECT_BINARY_DIR}/speclabConfigVersion.cmake
+        DESTINATION ${SPECLAB_CMAKE_DIR})

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Checks speclab's include arrows against the layering in docs/architecture.md.
+
+Every `#include "X"` of a project file is an arrow from the including file's layer to X's layer;
+an arrow the table below does not allow fails the check, naming the file, the line and the rule.
+Run from anywhere: `scripts/check_layers.py` (exit 0 when clean, 1 on a forbidden arrow).
+"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# Layer of a path: the longest matching prefix.
+LAYERS = {
+    "core/base": "base",
+    "core/sampling": "sampling",
+    "core/verify": "verify",
+    "core/exact": "exact",
+    "core/stats": "stats",
+    "core/models": "models",
+    "core/decode": "decode",
+    "core/io": "io",
+    "core/plan": "plan",
+    "core/probe": "probe",
+    "gpu/emulation": "gpu-emulation",
+    "gpu": "gpu",
+    "bench": "bench",
+    "experiments": "experiments",
+    "cli": "cli",
+    "tests": "tests",
+}
+
+# A -> the layers A may include (besides itself).
+CORE_BELOW_DECODE = {"base", "sampling", "verify"}
+ALLOWED = {
+    "base": set(),
+    "sampling": {"base"},
+    "verify": {"base", "sampling"},
+    "exact": {"base", "sampling", "verify"},
+    "io": {"base"},
+    "plan": {"base"},
+    "models": {"base", "sampling", "io"},
+    "decode": {"base", "sampling", "verify", "models"},
+    "stats": {"base", "sampling", "verify", "exact", "models", "decode"},
+    "probe": {"base", "sampling", "models", "plan"},
+    # The CUDA library sees core's base, sampling, verify, decode and model interfaces only.
+    "gpu": {"base", "sampling", "verify", "decode", "models", "gpu-emulation"},
+    "gpu-emulation": {"gpu"},
+    "experiments": {"base", "sampling", "verify", "exact", "stats", "models", "decode", "io",
+                    "plan", "probe"},
+    "bench": {"base", "sampling", "verify", "exact", "stats", "models", "decode", "io", "plan", "experiments",
+              "probe", "gpu"},
+    "cli": {"base", "sampling", "verify", "exact", "stats", "models", "decode", "io", "plan",
+            "probe", "gpu", "bench", "experiments"},
+    "tests": set(LAYERS.values()),
+}
+
+# Headers private to their folder: only files of the same layer may include them.
+PRIVATE = re.compile(r"_detail\.hpp$")
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+SOURCES = ("*.hpp", "*.cpp", "*.cuh", "*.cu", "*.h")
+
+
+def layer_of(path: str):
+    best = None
+    for prefix, layer in LAYERS.items():
+        if path == prefix or path.startswith(prefix + "/"):
+            if best is None or len(prefix) > len(best[0]):
+                best = (prefix, layer)
+    return best[1] if best else None
+
+
+def check(root: pathlib.Path):
+    errors = []
+    files = [p for pattern in SOURCES for p in root.rglob(pattern)]
+    for path in sorted(files):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(("build", ".git")) or "/build" in rel.split("/", 1)[0]:
+            continue
+        source = layer_of(rel)
+        if source is None:
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            target_path = m.group(1)
+            target = layer_of(target_path)
+            if target is None:
+                continue  # a system or third-party header, or one beside the file
+            where = f"{rel}:{number}"
+            if target != source and target not in ALLOWED[source]:
+                errors.append(f"{where}: {source} may not include {target} ({target_path}); "
+                              f"{source} may include: {', '.join(sorted(ALLOWED[source])) or 'nothing of the project'}")
+            elif PRIVATE.search(target_path) and target != source and source != "tests":
+                errors.append(f"{where}: {target_path} is private to {target}; include its public "
+                              f"header instead")
+    return errors
+
+
+def self_test():
+    """The check must fail on each kind of forbidden arrow and pass on allowed ones."""
+    import tempfile
+    cases = {
+        "core/verify/a.cpp": ('#include "core/models/model.hpp"', True),
+        "core/base/b.hpp": ('#include "core/sampling/sampling.hpp"', True),
+        "core/decode/c.cpp": ('#include "gpu/verify_chain.hpp"', True),
+        "gpu/d.cu": ('#include "core/verify/verify_chain_detail.hpp"', True),
+        "core/exact/e.cpp": ('#include "experiments/config.hpp"', True),
+        "core/verify/f.cpp": ('#include "core/sampling/sampling.hpp"', False),
+        "cli/g.cpp": ('#include "experiments/config.hpp"', False),
+        "core/verify/h.cpp": ('#include "core/verify/verify_chain_detail.hpp"', False),
+    }
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel, (line, forbidden) in cases.items():
+            for old in pathlib.Path(tmp).rglob("*.*"):
+                old.unlink()
+            path = pathlib.Path(tmp) / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(line + "\n")
+            caught = bool(check(pathlib.Path(tmp)))
+            if caught != forbidden:
+                print(f"self-test: {rel} with {line}: {'caught' if caught else 'passed'}, "
+                      f"expected {'a failure' if forbidden else 'a pass'}")
+                failures += 1
+    print(f"check_layers self-test: {len(cases) - failures} of {len(cases)} cases as expected")
+    return 1 if failures else 0
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    root = pathlib.Path(argv[1]).resolve() if len(argv) > 1 else ROOT
+    errors = check(root)
+    for e in errors:
+        print(e)
+    if errors:
+        print(f"check_layers: {len(errors)} forbidden include(s); the allowed arrows are in "
+              f"scripts/check_layers.py and docs/architecture.md", file=sys.stderr)
+        return 1
+    print("check_layers: every include follows the layering")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
