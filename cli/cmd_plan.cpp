@@ -1,7 +1,8 @@
 // `speclab plan`: the cost and memory planner (core/plan/cost_model.hpp) on the command line —
 // speculative-decoding speedup by γ and batch size on a GPU preset (SPEC.md V1 closed forms
 // inside a roofline step model), the optimal γ per batch, the break-even batch and the VRAM
-// budget; `--validate` checks the model against measured runs on this machine.
+// budget; `--validate` checks the model against measured runs on this machine. The plan itself
+// comes from core/plan/plan.hpp; this file parses the flags and prints or writes the result.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -18,6 +19,7 @@
 #include "core/io/hdf5_file.hpp"
 #include "core/plan/cost_model.hpp"
 #include "core/plan/hardware.hpp"
+#include "core/plan/plan.hpp"
 #include "core/probe/this_machine.hpp"
 
 namespace speclab::cli {
@@ -25,10 +27,6 @@ namespace speclab::cli {
 namespace {
 
 constexpr double kGB = 1e9;
-// With --gamma auto the table shows these columns; the optimum is searched over 1..kMaxGamma.
-const std::vector<int64_t> kAutoColumns = {1, 2, 3, 4, 5, 6, 8};
-constexpr int64_t kMaxGamma = 32;
-constexpr int64_t kMaxBreakEvenBatch = 4096;
 
 struct PlanOptions {
   std::string gpu, target, draft;
@@ -113,11 +111,7 @@ std::vector<int64_t> parse_gammas(const std::string& text) {
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
-void run_plan(const PlanOptions& o) {
-  if (o.validate) {
-    run_plan_validate(o.json);
-    return;
-  }
+void check_plan_options(const PlanOptions& o) {
   if (o.gpu.empty() || o.target.empty() || o.draft.empty()) {
     throw InvalidInput("plan needs --gpu, --target and --draft (or --validate); see --help");
   }
@@ -130,173 +124,190 @@ void run_plan(const PlanOptions& o) {
   if (o.overhead_us && !(*o.overhead_us >= 0.0)) {
     throw InvalidInput(fmt::format("--overhead-us is {}; expected ≥ 0", *o.overhead_us));
   }
-  Alpha alpha;
-  if (o.alpha) {
-    alpha = {*o.alpha, "--alpha"};
-    check_alpha_open(alpha.value, "--alpha");
-  } else {
-    alpha = alpha_from_file(o.alpha_from);
-  }
-  const std::vector<int64_t> gammas = parse_gammas(o.gamma);
-  HardwareSpec gpu = find_hardware(o.gpu);
-  if (o.overhead_us) gpu.launch_overhead_seconds = *o.overhead_us * 1e-6;
-  const ModelSpec& target = find_llm(o.target);
-  const ModelSpec& draft = find_llm(o.draft);
-  if (target.vocab != draft.vocab) {
-    throw InvalidInput(fmt::format(
-        "draft {} has vocabulary size {} but target {} has {}; speculative decoding needs the "
-        "same vocabulary",
-        draft.name, draft.vocab, target.name, target.vocab));
-  }
-  const MemoryPlan mem = plan_memory(target, draft, gpu, o.context, o.memory_utilization);
-  const PairCostModel model{.target = pass_profile(target),
-                            .draft = pass_profile(draft),
-                            .target_rates = roofline_rates(gpu, target.dtype),
-                            .draft_rates = roofline_rates(gpu, draft.dtype),
-                            .context = o.context};
+}
 
-  const std::vector<int64_t>& columns = gammas.empty() ? kAutoColumns : gammas;
-  std::vector<StepCost> best;
-  std::vector<std::vector<double>> grid;  // [batch][column]
-  for (int64_t b : o.batch) {
-    best.push_back(best_step(model, alpha.value, b, gammas, kMaxGamma));
-    std::vector<double> row;
-    for (int64_t g : columns) row.push_back(step_cost(model, alpha.value, b, g).speedup);
-    grid.push_back(row);
-  }
-  const std::optional<int64_t> even = break_even_batch(
-      model, alpha.value, gammas.empty() ? std::vector<int64_t>{} : gammas, kMaxBreakEvenBatch);
-  // Leviathan's batch-free view for comparison: c from the batch-1 passes, verification = 1.
-  const StepCost b1 = step_cost(model, alpha.value, 1, 1);
-  const GammaChoice leviathan =
-      gammas.empty() ? optimal_gamma(alpha.value, b1.c, kMaxGamma) : GammaChoice{};
-  auto fits = [&](int64_t b) { return b <= mem.max_sequences_with_draft; };
+Alpha resolve_alpha(const PlanOptions& o) {
+  if (!o.alpha) return alpha_from_file(o.alpha_from);
+  check_alpha_open(*o.alpha, "--alpha");
+  return {*o.alpha, "--alpha"};
+}
 
-  if (!o.out.empty()) {
-    Hdf5Writer out{std::filesystem::path(o.out)};
-    const auto n = static_cast<int64_t>(o.batch.size());
-    const auto n_columns = static_cast<int64_t>(columns.size());
-    std::vector<int64_t> gamma_col, fits_col;
-    std::vector<double> speedup_col, emitted_col, step_col, plain_col, flat_grid;
-    for (size_t i = 0; i < best.size(); ++i) {
-      gamma_col.push_back(best[i].gamma);
-      speedup_col.push_back(best[i].speedup);
-      emitted_col.push_back(best[i].expected_emitted);
-      step_col.push_back(best[i].step_seconds);
-      plain_col.push_back(best[i].plain_seconds);
-      fits_col.push_back(fits(o.batch[i]) ? 1 : 0);
-      flat_grid.insert(flat_grid.end(), grid[i].begin(), grid[i].end());
-    }
-    const int64_t shape_n[] = {n}, shape_c[] = {n_columns}, shape_grid[] = {n, n_columns};
-    out.write("rows/batch", std::span<const int64_t>(o.batch), shape_n);
-    out.write("rows/gamma", std::span<const int64_t>(gamma_col), shape_n);
-    out.write("rows/speedup", std::span<const double>(speedup_col), shape_n);
-    out.write("rows/expected_emitted", std::span<const double>(emitted_col), shape_n);
-    out.write("rows/step_seconds", std::span<const double>(step_col), shape_n);
-    out.write("rows/plain_token_seconds", std::span<const double>(plain_col), shape_n);
-    out.write("rows/fits_memory", std::span<const int64_t>(fits_col), shape_n);
-    out.write("grid/gamma", std::span<const int64_t>(columns), shape_c);
-    out.write("grid/speedup", std::span<const double>(flat_grid), shape_grid);
-    out.write_string_attribute("schema", "speclab.plan");
-    out.write_int64_attribute("schema_version", 1);
-    out.write_string_attribute("gpu", gpu.name);
-    out.write_string_attribute("target", target.name);
-    out.write_string_attribute("draft", draft.name);
-    out.write_double_attribute("alpha", alpha.value);
-    out.write_string_attribute("alpha_source", alpha.source);
-    out.write_int64_attribute("context", o.context);
-    out.write_double_attribute("memory_utilization", o.memory_utilization);
-    out.write_string_attribute("gamma_mode", gammas.empty() ? "auto" : "list");
-    out.write_int64_attribute("break_even_batch", even ? *even : -1);
-    out.write_double_attribute("target_weights_gb", mem.target_weight_bytes / kGB);
-    out.write_double_attribute("draft_weights_gb", mem.draft_weight_bytes / kGB);
-    out.write_int64_attribute("target_kv_bytes_per_token", mem.target_kv_bytes_per_token);
-    out.write_int64_attribute("draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token);
-    out.write_int64_attribute("max_sequences_without_draft", mem.max_sequences_without_draft);
-    out.write_int64_attribute("max_sequences_with_draft", mem.max_sequences_with_draft);
-    out.commit();
-  }
+PlanRequest plan_request(const PlanOptions& o, const Alpha& alpha) {
+  PlanRequest request{.gpu = find_hardware(o.gpu),
+                      .target = o.target,
+                      .draft = o.draft,
+                      .alpha = alpha.value,
+                      .gammas = parse_gammas(o.gamma),
+                      .batches = o.batch,
+                      .context = o.context,
+                      .memory_utilization = o.memory_utilization};
+  if (o.overhead_us) request.launch_overhead_seconds = *o.overhead_us * 1e-6;
+  return request;
+}
 
-  if (o.json) {
-    std::string s = fmt::format(
-        "{{\"gpu\": \"{}\", \"target\": \"{}\", \"draft\": \"{}\", \"alpha\": {}, "
-        "\"alpha_source\": \"{}\", \"context\": {}, \"memory_utilization\": {}, "
-        "\"gamma_mode\": \"{}\", \"rows\": [",
-        gpu.name, target.name, draft.name, json_number(alpha.value), alpha.source, o.context,
-        json_number(o.memory_utilization), gammas.empty() ? "auto" : "list");
-    for (size_t i = 0; i < best.size(); ++i) {
-      const StepCost& r = best[i];
-      std::string by_gamma;
-      for (size_t j = 0; j < columns.size(); ++j) {
-        by_gamma += fmt::format("{}\"{}\": {}", j ? ", " : "", columns[j], json_number(grid[i][j]));
-      }
-      s += fmt::format(
-          "{}{{\"batch\": {}, \"gamma\": {}, \"speedup\": {}, \"expected_emitted\": {}, "
-          "\"c\": {}, \"step_ms\": {}, \"plain_token_ms\": {}, \"target_compute_bound\": {}, "
-          "\"fits_memory\": {}, \"speedup_by_gamma\": {{{}}}}}",
-          i ? ", " : "", r.batch, r.gamma, json_number(r.speedup), json_number(r.expected_emitted),
-          json_number(r.c), json_number(1e3 * r.step_seconds), json_number(1e3 * r.plain_seconds),
-          r.target_compute_bound ? "true" : "false", fits(r.batch) ? "true" : "false", by_gamma);
+// rows/*: the best step of every batch; grid/*: the speedup of every batch and γ column.
+void write_plan_datasets(Hdf5Writer& out, const PlanOptions& o, const PlanResult& plan) {
+  const auto n = static_cast<int64_t>(o.batch.size());
+  const auto n_columns = static_cast<int64_t>(plan.columns.size());
+  std::vector<int64_t> gamma_col, fits_col;
+  std::vector<double> speedup_col, emitted_col, step_col, plain_col, flat_grid;
+  for (size_t i = 0; i < plan.best.size(); ++i) {
+    const StepCost& r = plan.best[i];
+    gamma_col.push_back(r.gamma);
+    speedup_col.push_back(r.speedup);
+    emitted_col.push_back(r.expected_emitted);
+    step_col.push_back(r.step_seconds);
+    plain_col.push_back(r.plain_seconds);
+    fits_col.push_back(plan.fits_memory(o.batch[i]) ? 1 : 0);
+    flat_grid.insert(flat_grid.end(), plan.speedups[i].begin(), plan.speedups[i].end());
+  }
+  const int64_t shape_n[] = {n}, shape_c[] = {n_columns}, shape_grid[] = {n, n_columns};
+  out.write("rows/batch", std::span<const int64_t>(o.batch), shape_n);
+  out.write("rows/gamma", std::span<const int64_t>(gamma_col), shape_n);
+  out.write("rows/speedup", std::span<const double>(speedup_col), shape_n);
+  out.write("rows/expected_emitted", std::span<const double>(emitted_col), shape_n);
+  out.write("rows/step_seconds", std::span<const double>(step_col), shape_n);
+  out.write("rows/plain_token_seconds", std::span<const double>(plain_col), shape_n);
+  out.write("rows/fits_memory", std::span<const int64_t>(fits_col), shape_n);
+  out.write("grid/gamma", std::span<const int64_t>(plan.columns), shape_c);
+  out.write("grid/speedup", std::span<const double>(flat_grid), shape_grid);
+}
+
+void write_plan_attributes(Hdf5Writer& out, const PlanOptions& o, const Alpha& alpha,
+                           const PlanResult& plan) {
+  const MemoryPlan& mem = plan.memory;
+  out.write_string_attribute("schema", "speclab.plan");
+  out.write_int64_attribute("schema_version", 1);
+  out.write_string_attribute("gpu", plan.gpu.name);
+  out.write_string_attribute("target", plan.target.name);
+  out.write_string_attribute("draft", plan.draft.name);
+  out.write_double_attribute("alpha", alpha.value);
+  out.write_string_attribute("alpha_source", alpha.source);
+  out.write_int64_attribute("context", o.context);
+  out.write_double_attribute("memory_utilization", o.memory_utilization);
+  out.write_string_attribute("gamma_mode", plan.auto_gamma ? "auto" : "list");
+  out.write_int64_attribute("break_even_batch",
+                            plan.break_even_batch ? *plan.break_even_batch : -1);
+  out.write_double_attribute("target_weights_gb", mem.target_weight_bytes / kGB);
+  out.write_double_attribute("draft_weights_gb", mem.draft_weight_bytes / kGB);
+  out.write_int64_attribute("target_kv_bytes_per_token", mem.target_kv_bytes_per_token);
+  out.write_int64_attribute("draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token);
+  out.write_int64_attribute("max_sequences_without_draft", mem.max_sequences_without_draft);
+  out.write_int64_attribute("max_sequences_with_draft", mem.max_sequences_with_draft);
+}
+
+void write_plan(const PlanOptions& o, const Alpha& alpha, const PlanResult& plan) {
+  Hdf5Writer out{std::filesystem::path(o.out)};
+  write_plan_datasets(out, o, plan);
+  write_plan_attributes(out, o, alpha, plan);
+  out.commit();
+}
+
+std::string plan_json_rows(const PlanResult& plan) {
+  std::string s;
+  for (size_t i = 0; i < plan.best.size(); ++i) {
+    const StepCost& r = plan.best[i];
+    std::string by_gamma;
+    for (size_t j = 0; j < plan.columns.size(); ++j) {
+      by_gamma += fmt::format("{}\"{}\": {}", j ? ", " : "", plan.columns[j],
+                              json_number(plan.speedups[i][j]));
     }
     s += fmt::format(
-        "], \"break_even_batch\": {}, \"leviathan_batch1\": {{\"c\": {}, \"gamma\": {}, "
-        "\"gain\": {}}}, \"vram\": {{\"capacity_gb\": {}, \"budget_gb\": {}, "
-        "\"target_weights_gb\": {}, \"draft_weights_gb\": {}, \"target_workspace_gb\": {}, "
-        "\"draft_workspace_gb\": {}, \"target_kv_bytes_per_token\": {}, "
-        "\"draft_kv_bytes_per_token\": {}, \"kv_budget_without_draft_gb\": {}, "
-        "\"kv_budget_with_draft_gb\": {}, \"max_sequences_without_draft\": {}, "
-        "\"max_sequences_with_draft\": {}, \"sequences_lost_to_draft\": {}, "
-        "\"headroom_gb\": {}}}}}",
-        even ? fmt::format("{}", *even) : "null", json_number(b1.c), leviathan.gamma,
-        json_number(leviathan.gain), json_number(mem.capacity_bytes / kGB),
-        json_number(mem.budget_bytes / kGB), json_number(mem.target_weight_bytes / kGB),
-        json_number(mem.draft_weight_bytes / kGB), json_number(mem.target_workspace_bytes / kGB),
-        json_number(mem.draft_workspace_bytes / kGB), mem.target_kv_bytes_per_token,
-        mem.draft_kv_bytes_per_token, json_number(mem.kv_budget_without_draft / kGB),
-        json_number(mem.kv_budget_with_draft / kGB), mem.max_sequences_without_draft,
-        mem.max_sequences_with_draft, mem.sequences_lost_to_draft(),
-        json_number(mem.headroom_with_draft / kGB));
-    std::printf("%s\n", s.c_str());
-    return;
+        "{}{{\"batch\": {}, \"gamma\": {}, \"speedup\": {}, \"expected_emitted\": {}, "
+        "\"c\": {}, \"step_ms\": {}, \"plain_token_ms\": {}, \"target_compute_bound\": {}, "
+        "\"fits_memory\": {}, \"speedup_by_gamma\": {{{}}}}}",
+        i ? ", " : "", r.batch, r.gamma, json_number(r.speedup), json_number(r.expected_emitted),
+        json_number(r.c), json_number(1e3 * r.step_seconds), json_number(1e3 * r.plain_seconds),
+        r.target_compute_bound ? "true" : "false", plan.fits_memory(r.batch) ? "true" : "false",
+        by_gamma);
   }
+  return s;
+}
 
+std::string plan_json_vram(const MemoryPlan& mem) {
+  return fmt::format(
+      "{{\"capacity_gb\": {}, \"budget_gb\": {}, \"target_weights_gb\": {}, "
+      "\"draft_weights_gb\": {}, \"target_workspace_gb\": {}, \"draft_workspace_gb\": {}, "
+      "\"target_kv_bytes_per_token\": {}, \"draft_kv_bytes_per_token\": {}, "
+      "\"kv_budget_without_draft_gb\": {}, \"kv_budget_with_draft_gb\": {}, "
+      "\"max_sequences_without_draft\": {}, \"max_sequences_with_draft\": {}, "
+      "\"sequences_lost_to_draft\": {}, \"headroom_gb\": {}}}",
+      json_number(mem.capacity_bytes / kGB), json_number(mem.budget_bytes / kGB),
+      json_number(mem.target_weight_bytes / kGB), json_number(mem.draft_weight_bytes / kGB),
+      json_number(mem.target_workspace_bytes / kGB), json_number(mem.draft_workspace_bytes / kGB),
+      mem.target_kv_bytes_per_token, mem.draft_kv_bytes_per_token,
+      json_number(mem.kv_budget_without_draft / kGB), json_number(mem.kv_budget_with_draft / kGB),
+      mem.max_sequences_without_draft, mem.max_sequences_with_draft, mem.sequences_lost_to_draft(),
+      json_number(mem.headroom_with_draft / kGB));
+}
+
+void print_plan_json(const PlanOptions& o, const Alpha& alpha, const PlanResult& plan) {
+  const std::string s = fmt::format(
+      "{{\"gpu\": \"{}\", \"target\": \"{}\", \"draft\": \"{}\", \"alpha\": {}, "
+      "\"alpha_source\": \"{}\", \"context\": {}, \"memory_utilization\": {}, "
+      "\"gamma_mode\": \"{}\", \"rows\": [{}], \"break_even_batch\": {}, "
+      "\"leviathan_batch1\": {{\"c\": {}, \"gamma\": {}, \"gain\": {}}}, \"vram\": {}}}",
+      plan.gpu.name, plan.target.name, plan.draft.name, json_number(alpha.value), alpha.source,
+      o.context, json_number(o.memory_utilization), plan.auto_gamma ? "auto" : "list",
+      plan_json_rows(plan),
+      plan.break_even_batch ? fmt::format("{}", *plan.break_even_batch) : "null",
+      json_number(plan.batch1.c), plan.leviathan.gamma, json_number(plan.leviathan.gain),
+      plan_json_vram(plan.memory));
+  std::printf("%s\n", s.c_str());
+}
+
+void print_plan_header(const PlanOptions& o, const Alpha& alpha, const PlanResult& plan) {
+  const MemoryPlan& mem = plan.memory;
   std::printf("speclab plan: target %s (%s, %.2f GB) + draft %s (%s, %.2f GB) on %s\n",
-              target.name.c_str(), std::string(weight_dtype_name(target.dtype)).c_str(),
-              mem.target_weight_bytes / kGB, draft.name.c_str(),
-              std::string(weight_dtype_name(draft.dtype)).c_str(), mem.draft_weight_bytes / kGB,
-              gpu.description.c_str());
+              plan.target.name.c_str(), std::string(weight_dtype_name(plan.target.dtype)).c_str(),
+              mem.target_weight_bytes / kGB, plan.draft.name.c_str(),
+              std::string(weight_dtype_name(plan.draft.dtype)).c_str(),
+              mem.draft_weight_bytes / kGB, plan.gpu.description.c_str());
   std::printf(
       "  %.0f GiB, %.0f GB/s, %.1f TFLOP/s at the target's dtype; α = %.3f (%s); context %lld "
       "tokens; launch overhead %.0f µs per pass\n",
-      gpu.memory_gib, gpu.bandwidth_gbps, model.target_rates.flops_per_second / 1e12, alpha.value,
-      alpha.source.c_str(), static_cast<long long>(o.context), gpu.launch_overhead_seconds * 1e6);
+      plan.gpu.memory_gib, plan.gpu.bandwidth_gbps, plan.model.target_rates.flops_per_second / 1e12,
+      alpha.value, alpha.source.c_str(), static_cast<long long>(o.context),
+      plan.gpu.launch_overhead_seconds * 1e6);
+}
+
+void print_speedup_grid(const PlanOptions& o, const PlanResult& plan) {
   std::printf("\n  speedup over plain decoding by batch and γ\n  batch ");
-  for (int64_t g : columns) std::printf("  γ=%-4lld", static_cast<long long>(g));
+  for (int64_t g : plan.columns) std::printf("  γ=%-4lld", static_cast<long long>(g));
   std::printf("\n");
-  for (size_t i = 0; i < best.size(); ++i) {
+  for (size_t i = 0; i < plan.best.size(); ++i) {
     std::printf("  %5lld ", static_cast<long long>(o.batch[i]));
-    for (double v : grid[i]) std::printf("  %5.2fx", v);
+    for (double v : plan.speedups[i]) std::printf("  %5.2fx", v);
     std::printf("\n");
   }
+}
+
+void print_best_steps(const PlanResult& plan) {
   std::printf(
       "\n  batch  best γ  speedup  E[emitted]  c(b)   step ms  plain ms/token  verify pass  "
       "fits VRAM\n");
-  for (size_t i = 0; i < best.size(); ++i) {
-    const StepCost& r = best[i];
+  for (const StepCost& r : plan.best) {
     std::printf("  %5lld  %6lld  %6.2fx  %10.2f  %5.3f  %7.2f  %14.2f  %-11s  %s\n",
                 static_cast<long long>(r.batch), static_cast<long long>(r.gamma), r.speedup,
                 r.expected_emitted, r.c, 1e3 * r.step_seconds, 1e3 * r.plain_seconds,
-                r.target_compute_bound ? "compute" : "memory", fits(r.batch) ? "yes" : "no");
+                r.target_compute_bound ? "compute" : "memory",
+                plan.fits_memory(r.batch) ? "yes" : "no");
   }
-  std::printf("\n  break-even batch (smallest batch whose best speedup ≤ 1): %s\n",
-              even ? fmt::format("{}", *even).c_str()
-                   : fmt::format("none up to {}", kMaxBreakEvenBatch).c_str());
-  if (gammas.empty()) {
+  const std::string even = plan.break_even_batch
+                               ? fmt::format("{}", *plan.break_even_batch)
+                               : fmt::format("none up to {}", kPlanMaxBreakEvenBatch);
+  std::printf("\n  break-even batch (smallest batch whose best speedup ≤ 1): %s\n", even.c_str());
+  if (plan.auto_gamma) {
     std::printf("  Leviathan at batch 1 (c = %.3f, verification = one step): γ = %lld, %.2fx\n",
-                b1.c, static_cast<long long>(leviathan.gamma), leviathan.gain);
+                plan.batch1.c, static_cast<long long>(plan.leviathan.gamma), plan.leviathan.gain);
   }
-  std::printf("\n  VRAM on %s (%.2f GB × %.2f utilisation = %.2f GB budget)\n", gpu.name.c_str(),
-              mem.capacity_bytes / kGB, mem.utilization, mem.budget_bytes / kGB);
+}
+
+void print_vram(const PlanOptions& o, const PlanResult& plan) {
+  const MemoryPlan& mem = plan.memory;
+  std::printf("\n  VRAM on %s (%.2f GB × %.2f utilisation = %.2f GB budget)\n",
+              plan.gpu.name.c_str(), mem.capacity_bytes / kGB, mem.utilization,
+              mem.budget_bytes / kGB);
   std::printf("    target weights        %8.2f GB\n", mem.target_weight_bytes / kGB);
   std::printf("    draft weights         %8.2f GB\n", mem.draft_weight_bytes / kGB);
   std::printf("    workspace (t + d)     %8.2f GB\n",
@@ -312,6 +323,25 @@ void run_plan(const PlanOptions& o) {
       static_cast<long long>(o.context), static_cast<long long>(mem.max_sequences_without_draft),
       static_cast<long long>(mem.max_sequences_with_draft),
       static_cast<long long>(mem.sequences_lost_to_draft()), mem.headroom_with_draft / kGB);
+}
+
+void run_plan(const PlanOptions& o) {
+  if (o.validate) {
+    run_plan_validate(o.json);
+    return;
+  }
+  check_plan_options(o);
+  const Alpha alpha = resolve_alpha(o);
+  const PlanResult plan = compute_plan(plan_request(o, alpha));
+  if (!o.out.empty()) write_plan(o, alpha, plan);
+  if (o.json) {
+    print_plan_json(o, alpha, plan);
+    return;
+  }
+  print_plan_header(o, alpha, plan);
+  print_speedup_grid(o, plan);
+  print_best_steps(plan);
+  print_vram(o, plan);
   if (!o.out.empty()) std::printf("\n  wrote %s\n", o.out.c_str());
 }
 

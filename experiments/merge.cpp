@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/io/partial_path.hpp"
 #include "experiments/results.hpp"
 
 namespace speclab::experiments {
@@ -27,6 +28,8 @@ MergeReport merge_results(std::span<const fs::path> inputs, const fs::path& out)
   };
   std::map<std::string, Found> by_id;
   std::error_code ec;
+  // A point's result file while it is written (a killed run leaves it behind).
+  const std::string unfinished_point = partial_path(".h5").string();
   for (const fs::path& dir : inputs) {
     if (!fs::is_directory(dir, ec)) {
       errors.push_back(
@@ -37,7 +40,7 @@ MergeReport merge_results(std::span<const fs::path> inputs, const fs::path& out)
     std::vector<fs::path> files;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       const std::string name = entry.path().filename().string();
-      if (name.ends_with(".h5.partial")) ++report.partials;
+      if (name.ends_with(unfinished_point)) ++report.partials;
       if (entry.is_regular_file(ec) && name.ends_with(".h5")) files.push_back(entry.path());
     }
     if (ec) errors.push_back(fmt::format("{}: cannot list ({})", dir.string(), ec.message()));

@@ -17,6 +17,7 @@
 
 #include "core/base/error.hpp"
 #include "core/io/hdf5_file.hpp"
+#include "core/io/partial_path.hpp"
 #include "core/stats/stats.hpp"
 
 // The project version; the build may define it from CMake's PROJECT_VERSION.
@@ -140,7 +141,7 @@ bool write_all(int fd, const char* data, size_t size) {
 class AtomicFile {
  public:
   explicit AtomicFile(fs::path path)
-      : path_(std::move(path)), partial_(path_.string() + ".partial") {
+      : path_(std::move(path)), partial_(partial_path(path_).string()) {
     fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd_ < 0) fail("cannot create");
   }

@@ -19,6 +19,7 @@
 #include "core/base/error.hpp"
 #include "core/base/hash.hpp"
 #include "core/decode/decode.hpp"
+#include "core/io/partial_path.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "experiments/results.hpp"
@@ -27,8 +28,6 @@
 namespace speclab::experiments {
 namespace fs = std::filesystem;
 namespace {
-
-fs::path partial_path(const fs::path& path) { return path.string() + ".partial"; }
 
 int64_t planned_work(const RunSettings& s) {
   return s.sequences * s.decode.max_new_tokens * (s.baseline ? 2 : 1);
@@ -162,18 +161,34 @@ std::vector<std::vector<int32_t>> make_prompts(const RunSettings& s, int64_t voc
   return prompts;
 }
 
-RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
-  const fs::path& out = options.out;
-  if (options.jobs < 1) {
-    throw InvalidInput(fmt::format("--jobs is {}; expected ≥ 1", options.jobs));
-  }
-  prepare_out_dir(out);
-  const std::vector<const SweepPoint*> points = shard_points(sweep, options.shard);
-  const fs::path summary = out / summary_file_name(options.shard);
-  RunReport report;
-  report.points = static_cast<int64_t>(points.size());
+namespace {
 
-  // What is already there: finished points, stale .partial files of a killed run.
+void refuse_existing(const fs::path& out, const fs::path& summary,
+                     std::vector<std::string> existing) {
+  std::error_code ec;
+  if (existing.empty() && !fs::exists(summary, ec)) return;
+  if (fs::exists(summary, ec)) existing.push_back(summary.string());
+  throw InvalidInput(fmt::format(
+      "--out {} already holds results of this sweep ({}); pass --resume to run only the "
+      "missing points, or choose another --out",
+      out.string(), describe(existing)));
+}
+
+void refuse_corrupt(const std::vector<std::string>& corrupt) {
+  if (corrupt.empty()) return;
+  throw InvalidInput(fmt::format(
+      "--resume: {} result file{} cannot be used:\n{}\ndelete {} to "
+      "run {} again",
+      corrupt.size(), corrupt.size() == 1 ? "" : "s", fmt::join(corrupt, "\n"),
+      corrupt.size() == 1 ? "it" : "them", corrupt.size() == 1 ? "its point" : "their points"));
+}
+
+// What OUT already holds of the shard's points: without --resume any finished point, stale
+// .partial file of a killed run or summary is refused; with it the stale .partial files are
+// removed and the finished points checked and skipped. Returns the points left to run.
+std::vector<const SweepPoint*> scan_out_dir(const std::vector<const SweepPoint*>& points,
+                                            const fs::path& out, const fs::path& summary,
+                                            bool resume, RunReport& report) {
   std::vector<const SweepPoint*> pending;
   std::vector<std::string> existing, corrupt;
   std::error_code ec;
@@ -181,7 +196,7 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
     const fs::path path = point_path(out, *p);
     const bool finished = fs::exists(path, ec);
     const bool partial = fs::exists(partial_path(path), ec);
-    if (!options.resume) {
+    if (!resume) {
       if (finished || partial) existing.push_back((finished ? path : partial_path(path)).string());
       pending.push_back(p);
       continue;
@@ -205,84 +220,82 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
       corrupt.push_back(e.what());
     }
   }
-  if (!options.resume && (!existing.empty() || fs::exists(summary, ec))) {
-    if (fs::exists(summary, ec)) existing.push_back(summary.string());
-    throw InvalidInput(fmt::format(
-        "--out {} already holds results of this sweep ({}); pass --resume to run only the "
-        "missing points, or choose another --out",
-        out.string(), describe(existing)));
-  }
-  if (!corrupt.empty()) {
-    throw InvalidInput(fmt::format(
-        "--resume: {} result file{} cannot be used:\n{}\ndelete {} to "
-        "run {} again",
-        corrupt.size(), corrupt.size() == 1 ? "" : "s", fmt::join(corrupt, "\n"),
-        corrupt.size() == 1 ? "it" : "them", corrupt.size() == 1 ? "its point" : "their points"));
-  }
+  if (!resume) refuse_existing(out, summary, existing);
+  refuse_corrupt(corrupt);
+  return pending;
+}
 
-  int64_t work = 0;
-  for (const SweepPoint* p : pending) work += planned_work(p->settings);
-  Progress progress(static_cast<int64_t>(pending.size()), work, options.progress);
+// The state the workers of one run share: the queue of pending points, the stop flag they watch
+// between batches, and the first failure, rethrown once every worker has stopped.
+struct SweepWork {
+  const std::vector<const SweepPoint*>& pending;
+  int64_t n_points = 0;  // in the whole sweep, for the result files' metadata
+  const fs::path& out;
+  const RunOptions& options;
+  Progress& progress;
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
+  std::atomic<bool> stop{false};  // the user asked, or another worker failed
   std::atomic<int64_t> ran{0};
   std::mutex error_mutex;
   std::exception_ptr first_error;
   std::string failed_point;
-  // A worker stops between batches when the user asks or another worker failed.
-  std::atomic<bool> stop{false};
-  const auto worker = [&] {
-    ModelCache models;
-    for (;;) {
-      if ((options.stop != nullptr && options.stop->load()) || failed.load()) return;
-      const size_t i = next.fetch_add(1);
-      if (i >= pending.size()) return;
-      const SweepPoint& p = *pending[i];
-      try {
-        if (run_point(p, static_cast<int64_t>(sweep.points.size()), point_path(out, p), models,
-                      &stop, progress)) {
-          ++ran;
-        }
-      } catch (...) {
-        const std::lock_guard lock(error_mutex);
-        if (!first_error) {
-          first_error = std::current_exception();
-          failed_point = p.id;
-        }
-        failed = true;
-        stop = true;
-        return;
+};
+
+// One worker: takes points off the queue until it is empty, a stop is asked for or a point fails.
+void work(SweepWork& w) {
+  ModelCache models;
+  for (;;) {
+    if ((w.options.stop != nullptr && w.options.stop->load()) || w.failed.load()) return;
+    const size_t i = w.next.fetch_add(1);
+    if (i >= w.pending.size()) return;
+    const SweepPoint& p = *w.pending[i];
+    try {
+      if (run_point(p, w.n_points, point_path(w.out, p), models, &w.stop, w.progress)) ++w.ran;
+    } catch (...) {
+      const std::lock_guard lock(w.error_mutex);
+      if (!w.first_error) {
+        w.first_error = std::current_exception();
+        w.failed_point = p.id;
       }
+      w.failed = true;
+      w.stop = true;
+      return;
     }
-  };
-  // The external stop flag is polled here and forwarded, so workers watch a single flag.
+  }
+}
+
+// Runs min(--jobs, pending) workers. The external stop flag is polled here and forwarded, so
+// workers watch a single flag.
+void run_workers(SweepWork& w) {
   std::atomic<bool> done{false};
   std::thread watcher;
-  if (options.stop != nullptr) {
+  if (w.options.stop != nullptr) {
     watcher = std::thread([&] {
       while (!done.load()) {
-        if (options.stop->load()) stop = true;
+        if (w.options.stop->load()) w.stop = true;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     });
   }
-  const int64_t jobs = std::min<int64_t>(options.jobs, std::max<size_t>(pending.size(), 1));
+  const int64_t jobs = std::min<int64_t>(w.options.jobs, std::max<size_t>(w.pending.size(), 1));
   if (jobs <= 1) {
-    worker();
+    work(w);
   } else {
     std::vector<std::thread> threads;
-    for (int64_t j = 0; j < jobs; ++j) threads.emplace_back(worker);
+    for (int64_t j = 0; j < jobs; ++j) threads.emplace_back([&w] { work(w); });
     for (std::thread& t : threads) t.join();
   }
   done = true;
   if (watcher.joinable()) watcher.join();
-  progress.finish();
-  report.ran = ran.load();
-  report.interrupted = report.skipped + report.ran < report.points;
+}
 
-  // The summary covers every finished point of the shard, whatever happened above.
+// The summary over every finished point of the shard, whatever happened to this run; returns
+// the error that stopped it ("" when written or when no point is finished).
+std::string write_summary(const std::vector<const SweepPoint*>& points, const fs::path& out,
+                          const fs::path& summary, RunReport& report) {
   std::vector<SummaryRow> rows;
-  std::string summary_error;
+  std::error_code ec;
   try {
     for (const SweepPoint* p : points) {
       const fs::path path = point_path(out, *p);
@@ -293,23 +306,58 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
       report.summary = summary;
     }
   } catch (const Error& e) {
-    summary_error = e.what();
+    return e.what();
   }
+  return {};
+}
 
-  if (first_error) {
-    try {
-      std::rethrow_exception(first_error);
-    } catch (const IoError& e) {
-      throw InvalidInput(fmt::format(
-          "sweep point {}: {}\nthe {} finished points are kept in {}; free disk space or fix "
-          "the directory, then rerun with --resume",
-          failed_point, e.what(), report.skipped + report.ran, out.string()));
-    } catch (const InvalidInput& e) {
-      throw InvalidInput(fmt::format("sweep point {}: {}", failed_point, e.what()));
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("sweep point {}: {}", failed_point, e.what()));
-    }
+// A worker's failure, named by its point; a full disk or an unusable directory also says how to
+// carry on.
+[[noreturn]] void rethrow_point_failure(const SweepWork& w, const RunReport& report) {
+  try {
+    std::rethrow_exception(w.first_error);
+  } catch (const IoError& e) {
+    throw InvalidInput(fmt::format(
+        "sweep point {}: {}\nthe {} finished points are kept in {}; free disk space or fix "
+        "the directory, then rerun with --resume",
+        w.failed_point, e.what(), report.skipped + report.ran, w.out.string()));
+  } catch (const InvalidInput& e) {
+    throw InvalidInput(fmt::format("sweep point {}: {}", w.failed_point, e.what()));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("sweep point {}: {}", w.failed_point, e.what()));
   }
+}
+
+}  // namespace
+
+RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
+  const fs::path& out = options.out;
+  if (options.jobs < 1) {
+    throw InvalidInput(fmt::format("--jobs is {}; expected ≥ 1", options.jobs));
+  }
+  prepare_out_dir(out);
+  const std::vector<const SweepPoint*> points = shard_points(sweep, options.shard);
+  const fs::path summary = out / summary_file_name(options.shard);
+  RunReport report;
+  report.points = static_cast<int64_t>(points.size());
+  const std::vector<const SweepPoint*> pending =
+      scan_out_dir(points, out, summary, options.resume, report);
+
+  int64_t planned = 0;
+  for (const SweepPoint* p : pending) planned += planned_work(p->settings);
+  Progress progress(static_cast<int64_t>(pending.size()), planned, options.progress);
+  SweepWork w{.pending = pending,
+              .n_points = static_cast<int64_t>(sweep.points.size()),
+              .out = out,
+              .options = options,
+              .progress = progress};
+  run_workers(w);
+  progress.finish();
+  report.ran = w.ran.load();
+  report.interrupted = report.skipped + report.ran < report.points;
+
+  const std::string summary_error = write_summary(points, out, summary, report);
+  if (w.first_error) rethrow_point_failure(w, report);
   if (!summary_error.empty()) {
     throw InvalidInput(
         fmt::format("cannot write the summary: {}\nthe finished points are kept "

@@ -4,7 +4,9 @@
 // host reads once at the end to fill the metrics.
 #include <algorithm>
 #include <chrono>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/base/error.hpp"
 #include "core/decode/decode.hpp"
@@ -102,11 +104,10 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
-
-DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice& draft,
-                                std::span<const std::vector<int32_t>> prompts,
-                                const DecodeConfig& config) {
+// What the device loop cannot run: models of different vocabularies or streams, a verifier other
+// than the chain and block families, sampling beyond a temperature.
+void check_inputs(LinearSoftmaxDevice& target, LinearSoftmaxDevice& draft,
+                  std::span<const std::vector<int32_t>> prompts, const DecodeConfig& config) {
   if (target.vocab() != draft.vocab()) {
     throw InvalidInput("draft " + draft.name() + " has vocabulary size " +
                        std::to_string(draft.vocab()) + " but target " + target.name() + " has " +
@@ -125,14 +126,15 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
   if (target.stream() != draft.stream()) {
     throw InvalidInput("target and draft run on different streams; expected one stream");
   }
-  const double start = now();
-  const cudaStream_t stream = target.stream();
-  const int64_t batch = static_cast<int64_t>(prompts.size()), v = target.vocab();
-  const int64_t gamma = config.gamma, max_new = config.max_new_tokens;
+}
+
+// The loop state with every prompt uploaded at the start of its sequence; room for the longest
+// prompt, the token budget and one step's drafts past it.
+LoopState make_loop_state(Buffers& buffers, std::span<const std::vector<int32_t>> prompts,
+                          int64_t gamma, int64_t max_new, cudaStream_t stream) {
+  const int64_t batch = static_cast<int64_t>(prompts.size());
   int64_t longest = 0;
   for (const auto& p : prompts) longest = std::max<int64_t>(longest, p.size());
-
-  Buffers buffers;
   LoopState s;
   s.batch = batch;
   s.gamma = gamma;
@@ -144,80 +146,129 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
   s.n_draft = buffers.get<int32_t>(batch);
   s.finished = buffers.get<int32_t>(batch);
   s.active = buffers.get<int32_t>(1);
-  {
-    std::vector<int32_t> sequences(batch * s.stride, 0), lengths(batch);
-    for (int64_t b = 0; b < batch; ++b) {
-      std::copy(prompts[b].begin(), prompts[b].end(), sequences.begin() + b * s.stride);
-      lengths[b] = static_cast<int32_t>(prompts[b].size());
-    }
-    SPECLAB_CUDA_CHECK(cudaMemcpyAsync(s.sequences, sequences.data(),
-                                       sequences.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                       stream));
-    SPECLAB_CUDA_CHECK(cudaMemcpyAsync(s.lengths, lengths.data(), lengths.size() * sizeof(int32_t),
-                                       cudaMemcpyHostToDevice, stream));
-    SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<int32_t> sequences(batch * s.stride, 0), lengths(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    std::copy(prompts[b].begin(), prompts[b].end(), sequences.begin() + b * s.stride);
+    lengths[b] = static_cast<int32_t>(prompts[b].size());
   }
-  float* probs_draft = buffers.get<float>(batch * gamma * v);
-  float* probs_target = buffers.get<float>(batch * (gamma + 1) * v);
-  float* q_step = buffers.get<float>(batch * v);
-  uint32_t* logits_status = buffers.get<uint32_t>(batch * (gamma + 1));
-  uint32_t* draft_status = buffers.get<uint32_t>(batch);
-  int32_t* draft_tokens = buffers.get<int32_t>(batch * gamma);
-  int32_t* emitted = buffers.get<int32_t>(batch * (gamma + 1));
-  int32_t* n_accepted = buffers.get<int32_t>(batch);
-  uint8_t* accept_mask = buffers.get<uint8_t>(batch * gamma);
-  uint8_t* fallback = buffers.get<uint8_t>(batch);
-  uint32_t* status = buffers.get<uint32_t>(batch);
-  uint32_t* errors = buffers.get<uint32_t>(1);
-  // Every step emits ≥ 1 token per active request, so max_new steps always suffice.
-  int32_t* log = buffers.get<int32_t>(max_new * batch * 3);
+  SPECLAB_CUDA_CHECK(cudaMemcpyAsync(s.sequences, sequences.data(),
+                                     sequences.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                     stream));
+  SPECLAB_CUDA_CHECK(cudaMemcpyAsync(s.lengths, lengths.data(), lengths.size() * sizeof(int32_t),
+                                     cudaMemcpyHostToDevice, stream));
+  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return s;
+}
 
+// The device memory of one run: the loop state, one step's rows and verifier outputs, and the
+// step log of the whole run.
+struct DeviceRun {
+  LoopState s;
+  int64_t vocab = 0;
+  float* probs_draft = nullptr;       // [B, γ, V]
+  float* probs_target = nullptr;      // [B, γ+1, V]
+  float* q_step = nullptr;            // [B, V] the draft's rows at one position
+  uint32_t* logits_status = nullptr;  // [B × (γ+1)]
+  uint32_t* draft_status = nullptr;   // [B]
+  int32_t* draft_tokens = nullptr;    // [B, γ]
+  int32_t* emitted = nullptr;         // [B, γ+1]
+  int32_t* n_accepted = nullptr;      // [B]
+  uint8_t* accept_mask = nullptr;     // [B, γ]
+  uint8_t* fallback = nullptr;        // [B]
+  uint32_t* status = nullptr;         // [B]
+  uint32_t* errors = nullptr;         // [1]
+  int32_t* log = nullptr;             // [max_new × B × 3]
+
+  ChainBatch chain() const {
+    const int64_t batch = s.batch, gamma = s.gamma, v = vocab;
+    return {batch,
+            gamma,
+            v,
+            {probs_target, static_cast<size_t>(batch * (gamma + 1) * v)},
+            {probs_draft, static_cast<size_t>(batch * gamma * v)},
+            {draft_tokens, static_cast<size_t>(batch * gamma)},
+            {s.n_draft, static_cast<size_t>(batch)},
+            {}};
+  }
+  ChainDeviceOutput output() const {
+    const int64_t batch = s.batch, gamma = s.gamma;
+    return {{emitted, static_cast<size_t>(batch * (gamma + 1))},
+            {n_accepted, static_cast<size_t>(batch)},
+            {accept_mask, static_cast<size_t>(batch * gamma)},
+            {fallback, static_cast<size_t>(batch)},
+            {status, static_cast<size_t>(batch)}};
+  }
+};
+
+DeviceRun allocate_run(Buffers& buffers, std::span<const std::vector<int32_t>> prompts,
+                       int64_t gamma, int64_t max_new, int64_t v, cudaStream_t stream) {
+  DeviceRun d;
+  d.s = make_loop_state(buffers, prompts, gamma, max_new, stream);
+  d.vocab = v;
+  const int64_t batch = d.s.batch;
+  d.probs_draft = buffers.get<float>(batch * gamma * v);
+  d.probs_target = buffers.get<float>(batch * (gamma + 1) * v);
+  d.q_step = buffers.get<float>(batch * v);
+  d.logits_status = buffers.get<uint32_t>(batch * (gamma + 1));
+  d.draft_status = buffers.get<uint32_t>(batch);
+  d.draft_tokens = buffers.get<int32_t>(batch * gamma);
+  d.emitted = buffers.get<int32_t>(batch * (gamma + 1));
+  d.n_accepted = buffers.get<int32_t>(batch);
+  d.accept_mask = buffers.get<uint8_t>(batch * gamma);
+  d.fallback = buffers.get<uint8_t>(batch);
+  d.status = buffers.get<uint32_t>(batch);
+  d.errors = buffers.get<uint32_t>(1);
+  // Every step emits ≥ 1 token per active request, so max_new steps always suffice.
+  d.log = buffers.get<int32_t>(max_new * batch * 3);
+  return d;
+}
+
+// Draft position i of every request in one pass (requests past their γ_b are scored but not
+// sampled); x_i lands in draft_tokens, in the sequence past its end, and q_i is copied into
+// probs_draft [B, γ, V].
+void draft_position(LinearSoftmaxDevice& draft, const DeviceRun& d, const DecodeConfig& config,
+                    uint32_t step, int64_t i, cudaStream_t stream) {
+  const LoopState& s = d.s;
+  const DeviceTokens sequences{s.sequences, s.stride, s.lengths, s.batch};
+  draft.probs(sequences, 1, i, config.draft_sampling.temperature, d.q_step, d.logits_status);
+  SampleRowsArgs sample;
+  sample.probs = d.q_step;
+  sample.rows = s.batch;
+  sample.vocab = d.vocab;
+  sample.seed = config.seed;
+  sample.step = step;
+  sample.position = static_cast<uint32_t>(i + 1);
+  sample.purpose = Purpose::kDraftSample;
+  sample.limit = s.n_draft;
+  sample.tokens = d.draft_tokens + i;
+  sample.token_stride = s.gamma;
+  sample.sequences = s.sequences;
+  sample.seq_stride = s.stride;
+  sample.lengths = s.lengths;
+  sample.seq_offset = i;
+  sample.copy_to = d.probs_draft + i * d.vocab;
+  sample.copy_stride = s.gamma * d.vocab;
+  sample.status = d.draft_status;
+  SPECLAB_CUDA_CHECK(sample_rows(sample, stream));
+}
+
+// Runs steps until no request is active; returns how many ran (the step log's length).
+int64_t run_steps(LinearSoftmaxDevice& target, LinearSoftmaxDevice& draft, const DeviceRun& d,
+                  const DecodeConfig& config, cudaStream_t stream) {
+  const LoopState& s = d.s;
+  const int64_t batch = s.batch, gamma = s.gamma;
   const DeviceTokens sequences{s.sequences, s.stride, s.lengths, batch};
   const dim3 grid(static_cast<unsigned>((batch + kThreads - 1) / kThreads));
-  const ChainBatch chain{batch,
-                         gamma,
-                         v,
-                         {probs_target, static_cast<size_t>(batch * (gamma + 1) * v)},
-                         {probs_draft, static_cast<size_t>(batch * gamma * v)},
-                         {draft_tokens, static_cast<size_t>(batch * gamma)},
-                         {s.n_draft, static_cast<size_t>(batch)},
-                         {}};
-  const ChainDeviceOutput output{{emitted, static_cast<size_t>(batch * (gamma + 1))},
-                                 {n_accepted, static_cast<size_t>(batch)},
-                                 {accept_mask, static_cast<size_t>(batch * gamma)},
-                                 {fallback, static_cast<size_t>(batch)},
-                                 {status, static_cast<size_t>(batch)}};
+  const ChainBatch chain = d.chain();
+  const ChainDeviceOutput output = d.output();
   int64_t steps = 0;
-  for (uint32_t step = 0; steps < max_new; ++step, ++steps) {
+  for (uint32_t step = 0; steps < s.max_new; ++step, ++steps) {
     SPECLAB_CUDA_CHECK(launch_kernel(plan_kernel, grid, dim3(kThreads), 0, stream, s));
-    SPECLAB_CUDA_CHECK(cudaMemsetAsync(draft_status, 0, batch * sizeof(uint32_t), stream));
-    // Draft: position i of every request in one pass (requests past their γ_b are scored but
-    // not sampled); x_i lands in draft_tokens, in the sequence past its end, and q_i is copied
-    // into probs_draft [B, γ, V].
-    for (int64_t i = 0; i < gamma; ++i) {
-      draft.probs(sequences, 1, i, config.draft_sampling.temperature, q_step, logits_status);
-      SampleRowsArgs sample;
-      sample.probs = q_step;
-      sample.rows = batch;
-      sample.vocab = v;
-      sample.seed = config.seed;
-      sample.step = step;
-      sample.position = static_cast<uint32_t>(i + 1);
-      sample.purpose = Purpose::kDraftSample;
-      sample.limit = s.n_draft;
-      sample.tokens = draft_tokens + i;
-      sample.token_stride = gamma;
-      sample.sequences = s.sequences;
-      sample.seq_stride = s.stride;
-      sample.lengths = s.lengths;
-      sample.seq_offset = i;
-      sample.copy_to = probs_draft + i * v;
-      sample.copy_stride = gamma * v;
-      sample.status = draft_status;
-      SPECLAB_CUDA_CHECK(sample_rows(sample, stream));
-    }
+    SPECLAB_CUDA_CHECK(cudaMemsetAsync(d.draft_status, 0, batch * sizeof(uint32_t), stream));
+    for (int64_t i = 0; i < gamma; ++i) draft_position(draft, d, config, step, i, stream);
     // Target: the γ+1 positions of every request, one GEMM pair.
-    target.probs(sequences, gamma + 1, 0, config.sampling.temperature, probs_target, logits_status);
+    target.probs(sequences, gamma + 1, 0, config.sampling.temperature, d.probs_target,
+                 d.logits_status);
     if (const auto* v = std::get_if<ChainVerifier>(&config.verifier)) {
       SPECLAB_CUDA_CHECK(verify_chain(
           chain, {.method = v->method, .leniency = v->leniency, .seed = config.seed, .step = step},
@@ -225,36 +276,51 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
     } else {
       SPECLAB_CUDA_CHECK(verify_block(chain, {.seed = config.seed, .step = step}, output, stream));
     }
-    CommitArgs commit{
-        s, emitted, n_accepted, fallback, status, draft_status, log + steps * batch * 3, errors};
+    CommitArgs commit{.s = s,
+                      .emitted = d.emitted,
+                      .n_accepted = d.n_accepted,
+                      .fallback = d.fallback,
+                      .status = d.status,
+                      .draft_status = d.draft_status,
+                      .log = d.log + steps * batch * 3,
+                      .errors = d.errors};
     SPECLAB_CUDA_CHECK(launch_kernel(commit_kernel, grid, dim3(kThreads), 0, stream, commit));
     int32_t active = 0;
     SPECLAB_CUDA_CHECK(
         cudaMemcpyAsync(&active, s.active, sizeof active, cudaMemcpyDeviceToHost, stream));
     SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (active == 0) {
-      ++steps;
-      break;
-    }
+    if (active == 0) return steps + 1;
   }
-  uint32_t error_bits = 0;
-  std::vector<int32_t> host_log(steps * batch * 3), lengths(batch),
-      sequences_host(batch * s.stride);
-  SPECLAB_CUDA_CHECK(cudaMemcpy(&error_bits, errors, sizeof error_bits, cudaMemcpyDeviceToHost));
-  SPECLAB_CUDA_CHECK(
-      cudaMemcpy(host_log.data(), log, host_log.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
-  SPECLAB_CUDA_CHECK(cudaMemcpy(lengths.data(), s.lengths, lengths.size() * sizeof(int32_t),
-                                cudaMemcpyDeviceToHost));
-  SPECLAB_CUDA_CHECK(cudaMemcpy(sequences_host.data(), s.sequences,
-                                sequences_host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
-  if (error_bits != 0) {
-    throw Error("device speculative decoding: a request reported status bits " +
-                std::to_string(error_bits) +
-                " (ChainStatus, or kSampleZeroRow from the draft sampler): a bad probability row");
-  }
+  return steps;
+}
 
-  DecodeResult result;
-  DecodeMetrics& m = result.metrics;
+// What the host reads once the loop is done.
+struct HostCopy {
+  uint32_t error_bits = 0;
+  std::vector<int32_t> log;        // [steps × B × 3]
+  std::vector<int32_t> lengths;    // [B]
+  std::vector<int32_t> sequences;  // [B × stride]
+};
+
+HostCopy download(const DeviceRun& d, int64_t steps) {
+  const LoopState& s = d.s;
+  HostCopy h{0, std::vector<int32_t>(steps * s.batch * 3), std::vector<int32_t>(s.batch),
+             std::vector<int32_t>(s.batch * s.stride)};
+  SPECLAB_CUDA_CHECK(
+      cudaMemcpy(&h.error_bits, d.errors, sizeof h.error_bits, cudaMemcpyDeviceToHost));
+  SPECLAB_CUDA_CHECK(
+      cudaMemcpy(h.log.data(), d.log, h.log.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  SPECLAB_CUDA_CHECK(cudaMemcpy(h.lengths.data(), s.lengths, h.lengths.size() * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost));
+  SPECLAB_CUDA_CHECK(cudaMemcpy(h.sequences.data(), s.sequences,
+                                h.sequences.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// The metrics of the step log, in (step, request) order over the active requests.
+DecodeMetrics metrics_from_log(const std::vector<int32_t>& log, int64_t steps, int64_t batch,
+                               int64_t gamma) {
+  DecodeMetrics m;
   m.requests = batch;
   m.position_reached.assign(gamma, 0);
   m.position_accepted.assign(gamma, 0);
@@ -262,7 +328,7 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
   m.accepted_length_histogram.assign(gamma + 1, 0);
   for (int64_t t = 0; t < steps; ++t) {
     for (int64_t b = 0; b < batch; ++b) {
-      const int32_t* e = &host_log[(t * batch + b) * 3];
+      const int32_t* e = &log[(t * batch + b) * 3];
       if (e[1] < 0) continue;
       const int32_t n = e[0], drafted = e[1];
       for (int32_t i = 0; i < drafted; ++i) m.position_offered[i] += 1;
@@ -282,12 +348,35 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
       m.step_drafted.push_back(drafted);
     }
   }
-  result.tokens.resize(batch);
-  for (int64_t b = 0; b < batch; ++b) {
-    const int32_t* seq = &sequences_host[b * s.stride];
-    result.tokens[b].assign(seq + prompts[b].size(), seq + lengths[b]);
+  return m;
+}
+
+}  // namespace
+
+DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice& draft,
+                                std::span<const std::vector<int32_t>> prompts,
+                                const DecodeConfig& config) {
+  check_inputs(target, draft, prompts, config);
+  const double start = now();
+  const cudaStream_t stream = target.stream();
+  Buffers buffers;
+  const DeviceRun run =
+      allocate_run(buffers, prompts, config.gamma, config.max_new_tokens, target.vocab(), stream);
+  const int64_t steps = run_steps(target, draft, run, config, stream);
+  const HostCopy host = download(run, steps);
+  if (host.error_bits != 0) {
+    throw Error("device speculative decoding: a request reported status bits " +
+                std::to_string(host.error_bits) +
+                " (ChainStatus, or kSampleZeroRow from the draft sampler): a bad probability row");
   }
-  m.seconds = now() - start;
+  DecodeResult result;
+  result.metrics = metrics_from_log(host.log, steps, run.s.batch, config.gamma);
+  result.tokens.resize(run.s.batch);
+  for (int64_t b = 0; b < run.s.batch; ++b) {
+    const int32_t* seq = &host.sequences[b * run.s.stride];
+    result.tokens[b].assign(seq + prompts[b].size(), seq + host.lengths[b]);
+  }
+  result.metrics.seconds = now() - start;
   return result;
 }
 

@@ -147,219 +147,317 @@ inline size_t block_shared_bytes(int64_t gamma, int64_t n_chunks, bool logits = 
          2 * static_cast<size_t>(kExpTile) * sizeof(float);
 }
 
-/// V5 on probability rows (kLogits false) or on logits rows with the fused softmax (kLogits
-/// true): the same steps; the logits kernel first reduces rows 1..γ_b of p and q (statistics in
-/// shared memory) and reads every row through LogitsProbRow.
-template <bool kLogits>
-__global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a) {
-  __shared__ BlockRequestState state;
-  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
-  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
-  double* w = reinterpret_cast<double*>(shared + sizeof(BlockScratch) / sizeof(uint64_t));
-  uint64_t* chunk_sums = reinterpret_cast<uint64_t*>(w + a.gamma + 1);
-  float* gathered_p = reinterpret_cast<float*>(chunk_sums + a.n_chunks);
-  float* gathered_q = gathered_p + a.gamma;
+/// The request's pieces of dynamic shared memory (layout: block_shared_bytes). The logits
+/// pointers lie past the end for the probability kernel, which never uses them.
+struct BlockShared {
+  BlockScratch* scratch;
+  double* w;             // [γ+1]
+  uint64_t* chunk_sums;  // [n_chunks]
+  float* gathered_p;     // [γ] p_i(x_i)
+  float* gathered_q;     // [γ] q_i(x_i)
+  RowStatsScratch* logits_scratch;
+  LogitsRowStats* target_stats;  // [γ+1]
+  LogitsRowStats* draft_stats;   // [γ]
+  float* tile;                   // the exponential tiles
+};
 
-  const int64_t r = blockIdx.x;
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int64_t g = a.gamma, v = a.vocab;
-  const uint32_t request = a.request_ids != nullptr ? a.request_ids[r] : static_cast<uint32_t>(r);
-  const int32_t* tokens = a.draft_tokens + r * g;
-  uint64_t seed = 0;
-  uint32_t step = 0;
-  launch_seed_step(a, &seed, &step);
-
-  // Rows as accessors: row i (0-based) of the request's p and q.
-  const size_t logits_offset = (block_gathered_end(g, a.n_chunks) + 7) / 8 * 8;
-  RowStatsScratch* logits_scratch =
+__device__ inline BlockShared block_shared(uint64_t* shared, int64_t g, int64_t n_chunks) {
+  BlockShared m;
+  m.scratch = reinterpret_cast<BlockScratch*>(shared);
+  m.w = reinterpret_cast<double*>(shared + sizeof(BlockScratch) / sizeof(uint64_t));
+  m.chunk_sums = reinterpret_cast<uint64_t*>(m.w + g + 1);
+  m.gathered_p = reinterpret_cast<float*>(m.chunk_sums + n_chunks);
+  m.gathered_q = m.gathered_p + g;
+  const size_t logits_offset = (block_gathered_end(g, n_chunks) + 7) / 8 * 8;
+  m.logits_scratch =
       reinterpret_cast<RowStatsScratch*>(reinterpret_cast<unsigned char*>(shared) + logits_offset);
-  LogitsRowStats* target_stats = reinterpret_cast<LogitsRowStats*>(logits_scratch + 1);
-  LogitsRowStats* draft_stats = target_stats + g + 1;
-  float* tile = reinterpret_cast<float*>(draft_stats + g);
-  const LogitsSource sources[2] = {a.target, a.draft};
-  auto target_row = [&](int64_t i) {
+  m.target_stats = reinterpret_cast<LogitsRowStats*>(m.logits_scratch + 1);
+  m.draft_stats = m.target_stats + g + 1;
+  m.tile = reinterpret_cast<float*>(m.draft_stats + g);
+  return m;
+}
+
+/// Row i (0-based) of request r's p and q as accessors: a probability row in memory, or a logits
+/// row read through the fused softmax with its statistics from shared memory (as they are when
+/// the accessor is made).
+template <bool kLogits>
+struct BlockRows {
+  const BlockKernelArgs& a;
+  int64_t r;
+  const BlockShared& sm;
+
+  __device__ auto target(int64_t i) const {
+    const int64_t g = a.gamma, v = a.vocab;
     if constexpr (kLogits) {
-      return prob_row(a.target, logits_row(a.target, r * (g + 1) + i, v), target_stats[i]);
+      return prob_row(a.target, logits_row(a.target, r * (g + 1) + i, v), sm.target_stats[i]);
     } else {
       return ProbRowRef{a.probs_target + (r * (g + 1) + i) * v};
     }
-  };
-  auto draft_row = [&](int64_t i) {
+  }
+  __device__ auto draft(int64_t i) const {
+    const int64_t g = a.gamma, v = a.vocab;
     if constexpr (kLogits) {
-      return prob_row(a.draft, logits_row(a.draft, r * g + i, v), draft_stats[i]);
+      return prob_row(a.draft, logits_row(a.draft, r * g + i, v), sm.draft_stats[i]);
     } else {
       return ProbRowRef{a.probs_draft + (r * g + i) * v};
     }
-  };
+  }
+};
 
-  // 1. Warp 0: n_draft and the draft tokens.
+/// Step 1, warp 0: n_draft and the draft tokens, into state->n_draft and state->status.
+__device__ inline void block_check_drafts(const BlockKernelArgs& a, int64_t r,
+                                          BlockRequestState* state) {
   if (threadIdx.x < kWarpSize) {
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
     int64_t n_draft = 0;
-    const uint32_t status = check_drafts(a.n_draft, r, g, v, tokens, lane, &n_draft);
+    const uint32_t status =
+        check_drafts(a.n_draft, r, a.gamma, a.vocab, a.draft_tokens + r * a.gamma, lane, &n_draft);
     if (lane == 0) {
-      state.n_draft = n_draft;
-      state.status = status;
+      state->n_draft = n_draft;
+      state->status = status;
     }
   }
   __syncthreads();
-  if constexpr (kLogits) {
-    // The statistics of rows 1..γ_b of p and q, a pair at a time.
-    const int64_t n_draft = state.status == kChainOk ? state.n_draft : 0;
-    for (int64_t i = 0; i < n_draft; ++i) {
-      const void* rows[2] = {logits_row(a.target, r * (g + 1) + i, v),
-                             logits_row(a.draft, r * g + i, v)};
-      compute_row_stats(sources, rows, 2, v, true, logits_scratch, tile);
-      if (threadIdx.x == 0) {
-        target_stats[i] = logits_scratch->result[0];
-        draft_stats[i] = logits_scratch->result[1];
-        state.status |= target_stats[i].status | draft_stats[i].status;
-      }
-      __syncthreads();
-      const bool bad = state.status != kChainOk;
-      __syncthreads();  // read before the next pair may write it
-      if (bad) break;
-    }
-    __syncthreads();  // state.status was read above (also when no pair ran); warp 0 writes it next
-  }
+}
 
-  // 2. Warp 0: the gathered values and w (lane 0, core's order).
+/// The logits kernel's statistics of rows 1..γ_b of p and q, a pair at a time, until a bad row.
+__device__ inline void block_pair_stats(const BlockKernelArgs& a, int64_t r, const BlockShared& sm,
+                                        BlockRequestState* state) {
+  const int64_t g = a.gamma, v = a.vocab;
+  const LogitsSource sources[2] = {a.target, a.draft};
+  const int64_t n_draft = state->status == kChainOk ? state->n_draft : 0;
+  for (int64_t i = 0; i < n_draft; ++i) {
+    const void* rows[2] = {logits_row(a.target, r * (g + 1) + i, v),
+                           logits_row(a.draft, r * g + i, v)};
+    compute_row_stats(sources, rows, 2, v, true, sm.logits_scratch, sm.tile);
+    if (threadIdx.x == 0) {
+      sm.target_stats[i] = sm.logits_scratch->result[0];
+      sm.draft_stats[i] = sm.logits_scratch->result[1];
+      state->status |= sm.target_stats[i].status | sm.draft_stats[i].status;
+    }
+    __syncthreads();
+    const bool bad = state->status != kChainOk;
+    __syncthreads();  // read before the next pair may write it
+    if (bad) break;
+  }
+  __syncthreads();  // state->status was read above (also when no pair ran); warp 0 writes it next
+}
+
+/// w_0..w_n from the gathered p_i(x_i), q_i(x_i): core::block_weights, operation for operation.
+__device__ inline void weights_from_gathered(double* w, const float* gathered_p,
+                                             const float* gathered_q, int64_t n) {
+  w[0] = 1.0;
+  for (int64_t i = 1; i <= n; ++i) {
+    const double p = gathered_p[i - 1];
+    const double q = gathered_q[i - 1];
+    double wi = 0.0;
+    if (q > 0.0) {
+      const double ratio = w[i - 1] * p / q;
+      wi = ratio < 1.0 ? ratio : 1.0;  // std::min(1.0, ratio)
+    }
+    w[i] = wi;
+  }
+}
+
+/// Step 2's start, warp 0: the gathered values (a ballot of bad ones) and w (lane 0, core's
+/// order); lane 0 also resets the rest of the state for the tests.
+template <bool kLogits>
+__device__ void block_gather_weights(const BlockRows<kLogits>& rows, const int32_t* tokens,
+                                     const BlockShared& sm, BlockRequestState* state) {
   if (threadIdx.x < kWarpSize) {
-    const int64_t n_draft = state.n_draft;
-    uint32_t status = state.status;
+    const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+    const int64_t n_draft = state->n_draft;
+    uint32_t status = state->status;
     if (status == kChainOk) {
       int invalid = 0;
       for (int64_t i = lane; i < n_draft; i += kWarpSize) {
         const int32_t x = tokens[i];
-        const float pv = target_row(i)(x), qv = draft_row(i)(x);
+        const float pv = rows.target(i)(x), qv = rows.draft(i)(x);
         invalid |= !valid_gathered(pv) || !valid_gathered(qv);
-        gathered_p[i] = pv;
-        gathered_q[i] = qv;
+        sm.gathered_p[i] = pv;
+        sm.gathered_q[i] = qv;
       }
       if (__any_sync(kFullMask, invalid)) status |= kChainBadValue;
     }
     __syncwarp(kFullMask);
     if (lane == 0) {
-      w[0] = 1.0;
-      if (status == kChainOk) {
-        for (int64_t i = 1; i <= n_draft; ++i) {  // core::block_weights, operation for operation
-          const double p = gathered_p[i - 1];
-          const double q = gathered_q[i - 1];
-          double wi = 0.0;
-          if (q > 0.0) {
-            const double ratio = w[i - 1] * p / q;
-            wi = ratio < 1.0 ? ratio : 1.0;  // std::min(1.0, ratio)
-          }
-          w[i] = wi;
-        }
-      }
-      state.tau = 0;
-      state.chunk = -1;
-      state.chunk_base = 0;
-      state.status = status;
-      state.last = -1;
-      state.fallback = 0;
-      state.passed = 0;
+      weights_from_gathered(sm.w, sm.gathered_p, sm.gathered_q, status == kChainOk ? n_draft : 0);
+      state->tau = 0;
+      state->chunk = -1;
+      state->chunk_base = 0;
+      state->status = status;
+      state->last = -1;
+      state->fallback = 0;
+      state->passed = 0;
     }
   }
   __syncthreads();
+}
 
-  if (state.status == kChainOk) {
-    const int64_t n_draft = state.n_draft;
-    // 2. τ = the last i with η_i ≤ h_i: test downwards, stop at the first pass.
-    int64_t tau = 0;
-    bool residual_ready = false;  // chunk_sums hold row τ's residual
-    uint32_t bad_row = kChainOk;  // block-uniform
-    for (int64_t i = n_draft; i >= 1; --i) {
-      const RandomAddress address{seed, request, step, static_cast<uint32_t>(i), Purpose::kBlockEta,
-                                  0};
-      const double eta = philox_uniform(address);
-      if (i == n_draft) {  // h_{γ_b} = w_{γ_b}: no row needed
-        if (eta <= w[i]) {
-          tau = i;
-          break;
-        }
-        continue;
-      }
-      const auto p = target_row(i);  // p_{i+1}, q_{i+1} (rows are 0-based)
-      const auto q = draft_row(i);
-      double z = 0.0;
-      const uint32_t bad = block_row_pass<true>(p, q, w[i], static_cast<float>(w[i]), v, a.n_chunks,
-                                                chunk_sums, scratch, &z);
-      if (bad != kChainOk) {
-        bad_row = bad;
-        break;  // block-uniform
-      }
-      if (threadIdx.x == 0) {
-        double h = pass_probability(z, w[i]);
-        const double band = h * (static_cast<double>(v) + 16.0) * 0x1p-48;
-        if (a.always_serial_z != 0 || (eta - h <= band && h - eta <= band)) {
-          // A near-tie: decide with core's serial left-to-right Z_i (core::block_weights).
-          double serial = 0.0;
-          for (int64_t t = 0; t < v; ++t) serial += z_term(w[i], p(t), q(t));
-          h = pass_probability(serial, w[i]);
-        }
-        state.passed = eta <= h ? 1 : 0;
-      }
-      __syncthreads();
-      const bool passed = state.passed != 0;
-      __syncthreads();  // every thread has read state.passed before the next test writes it
-      if (passed) {
-        tau = i;
-        residual_ready = true;
+/// Thread 0's decision of test i: η ≤ h_i, with h_i from the block's Z_i unless η is within
+/// rounding of it, where core's serial left-to-right Z_i decides (core::block_weights).
+template <class P, class Q>
+__device__ bool block_test_passes(double eta, double z, double w, const P& p, const Q& q,
+                                  int64_t vocab, bool always_serial_z) {
+  double h = pass_probability(z, w);
+  const double band = h * (static_cast<double>(vocab) + 16.0) * 0x1p-48;
+  if (always_serial_z || (eta - h <= band && h - eta <= band)) {
+    double serial = 0.0;
+    for (int64_t t = 0; t < vocab; ++t) serial += z_term(w, p(t), q(t));
+    h = pass_probability(serial, w);
+  }
+  return eta <= h;
+}
+
+/// Where the downward tests stopped. Block-uniform.
+struct BlockTauSearch {
+  int64_t tau = 0;
+  bool residual_ready = false;  // chunk_sums hold row τ's residual
+  uint32_t bad_row = kChainOk;
+};
+
+/// Step 2: τ = the last i with η_i ≤ h_i, testing i = γ_b, γ_b − 1, …, 1 and stopping at the
+/// first pass; i = γ_b against h = w_{γ_b} needs no row.
+template <bool kLogits>
+__device__ BlockTauSearch block_find_tau(const BlockKernelArgs& a, const BlockRows<kLogits>& rows,
+                                         const BlockShared& sm, const RandomAddress& base,
+                                         BlockRequestState* state) {
+  const int64_t n_draft = state->n_draft;
+  BlockTauSearch found;
+  for (int64_t i = n_draft; i >= 1; --i) {
+    const RandomAddress address{
+        base.seed, base.request, base.step, static_cast<uint32_t>(i), Purpose::kBlockEta, 0};
+    const double eta = philox_uniform(address);
+    if (i == n_draft) {
+      if (eta <= sm.w[i]) {
+        found.tau = i;
         break;
       }
+      continue;
     }
+    const auto p = rows.target(i);  // p_{i+1}, q_{i+1} (rows are 0-based)
+    const auto q = rows.draft(i);
+    double z = 0.0;
+    const uint32_t bad = block_row_pass<true>(p, q, sm.w[i], static_cast<float>(sm.w[i]), a.vocab,
+                                              a.n_chunks, sm.chunk_sums, sm.scratch, &z);
+    if (bad != kChainOk) {
+      found.bad_row = bad;
+      break;  // block-uniform
+    }
+    if (threadIdx.x == 0) {
+      state->passed = block_test_passes(eta, z, sm.w[i], p, q, a.vocab, a.always_serial_z != 0);
+    }
+    __syncthreads();
+    const bool passed = state->passed != 0;
+    __syncthreads();  // every thread has read state->passed before the next test writes it
+    if (passed) {
+      found.tau = i;
+      found.residual_ready = true;
+      break;
+    }
+  }
+  return found;
+}
 
-    // 3. The last token: bonus (τ = γ_b) or the residual at τ, exact fixed-point sampling.
-    if (bad_row != kChainOk) {
-      if (threadIdx.x == 0) state.status |= bad_row;
-    } else {
-      if constexpr (kLogits) {
-        if (tau == n_draft) {  // the bonus row's statistics
-          const void* rows[1] = {logits_row(a.target, r * (g + 1) + tau, v)};
-          compute_row_stats(sources, rows, 1, v, true, logits_scratch, tile);
-          if (threadIdx.x == 0) target_stats[tau] = logits_scratch->result[0];
-          __syncthreads();
-        }
-      }
-      const auto p = target_row(tau);
-      const RandomAddress address{seed,
-                                  request,
-                                  step,
-                                  static_cast<uint32_t>(tau + 1),
-                                  tau == n_draft ? Purpose::kBonusSample : Purpose::kResidualSample,
-                                  0};
-      const uint32_t bits = philox_bits(address);
-      double unused = 0.0;
-      if (tau == n_draft) {
-        uint32_t bad = kLogits ? target_stats[tau].status : kChainOk;
-        if (bad == kChainOk) {
-          bad = block_row_pass<false>(p, p, 1.0, 1.0f, v, a.n_chunks, chunk_sums, scratch, &unused);
-        }
-        if (bad != kChainOk) {
-          if (threadIdx.x == 0) state.status |= bad;
-        } else {
-          block_locate<false>(p, p, 1.0f, v, a.n_chunks, chunk_sums, bits, scratch, &state);
-        }
-      } else {
-        const auto q = draft_row(tau);
-        const float wf = static_cast<float>(w[tau]);
-        uint32_t bad = kChainOk;
-        if (!residual_ready) {  // τ = 0: nothing passed, row 1 not yet read
-          bad = block_row_pass<true>(p, q, w[tau], wf, v, a.n_chunks, chunk_sums, scratch, &unused);
-        }
-        if (bad != kChainOk) {
-          if (threadIdx.x == 0) state.status |= bad;
-        } else if (block_locate<true>(p, q, wf, v, a.n_chunks, chunk_sums, bits, scratch, &state) ==
-                   0) {
-          // Rounding left no residual mass: SPEC.md V5 samples p with the residual's uniform.
-          block_row_pass<false>(p, p, 1.0, 1.0f, v, a.n_chunks, chunk_sums, scratch, &unused);
-          block_locate<false>(p, p, 1.0f, v, a.n_chunks, chunk_sums, bits, scratch, &state);
-          if (threadIdx.x == 0) state.fallback = 1;
-        }
-      }
-      if (threadIdx.x == 0) state.tau = tau;
+/// The bonus token from row p (status `bad` from its statistics), by exact fixed-point sampling.
+template <class P>
+__device__ void block_sample_bonus(const P& p, uint32_t bad, int64_t vocab, int64_t n_chunks,
+                                   const BlockShared& sm, uint32_t bits, BlockRequestState* state) {
+  double unused = 0.0;
+  if (bad == kChainOk) {
+    bad =
+        block_row_pass<false>(p, p, 1.0, 1.0f, vocab, n_chunks, sm.chunk_sums, sm.scratch, &unused);
+  }
+  if (bad != kChainOk) {
+    if (threadIdx.x == 0) state->status |= bad;
+  } else {
+    block_locate<false>(p, p, 1.0f, vocab, n_chunks, sm.chunk_sums, bits, sm.scratch, state);
+  }
+}
+
+/// The residual token at τ with weight w = w_τ. Its chunk sums are built unless the test that
+/// passed left them (τ = 0: nothing passed, row 1 not yet read); a residual that rounding left
+/// without mass falls back to p (SPEC.md V5, with the residual's uniform).
+template <class P, class Q>
+__device__ void block_sample_residual(const P& p, const Q& q, double w, bool residual_ready,
+                                      int64_t vocab, int64_t n_chunks, const BlockShared& sm,
+                                      uint32_t bits, BlockRequestState* state) {
+  const float wf = static_cast<float>(w);
+  double unused = 0.0;
+  uint32_t bad = kChainOk;
+  if (!residual_ready) {
+    bad = block_row_pass<true>(p, q, w, wf, vocab, n_chunks, sm.chunk_sums, sm.scratch, &unused);
+  }
+  if (bad != kChainOk) {
+    if (threadIdx.x == 0) state->status |= bad;
+  } else if (block_locate<true>(p, q, wf, vocab, n_chunks, sm.chunk_sums, bits, sm.scratch,
+                                state) == 0) {
+    block_row_pass<false>(p, p, 1.0, 1.0f, vocab, n_chunks, sm.chunk_sums, sm.scratch, &unused);
+    block_locate<false>(p, p, 1.0f, vocab, n_chunks, sm.chunk_sums, bits, sm.scratch, state);
+    if (threadIdx.x == 0) state->fallback = 1;
+  }
+}
+
+/// Step 3: the last token, the bonus (τ = γ_b) or the residual at τ; or the bad row's status.
+template <bool kLogits>
+__device__ void block_sample_last(const BlockKernelArgs& a, const BlockRows<kLogits>& rows,
+                                  const BlockShared& sm, const BlockTauSearch& found,
+                                  const RandomAddress& base, BlockRequestState* state) {
+  if (found.bad_row != kChainOk) {  // block-uniform
+    if (threadIdx.x == 0) state->status |= found.bad_row;
+    return;
+  }
+  const int64_t tau = found.tau, n_draft = state->n_draft, v = a.vocab;
+  if constexpr (kLogits) {
+    if (tau == n_draft) {  // the bonus row's statistics
+      const LogitsSource sources[2] = {a.target, a.draft};
+      const void* row[1] = {logits_row(a.target, rows.r * (a.gamma + 1) + tau, v)};
+      compute_row_stats(sources, row, 1, v, true, sm.logits_scratch, sm.tile);
+      if (threadIdx.x == 0) sm.target_stats[tau] = sm.logits_scratch->result[0];
+      __syncthreads();
     }
+  }
+  const auto p = rows.target(tau);
+  const RandomAddress address{base.seed,
+                              base.request,
+                              base.step,
+                              static_cast<uint32_t>(tau + 1),
+                              tau == n_draft ? Purpose::kBonusSample : Purpose::kResidualSample,
+                              0};
+  const uint32_t bits = philox_bits(address);
+  if (tau == n_draft) {
+    const uint32_t bad = kLogits ? sm.target_stats[tau].status : kChainOk;
+    block_sample_bonus(p, bad, v, a.n_chunks, sm, bits, state);
+  } else {
+    block_sample_residual(p, rows.draft(tau), sm.w[tau], found.residual_ready, v, a.n_chunks, sm,
+                          bits, state);
+  }
+  if (threadIdx.x == 0) state->tau = tau;
+}
+
+/// V5 on probability rows (kLogits false) or on logits rows with the fused softmax (kLogits
+/// true): the same steps; the logits kernel first reduces rows 1..γ_b of p and q (statistics in
+/// shared memory) and reads every row through LogitsProbRow. Every helper is entered by the
+/// whole block, so their barriers are reached by every thread.
+template <bool kLogits>
+__global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a) {
+  __shared__ BlockRequestState state;
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  const int64_t r = blockIdx.x, g = a.gamma;
+  const BlockShared sm = block_shared(shared, g, a.n_chunks);
+  const BlockRows<kLogits> rows{a, r, sm};
+  const int32_t* tokens = a.draft_tokens + r * g;
+  RandomAddress base{};  // the request's Philox address; position and purpose are set per draw
+  base.request = a.request_ids != nullptr ? a.request_ids[r] : static_cast<uint32_t>(r);
+  launch_seed_step(a, &base.seed, &base.step);
+
+  block_check_drafts(a, r, &state);
+  if constexpr (kLogits) block_pair_stats(a, r, sm, &state);
+  block_gather_weights(rows, tokens, sm, &state);
+  if (state.status ==
+      kChainOk) {  // block-uniform: read after the barrier that ended step 2's start
+    const BlockTauSearch found = block_find_tau(a, rows, sm, base, &state);
+    block_sample_last(a, rows, sm, found, base, &state);
   }
   __syncthreads();
 

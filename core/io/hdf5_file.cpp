@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <limits>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include "core/base/error.hpp"
+#include "core/io/partial_path.hpp"
 
 namespace speclab {
 namespace fs = std::filesystem;
@@ -95,6 +97,31 @@ void check_name(std::string_view name, const fs::path& file) {
   if (name.empty() || name.find('\0') != std::string_view::npos) {
     throw InvalidInput(fmt::format("{}: dataset or attribute name '{}' is empty or holds a NUL",
                                    file.string(), name));
+  }
+}
+
+// The HDF5 side of an Hdf5Element: the little-endian type it is stored as, the native type it
+// is read and written through, and its name in the reader's messages.
+struct Hdf5Type {
+  hid_t stored;
+  hid_t native;
+  const char* name;
+};
+
+template <Hdf5Element T>
+Hdf5Type hdf5_type() {
+  if constexpr (std::same_as<T, float>) {
+    return {H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, "float32"};
+  } else if constexpr (std::same_as<T, double>) {
+    return {H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, "float64"};
+  } else if constexpr (std::same_as<T, int32_t>) {
+    return {H5T_STD_I32LE, H5T_NATIVE_INT32, "int32"};
+  } else if constexpr (std::same_as<T, uint8_t>) {
+    return {H5T_STD_U8LE, H5T_NATIVE_UINT8, "uint8"};
+  } else if constexpr (std::same_as<T, int64_t>) {
+    return {H5T_STD_I64LE, H5T_NATIVE_INT64, "int64"};
+  } else {
+    return {H5T_STD_U64LE, H5T_NATIVE_UINT64, "uint64"};
   }
 }
 
@@ -226,6 +253,22 @@ void read_attribute_value(const Hdf5Reader& reader, const OpenAttribute& open,
   }
 }
 
+// An integer attribute's value as Range, or InvalidInput saying which bound it passes.
+template <typename Range, typename Value>
+Range attribute_in_range(const Hdf5Reader& reader, std::string_view name, Value value) {
+  if (std::cmp_less(value, std::numeric_limits<Range>::min())) {
+    throw InvalidInput(fmt::format("{}: root attribute '{}' is {}; expected a value ≥ {}",
+                                   reader.path().string(), name, value,
+                                   std::numeric_limits<Range>::min()));
+  }
+  if (std::cmp_greater(value, std::numeric_limits<Range>::max())) {
+    throw InvalidInput(fmt::format("{}: root attribute '{}' is {}; expected a value ≤ {}",
+                                   reader.path().string(), name, value,
+                                   std::numeric_limits<Range>::max()));
+  }
+  return static_cast<Range>(value);
+}
+
 }  // namespace
 
 Hdf5Handle::Hdf5Handle(Hdf5Handle&& other) noexcept
@@ -317,53 +360,27 @@ std::vector<int64_t> Hdf5Reader::dataset_shape(std::string_view name) const {
   return {dims.begin(), dims.end()};
 }
 
-Hdf5Array<float> Hdf5Reader::read_float(std::string_view name, int expected_rank,
-                                        std::string_view dims_hint) const {
+template <Hdf5ReadElement T>
+Hdf5Array<T> Hdf5Reader::read(std::string_view name, int expected_rank,
+                              std::string_view dims_hint) const {
   silence_hdf5_errors();
-  OpenDataset open = open_dataset(*this, file_.get(), name, ElementKind::kFloat32, "float32",
-                                  expected_rank, dims_hint);
-  Hdf5Array<float> array{std::move(open.shape), std::vector<float>(open.count)};
-  if (open.count > 0 && H5Dread(open.dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                array.values.data()) < 0) {
-    throw IoError(
-        fmt::format("{}: cannot read dataset '{}'{}", path_.string(), name, hdf5_detail()));
+  const Hdf5Type type = hdf5_type<T>();
+  if constexpr (std::is_integral_v<T>) {
+    return read_integer<T>(*this, file_.get(), name, fmt::format("an integer type ({})", type.name),
+                           expected_rank, dims_hint);
+  } else {
+    constexpr bool kFloat32 = std::same_as<T, float>;
+    OpenDataset open = open_dataset(
+        *this, file_.get(), name, kFloat32 ? ElementKind::kFloat32 : ElementKind::kFloatAny,
+        kFloat32 ? "float32" : "float32 or float64", expected_rank, dims_hint);
+    Hdf5Array<T> array{std::move(open.shape), std::vector<T>(open.count)};
+    if (open.count > 0 && H5Dread(open.dataset.get(), type.native, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                  array.values.data()) < 0) {
+      throw IoError(
+          fmt::format("{}: cannot read dataset '{}'{}", path_.string(), name, hdf5_detail()));
+    }
+    return array;
   }
-  return array;
-}
-
-Hdf5Array<int32_t> Hdf5Reader::read_int32(std::string_view name, int expected_rank,
-                                          std::string_view dims_hint) const {
-  silence_hdf5_errors();
-  return read_integer<int32_t>(*this, file_.get(), name, "an integer type (int32)", expected_rank,
-                               dims_hint);
-}
-
-Hdf5Array<uint8_t> Hdf5Reader::read_uint8(std::string_view name, int expected_rank,
-                                          std::string_view dims_hint) const {
-  silence_hdf5_errors();
-  return read_integer<uint8_t>(*this, file_.get(), name, "an integer type (uint8)", expected_rank,
-                               dims_hint);
-}
-
-Hdf5Array<int64_t> Hdf5Reader::read_int64(std::string_view name, int expected_rank,
-                                          std::string_view dims_hint) const {
-  silence_hdf5_errors();
-  return read_integer<int64_t>(*this, file_.get(), name, "an integer type (int64)", expected_rank,
-                               dims_hint);
-}
-
-Hdf5Array<double> Hdf5Reader::read_double(std::string_view name, int expected_rank,
-                                          std::string_view dims_hint) const {
-  silence_hdf5_errors();
-  OpenDataset open = open_dataset(*this, file_.get(), name, ElementKind::kFloatAny,
-                                  "float32 or float64", expected_rank, dims_hint);
-  Hdf5Array<double> array{std::move(open.shape), std::vector<double>(open.count)};
-  if (open.count > 0 && H5Dread(open.dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL,
-                                H5P_DEFAULT, array.values.data()) < 0) {
-    throw IoError(
-        fmt::format("{}: cannot read dataset '{}'{}", path_.string(), name, hdf5_detail()));
-  }
-  return array;
 }
 
 namespace {
@@ -491,65 +508,36 @@ std::string Hdf5Reader::read_string_attribute(std::string_view name) const {
   return value;
 }
 
-uint64_t Hdf5Reader::read_uint64_attribute(std::string_view name) const {
-  const OpenAttribute open = open_attribute(*this, file_.get(), name);
-  const hid_t type = open.type.get();
-  if (H5Tget_class(type) != H5T_INTEGER) {
-    throw InvalidInput(
-        fmt::format("{}: root attribute '{}' has type {}; expected an unsigned integer (uint64)",
-                    path_.string(), name, describe_type(type)));
-  }
-  if (H5Tget_sign(type) == H5T_SGN_NONE) {
-    uint64_t value = 0;
-    read_attribute_value(*this, open, name, H5T_NATIVE_UINT64, &value);
-    return value;
-  }
-  int64_t value = 0;
-  read_attribute_value(*this, open, name, H5T_NATIVE_INT64, &value);
-  if (value < 0) {
-    throw InvalidInput(fmt::format("{}: root attribute '{}' is {}; expected a value ≥ 0",
-                                   path_.string(), name, value));
-  }
-  return static_cast<uint64_t>(value);
-}
-
-int64_t Hdf5Reader::read_int64_attribute(std::string_view name) const {
-  const OpenAttribute open = open_attribute(*this, file_.get(), name);
-  const hid_t type = open.type.get();
-  if (H5Tget_class(type) != H5T_INTEGER) {
-    throw InvalidInput(fmt::format("{}: root attribute '{}' has type {}; expected an integer",
-                                   path_.string(), name, describe_type(type)));
-  }
-  if (H5Tget_sign(type) == H5T_SGN_NONE) {
-    uint64_t value = 0;
-    read_attribute_value(*this, open, name, H5T_NATIVE_UINT64, &value);
-    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      throw InvalidInput(fmt::format("{}: root attribute '{}' is {}; expected a value ≤ {}",
-                                     path_.string(), name, value,
-                                     std::numeric_limits<int64_t>::max()));
-    }
-    return static_cast<int64_t>(value);
-  }
-  int64_t value = 0;
-  read_attribute_value(*this, open, name, H5T_NATIVE_INT64, &value);
-  return value;
-}
-
-double Hdf5Reader::read_double_attribute(std::string_view name) const {
+template <Hdf5AttributeScalar T>
+T Hdf5Reader::read_attribute(std::string_view name) const {
   const OpenAttribute open = open_attribute(*this, file_.get(), name);
   const hid_t type = open.type.get();
   const H5T_class_t type_class = H5Tget_class(type);
-  if (type_class == H5T_INTEGER) {
-    // h5py stores a Python int, e.g. `leniency = 1`, as int64.
-    return static_cast<double>(read_int64_attribute(name));
+  if constexpr (std::floating_point<T>) {
+    if (type_class == H5T_FLOAT) {
+      double value = 0.0;
+      read_attribute_value(*this, open, name, H5T_NATIVE_DOUBLE, &value);
+      return value;
+    }
   }
-  if (type_class != H5T_FLOAT) {
-    throw InvalidInput(fmt::format("{}: root attribute '{}' has type {}; expected a number",
-                                   path_.string(), name, describe_type(type)));
+  if (type_class != H5T_INTEGER) {
+    const char* expected = std::floating_point<T>      ? "a number"
+                           : std::same_as<T, uint64_t> ? "an unsigned integer (uint64)"
+                                                       : "an integer";
+    throw InvalidInput(fmt::format("{}: root attribute '{}' has type {}; expected {}",
+                                   path_.string(), name, describe_type(type), expected));
   }
-  double value = 0.0;
-  read_attribute_value(*this, open, name, H5T_NATIVE_DOUBLE, &value);
-  return value;
+  // An integer is read in its own signedness and must fit T (int64 for a double: h5py stores a
+  // Python int, e.g. `leniency = 1`, as int64).
+  using Range = std::conditional_t<std::floating_point<T>, int64_t, T>;
+  if (H5Tget_sign(type) == H5T_SGN_NONE) {
+    uint64_t value = 0;
+    read_attribute_value(*this, open, name, H5T_NATIVE_UINT64, &value);
+    return static_cast<T>(attribute_in_range<Range>(*this, name, value));
+  }
+  int64_t value = 0;
+  read_attribute_value(*this, open, name, H5T_NATIVE_INT64, &value);
+  return static_cast<T>(attribute_in_range<Range>(*this, name, value));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -585,11 +573,7 @@ Hdf5Writer::~Hdf5Writer() {
   fs::remove(partial_path(), ec);
 }
 
-fs::path Hdf5Writer::partial_path() const {
-  fs::path partial = path_;
-  partial += ".partial";
-  return partial;
-}
+fs::path Hdf5Writer::partial_path() const { return speclab::partial_path(path_); }
 
 void Hdf5Writer::check_open(std::string_view what) const {
   if (committed_ || !file_.valid()) {
@@ -597,80 +581,22 @@ void Hdf5Writer::check_open(std::string_view what) const {
   }
 }
 
-void Hdf5Writer::write(std::string_view name, std::span<const float> values,
-                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
-  write_dataset(name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, values.data(), values.size(), shape,
-                options);
+template <Hdf5Element T>
+void Hdf5Writer::write_values(std::string_view name, std::span<const T> values,
+                              std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
+  const Hdf5Type type = hdf5_type<T>();
+  write_dataset(name, type.stored, type.native, values.data(), values.size(), shape, options);
 }
 
-void Hdf5Writer::write(std::string_view name, std::span<const double> values,
-                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
-  write_dataset(name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(), values.size(), shape,
-                options);
+template <Hdf5Element T>
+void Hdf5Writer::create_extendable(std::string_view name, int64_t chunk, int deflate_level) {
+  const Hdf5Type type = hdf5_type<T>();
+  create_extendable_dataset(name, type.stored, type.native, chunk, deflate_level);
 }
 
-void Hdf5Writer::write(std::string_view name, std::span<const int32_t> values,
-                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
-  write_dataset(name, H5T_STD_I32LE, H5T_NATIVE_INT32, values.data(), values.size(), shape,
-                options);
-}
-
-void Hdf5Writer::write(std::string_view name, std::span<const uint8_t> values,
-                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
-  write_dataset(name, H5T_STD_U8LE, H5T_NATIVE_UINT8, values.data(), values.size(), shape, options);
-}
-
-void Hdf5Writer::write(std::string_view name, std::span<const int64_t> values,
-                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
-  write_dataset(name, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data(), values.size(), shape,
-                options);
-}
-
-void Hdf5Writer::write(std::string_view name, std::span<const uint64_t> values,
-                       std::span<const int64_t> shape, const Hdf5WriteOptions& options) {
-  write_dataset(name, H5T_STD_U64LE, H5T_NATIVE_UINT64, values.data(), values.size(), shape,
-                options);
-}
-
-template <>
-void Hdf5Writer::create_extendable<int32_t>(std::string_view name, int64_t chunk,
-                                            int deflate_level) {
-  create_extendable_dataset(name, H5T_STD_I32LE, H5T_NATIVE_INT32, chunk, deflate_level);
-}
-template <>
-void Hdf5Writer::create_extendable<int64_t>(std::string_view name, int64_t chunk,
-                                            int deflate_level) {
-  create_extendable_dataset(name, H5T_STD_I64LE, H5T_NATIVE_INT64, chunk, deflate_level);
-}
-template <>
-void Hdf5Writer::create_extendable<uint64_t>(std::string_view name, int64_t chunk,
-                                             int deflate_level) {
-  create_extendable_dataset(name, H5T_STD_U64LE, H5T_NATIVE_UINT64, chunk, deflate_level);
-}
-template <>
-void Hdf5Writer::create_extendable<float>(std::string_view name, int64_t chunk, int deflate_level) {
-  create_extendable_dataset(name, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, chunk, deflate_level);
-}
-template <>
-void Hdf5Writer::create_extendable<double>(std::string_view name, int64_t chunk,
-                                           int deflate_level) {
-  create_extendable_dataset(name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, chunk, deflate_level);
-}
-
-void Hdf5Writer::append(std::string_view name, std::span<const int32_t> values) {
-  append_values(name, H5T_NATIVE_INT32, values.data(), values.size());
-}
-void Hdf5Writer::append(std::string_view name, std::span<const int64_t> values) {
-  append_values(name, H5T_NATIVE_INT64, values.data(), values.size());
-}
-void Hdf5Writer::append(std::string_view name, std::span<const uint64_t> values) {
-  append_values(name, H5T_NATIVE_UINT64, values.data(), values.size());
-}
-void Hdf5Writer::append(std::string_view name, std::span<const float> values) {
-  append_values(name, H5T_NATIVE_FLOAT, values.data(), values.size());
-}
-void Hdf5Writer::append(std::string_view name, std::span<const double> values) {
-  append_values(name, H5T_NATIVE_DOUBLE, values.data(), values.size());
+template <Hdf5Element T>
+void Hdf5Writer::append_values(std::string_view name, std::span<const T> values) {
+  append_dataset(name, hdf5_type<T>().native, values.data(), values.size());
 }
 
 void Hdf5Writer::create_extendable_dataset(std::string_view name, hid_t file_type,
@@ -712,8 +638,8 @@ void Hdf5Writer::create_extendable_dataset(std::string_view name, hid_t file_typ
   extendable_types_.emplace(c_name, memory_type);
 }
 
-void Hdf5Writer::append_values(std::string_view name, hid_t memory_type, const void* data,
-                               size_t count) {
+void Hdf5Writer::append_dataset(std::string_view name, hid_t memory_type, const void* data,
+                                size_t count) {
   silence_hdf5_errors();
   check_open(fmt::format("dataset '{}'", name));
   const std::string file_name = path_.string();
@@ -755,13 +681,10 @@ void Hdf5Writer::append_values(std::string_view name, hid_t memory_type, const v
   }
 }
 
-void Hdf5Writer::write_dataset(std::string_view name, hid_t file_type, hid_t memory_type,
-                               const void* data, size_t count, std::span<const int64_t> shape,
-                               const Hdf5WriteOptions& options) {
-  silence_hdf5_errors();
-  check_name(name, path_);
-  check_open(fmt::format("dataset '{}'", name));
-  const std::string file_name = path_.string();
+namespace {
+
+void check_value_count(const std::string& file_name, std::string_view name, size_t count,
+                       std::span<const int64_t> shape) {
   size_t expected_count = 1;
   for (int64_t dim : shape) {
     if (dim < 0) {
@@ -774,6 +697,63 @@ void Hdf5Writer::write_dataset(std::string_view name, hid_t file_type, hid_t mem
     throw InvalidInput(fmt::format("{}: dataset '{}' has {} values; shape {} needs {}", file_name,
                                    name, count, format_shape(shape), expected_count));
   }
+}
+
+// The chunk of a compressed dataset of shape `dims`: options.chunk clipped to dims, or about
+// 1 MiB of whole rows along dimension 0.
+std::vector<hsize_t> chunk_shape(const std::string& file_name, std::string_view name,
+                                 const std::vector<hsize_t>& dims, hid_t file_type,
+                                 const Hdf5WriteOptions& options) {
+  std::vector<hsize_t> chunk(dims.size());
+  if (options.chunk.empty()) {
+    const size_t element = H5Tget_size(file_type);
+    size_t row = element;
+    for (size_t d = 1; d < dims.size(); ++d) row *= dims[d];
+    const hsize_t rows = std::max<hsize_t>(1, (size_t{1} << 20) / std::max<size_t>(row, 1));
+    chunk.assign(dims.begin(), dims.end());
+    chunk[0] = std::min(dims[0], rows);
+    return chunk;
+  }
+  if (options.chunk.size() != dims.size()) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' chunk {} has rank {}; expected rank {}",
+                                   file_name, name, format_shape(options.chunk),
+                                   options.chunk.size(), dims.size()));
+  }
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (options.chunk[d] <= 0) {
+      throw InvalidInput(fmt::format("{}: dataset '{}' chunk {}; expected dimensions > 0",
+                                     file_name, name, format_shape(options.chunk)));
+    }
+    chunk[d] = std::min(dims[d], static_cast<hsize_t>(options.chunk[d]));
+  }
+  return chunk;
+}
+
+void set_chunked_deflate(hid_t dcpl, const std::string& file_name, std::string_view name,
+                         const std::vector<hsize_t>& dims, hid_t file_type,
+                         const Hdf5WriteOptions& options) {
+  if (options.deflate_level > 9) {
+    throw InvalidInput(fmt::format("{}: dataset '{}' deflate_level = {}; expected 0..9", file_name,
+                                   name, options.deflate_level));
+  }
+  const std::vector<hsize_t> chunk = chunk_shape(file_name, name, dims, file_type, options);
+  if (H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()) < 0 ||
+      H5Pset_deflate(dcpl, static_cast<unsigned>(options.deflate_level)) < 0) {
+    throw IoError(fmt::format("{}: cannot set chunking/deflate for dataset '{}'{}", file_name, name,
+                              hdf5_detail()));
+  }
+}
+
+}  // namespace
+
+void Hdf5Writer::write_dataset(std::string_view name, hid_t file_type, hid_t memory_type,
+                               const void* data, size_t count, std::span<const int64_t> shape,
+                               const Hdf5WriteOptions& options) {
+  silence_hdf5_errors();
+  check_name(name, path_);
+  check_open(fmt::format("dataset '{}'", name));
+  const std::string file_name = path_.string();
+  check_value_count(file_name, name, count, shape);
   const std::string c_name(name);
   if (H5Lexists(file_.get(), c_name.c_str(), H5P_DEFAULT) > 0) {
     throw Error(fmt::format("{}: dataset '{}' is written twice", file_name, name));
@@ -793,38 +773,7 @@ void Hdf5Writer::write_dataset(std::string_view name, hid_t file_type, hid_t mem
   H5Pset_create_intermediate_group(lcpl.get(), 1);
   // Chunks must have non-zero extent, so an empty dataset is stored contiguous.
   if (options.deflate_level > 0 && count > 0 && !shape.empty()) {
-    if (options.deflate_level > 9) {
-      throw InvalidInput(fmt::format("{}: dataset '{}' deflate_level = {}; expected 0..9",
-                                     file_name, name, options.deflate_level));
-    }
-    std::vector<hsize_t> chunk(dims.size());
-    if (options.chunk.empty()) {
-      // About 1 MiB per chunk: whole rows along dimension 0.
-      const size_t element = H5Tget_size(file_type);
-      size_t row = element;
-      for (size_t d = 1; d < dims.size(); ++d) row *= dims[d];
-      const hsize_t rows = std::max<hsize_t>(1, (size_t{1} << 20) / std::max<size_t>(row, 1));
-      chunk.assign(dims.begin(), dims.end());
-      chunk[0] = std::min(dims[0], rows);
-    } else {
-      if (options.chunk.size() != dims.size()) {
-        throw InvalidInput(fmt::format("{}: dataset '{}' chunk {} has rank {}; expected rank {}",
-                                       file_name, name, format_shape(options.chunk),
-                                       options.chunk.size(), dims.size()));
-      }
-      for (size_t d = 0; d < dims.size(); ++d) {
-        if (options.chunk[d] <= 0) {
-          throw InvalidInput(fmt::format("{}: dataset '{}' chunk {}; expected dimensions > 0",
-                                         file_name, name, format_shape(options.chunk)));
-        }
-        chunk[d] = std::min(dims[d], static_cast<hsize_t>(options.chunk[d]));
-      }
-    }
-    if (H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0 ||
-        H5Pset_deflate(dcpl.get(), static_cast<unsigned>(options.deflate_level)) < 0) {
-      throw IoError(fmt::format("{}: cannot set chunking/deflate for dataset '{}'{}", file_name,
-                                name, hdf5_detail()));
-    }
+    set_chunked_deflate(dcpl.get(), file_name, name, dims, file_type, options);
   }
   errno = 0;
   Hdf5Handle dataset(H5Dcreate2(file_.get(), c_name.c_str(), file_type, space.get(), lcpl.get(),
@@ -844,8 +793,8 @@ void Hdf5Writer::write_dataset(std::string_view name, hid_t file_type, hid_t mem
   }
 }
 
-void Hdf5Writer::write_attribute(std::string_view name, hid_t file_type, hid_t memory_type,
-                                 const void* data) {
+void Hdf5Writer::write_attribute_value(std::string_view name, hid_t file_type, hid_t memory_type,
+                                       const void* data) {
   silence_hdf5_errors();
   check_name(name, path_);
   check_open(fmt::format("root attribute '{}'", name));
@@ -863,26 +812,20 @@ void Hdf5Writer::write_attribute(std::string_view name, hid_t file_type, hid_t m
   }
 }
 
-void Hdf5Writer::write_string_attribute(std::string_view name, std::string_view value) {
+void Hdf5Writer::write_attribute(std::string_view name, std::string_view value) {
   // Variable-length UTF-8, which h5py reads back as str rather than bytes.
   Hdf5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(type.get(), H5T_VARIABLE);
   H5Tset_cset(type.get(), H5T_CSET_UTF8);
   const std::string text(value);
   const char* pointer = text.c_str();
-  write_attribute(name, type.get(), type.get(), &pointer);
+  write_attribute_value(name, type.get(), type.get(), &pointer);
 }
 
-void Hdf5Writer::write_uint64_attribute(std::string_view name, uint64_t value) {
-  write_attribute(name, H5T_STD_U64LE, H5T_NATIVE_UINT64, &value);
-}
-
-void Hdf5Writer::write_int64_attribute(std::string_view name, int64_t value) {
-  write_attribute(name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
-}
-
-void Hdf5Writer::write_double_attribute(std::string_view name, double value) {
-  write_attribute(name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+template <Hdf5AttributeScalar T>
+void Hdf5Writer::write_attribute(std::string_view name, T value) {
+  const Hdf5Type type = hdf5_type<T>();
+  write_attribute_value(name, type.stored, type.native, &value);
 }
 
 void Hdf5Writer::commit() {
@@ -920,5 +863,32 @@ void Hdf5Writer::commit() {
     ::close(dir_fd);
   }
 }
+
+// The member templates of the header, for every type its concepts admit.
+#define SPECLAB_HDF5_ELEMENT(T)                                                                 \
+  template void Hdf5Writer::write_values<T>(std::string_view, std::span<const T>,               \
+                                            std::span<const int64_t>, const Hdf5WriteOptions&); \
+  template void Hdf5Writer::create_extendable<T>(std::string_view, int64_t, int);               \
+  template void Hdf5Writer::append_values<T>(std::string_view, std::span<const T>);
+#define SPECLAB_HDF5_READ(T) \
+  template Hdf5Array<T> Hdf5Reader::read<T>(std::string_view, int, std::string_view) const;
+#define SPECLAB_HDF5_ATTRIBUTE(T)                                   \
+  template T Hdf5Reader::read_attribute<T>(std::string_view) const; \
+  template void Hdf5Writer::write_attribute<T>(std::string_view, T);
+
+SPECLAB_HDF5_ELEMENT(float)
+SPECLAB_HDF5_ELEMENT(double)
+SPECLAB_HDF5_ELEMENT(int32_t)
+SPECLAB_HDF5_ELEMENT(uint8_t)
+SPECLAB_HDF5_ELEMENT(int64_t)
+SPECLAB_HDF5_ELEMENT(uint64_t)
+SPECLAB_HDF5_READ(float)
+SPECLAB_HDF5_READ(double)
+SPECLAB_HDF5_READ(int32_t)
+SPECLAB_HDF5_READ(uint8_t)
+SPECLAB_HDF5_READ(int64_t)
+SPECLAB_HDF5_ATTRIBUTE(int64_t)
+SPECLAB_HDF5_ATTRIBUTE(uint64_t)
+SPECLAB_HDF5_ATTRIBUTE(double)
 
 }  // namespace speclab

@@ -5,9 +5,11 @@
 
 #include <hdf5.h>
 
+#include <concepts>
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,6 +65,28 @@ struct Hdf5DatasetInfo {
 /// The type of a root attribute, as read_*_attribute sees it.
 enum class Hdf5AttributeKind { kString, kSigned, kUnsigned, kFloat, kOther };
 
+/// The element types of datasets, each stored as one HDF5 type (hdf5_type<T> in hdf5_file.cpp,
+/// where every member template below is instantiated for the types its concept admits).
+template <typename T>
+concept Hdf5Element =
+    std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, int32_t> ||
+    std::same_as<T, uint8_t> || std::same_as<T, int64_t> || std::same_as<T, uint64_t>;
+
+/// The element types a dataset is read as: integers are read through int64, so not uint64.
+template <typename T>
+concept Hdf5ReadElement = Hdf5Element<T> && !std::same_as<T, uint64_t>;
+
+/// The numeric types of root attributes (strings have their own functions).
+template <typename T>
+concept Hdf5AttributeScalar =
+    std::same_as<T, int64_t> || std::same_as<T, uint64_t> || std::same_as<T, double>;
+
+/// Values a dataset is written from: a contiguous range of an Hdf5Element (std::span,
+/// std::vector, std::array, a C array).
+template <typename R>
+concept Hdf5Values = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+    Hdf5Element<std::ranges::range_value_t<R>>;
+
 /// An existing HDF5 file opened read-only. Every error names the file (as given) and the dataset
 /// or attribute.
 class Hdf5Reader {
@@ -76,23 +100,35 @@ class Hdf5Reader {
   /// Throws InvalidInput when the dataset is missing.
   std::vector<int64_t> dataset_shape(std::string_view name) const;
 
-  /// Reads a float32 dataset (any other type, float64 included, is rejected rather than silently
-  /// narrowed). With expected_rank ≥ 0 the rank is checked; dims_hint (e.g. "[B, γ+1, V]") goes
-  /// into the message: "IN.h5: dataset 'probs_target' has rank 2; expected rank 3 [B, γ+1, V]".
+  /// Reads a dataset as T, checking its type and, with expected_rank ≥ 0, its rank; dims_hint
+  /// (e.g. "[B, γ+1, V]") goes into the message: "IN.h5: dataset 'probs_target' has rank 2;
+  /// expected rank 3 [B, γ+1, V]". float reads float32 only (float64 is rejected rather than
+  /// silently narrowed); double reads float32 or float64 (widening is exact); an integer T reads
+  /// any integer dataset, rejecting floats and values outside T's range.
+  template <Hdf5ReadElement T>
+  Hdf5Array<T> read(std::string_view name, int expected_rank = kAnyRank,
+                    std::string_view dims_hint = {}) const;
+  /// read<T> by name.
   Hdf5Array<float> read_float(std::string_view name, int expected_rank = kAnyRank,
-                              std::string_view dims_hint = {}) const;
-  /// Reads any integer dataset as int32, rejecting floats and values outside int32's range.
+                              std::string_view dims_hint = {}) const {
+    return read<float>(name, expected_rank, dims_hint);
+  }
   Hdf5Array<int32_t> read_int32(std::string_view name, int expected_rank = kAnyRank,
-                                std::string_view dims_hint = {}) const;
-  /// Reads any integer dataset as uint8, rejecting floats and values outside [0, 255].
+                                std::string_view dims_hint = {}) const {
+    return read<int32_t>(name, expected_rank, dims_hint);
+  }
   Hdf5Array<uint8_t> read_uint8(std::string_view name, int expected_rank = kAnyRank,
-                                std::string_view dims_hint = {}) const;
-  /// Reads any integer dataset as int64 (unsigned values above int64's range are rejected).
+                                std::string_view dims_hint = {}) const {
+    return read<uint8_t>(name, expected_rank, dims_hint);
+  }
   Hdf5Array<int64_t> read_int64(std::string_view name, int expected_rank = kAnyRank,
-                                std::string_view dims_hint = {}) const;
-  /// Reads a float32 or float64 dataset as double (widening is exact; integers are rejected).
+                                std::string_view dims_hint = {}) const {
+    return read<int64_t>(name, expected_rank, dims_hint);
+  }
   Hdf5Array<double> read_double(std::string_view name, int expected_rank = kAnyRank,
-                                std::string_view dims_hint = {}) const;
+                                std::string_view dims_hint = {}) const {
+    return read<double>(name, expected_rank, dims_hint);
+  }
 
   /// Every dataset in the file, as full paths without the leading '/' ("steps/accepted"), sorted.
   std::vector<std::string> dataset_names() const;
@@ -103,13 +139,21 @@ class Hdf5Reader {
   /// Throws InvalidInput when the attribute is missing.
   Hdf5AttributeKind attribute_kind(std::string_view name) const;
 
-  /// Attributes of the root group. Integer reads accept any integer type whose value fits;
-  /// read_double accepts floats and integers; read_string accepts fixed and variable length.
+  /// Attributes of the root group. An integer T accepts any integer type whose value fits;
+  /// double accepts floats and integers (h5py stores a Python int as int64); read_string
+  /// accepts fixed and variable length.
   bool has_attribute(std::string_view name) const;
   std::string read_string_attribute(std::string_view name) const;
-  uint64_t read_uint64_attribute(std::string_view name) const;
-  int64_t read_int64_attribute(std::string_view name) const;
-  double read_double_attribute(std::string_view name) const;
+  template <Hdf5AttributeScalar T>
+  T read_attribute(std::string_view name) const;
+  /// read_attribute<T> by name.
+  uint64_t read_uint64_attribute(std::string_view name) const {
+    return read_attribute<uint64_t>(name);
+  }
+  int64_t read_int64_attribute(std::string_view name) const {
+    return read_attribute<int64_t>(name);
+  }
+  double read_double_attribute(std::string_view name) const { return read_attribute<double>(name); }
 
  private:
   std::filesystem::path path_;
@@ -137,39 +181,44 @@ class Hdf5Writer {
   const std::filesystem::path& path() const { return path_; }
   std::filesystem::path partial_path() const;
 
-  /// Writes a dataset of the given shape (Π shape = values.size()). Names may contain '/';
-  /// intermediate groups are created.
-  void write(std::string_view name, std::span<const float> values, std::span<const int64_t> shape,
-             const Hdf5WriteOptions& options = {});
-  void write(std::string_view name, std::span<const double> values, std::span<const int64_t> shape,
-             const Hdf5WriteOptions& options = {});
-  void write(std::string_view name, std::span<const int32_t> values, std::span<const int64_t> shape,
-             const Hdf5WriteOptions& options = {});
-  void write(std::string_view name, std::span<const uint8_t> values, std::span<const int64_t> shape,
-             const Hdf5WriteOptions& options = {});
-  void write(std::string_view name, std::span<const int64_t> values, std::span<const int64_t> shape,
-             const Hdf5WriteOptions& options = {});
-  void write(std::string_view name, std::span<const uint64_t> values,
-             std::span<const int64_t> shape, const Hdf5WriteOptions& options = {});
+  /// Writes a dataset of the given shape (Π shape = the number of values), stored as the values'
+  /// element type. Names may contain '/'; intermediate groups are created.
+  template <Hdf5Values Values>
+  void write(std::string_view name, const Values& values, std::span<const int64_t> shape,
+             const Hdf5WriteOptions& options = {}) {
+    write_values(name, std::span(std::ranges::data(values), std::ranges::size(values)), shape,
+                 options);
+  }
 
   /// Creates an empty 1-D dataset of unlimited length, chunked (`chunk` elements per chunk) and
   /// deflate-compressed (level 1..9; 0 stores chunks uncompressed), to be grown with append():
-  /// step logs whose length is known only at the end. T is the element type of the later
-  /// appends: int32_t, int64_t, uint64_t, float or double.
-  template <typename T>
+  /// step logs whose length is known only at the end. T is the element type of the later appends.
+  template <Hdf5Element T>
   void create_extendable(std::string_view name, int64_t chunk = 4096, int deflate_level = 4);
   /// Appends values to a dataset made by create_extendable<T> with the same T.
-  void append(std::string_view name, std::span<const int32_t> values);
-  void append(std::string_view name, std::span<const int64_t> values);
-  void append(std::string_view name, std::span<const uint64_t> values);
-  void append(std::string_view name, std::span<const float> values);
-  void append(std::string_view name, std::span<const double> values);
+  template <Hdf5Values Values>
+  void append(std::string_view name, const Values& values) {
+    append_values(name, std::span(std::ranges::data(values), std::ranges::size(values)));
+  }
 
-  /// Root attributes; an existing attribute of the same name is replaced.
-  void write_string_attribute(std::string_view name, std::string_view value);
-  void write_uint64_attribute(std::string_view name, uint64_t value);
-  void write_int64_attribute(std::string_view name, int64_t value);
-  void write_double_attribute(std::string_view name, double value);
+  /// Root attributes; an existing attribute of the same name is replaced. Strings are stored as
+  /// variable-length UTF-8.
+  void write_attribute(std::string_view name, std::string_view value);
+  template <Hdf5AttributeScalar T>
+  void write_attribute(std::string_view name, T value);
+  /// write_attribute by name; the named type is stored whatever the argument's (1 as int64).
+  void write_string_attribute(std::string_view name, std::string_view value) {
+    write_attribute(name, value);
+  }
+  void write_uint64_attribute(std::string_view name, uint64_t value) {
+    write_attribute<uint64_t>(name, value);
+  }
+  void write_int64_attribute(std::string_view name, int64_t value) {
+    write_attribute<int64_t>(name, value);
+  }
+  void write_double_attribute(std::string_view name, double value) {
+    write_attribute<double>(name, value);
+  }
 
   /// Makes the file appear under PATH, atomically. Throws IoError on failure (PATH.partial is
   /// then removed and PATH is untouched). No writes are allowed afterwards.
@@ -177,29 +226,24 @@ class Hdf5Writer {
   bool committed() const { return committed_; }
 
  private:
+  template <Hdf5Element T>
+  void write_values(std::string_view name, std::span<const T> values,
+                    std::span<const int64_t> shape, const Hdf5WriteOptions& options);
+  template <Hdf5Element T>
+  void append_values(std::string_view name, std::span<const T> values);
   void write_dataset(std::string_view name, hid_t file_type, hid_t memory_type, const void* data,
                      size_t count, std::span<const int64_t> shape, const Hdf5WriteOptions& options);
-  void write_attribute(std::string_view name, hid_t file_type, hid_t memory_type, const void* data);
+  void write_attribute_value(std::string_view name, hid_t file_type, hid_t memory_type,
+                             const void* data);
   void check_open(std::string_view what) const;
   void create_extendable_dataset(std::string_view name, hid_t file_type, hid_t memory_type,
                                  int64_t chunk, int deflate_level);
-  void append_values(std::string_view name, hid_t memory_type, const void* data, size_t count);
+  void append_dataset(std::string_view name, hid_t memory_type, const void* data, size_t count);
 
   std::filesystem::path path_;
   Hdf5Handle file_;
   bool committed_ = false;
   std::map<std::string, hid_t, std::less<>> extendable_types_;  ///< name -> memory type
 };
-
-template <>
-void Hdf5Writer::create_extendable<int32_t>(std::string_view, int64_t, int);
-template <>
-void Hdf5Writer::create_extendable<int64_t>(std::string_view, int64_t, int);
-template <>
-void Hdf5Writer::create_extendable<uint64_t>(std::string_view, int64_t, int);
-template <>
-void Hdf5Writer::create_extendable<float>(std::string_view, int64_t, int);
-template <>
-void Hdf5Writer::create_extendable<double>(std::string_view, int64_t, int);
 
 }  // namespace speclab

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/io/partial_path.hpp"
 
 namespace speclab {
 namespace {
@@ -345,6 +347,33 @@ TEST(Hdf5File, ReadDoubleWidensFloatsAndRejectsIntegers) {
   expect_error<InvalidInput>([&] { reader.read_double("i32"); },
                              {"'i32' has dtype int32; expected float32 or float64"});
   expect_error<InvalidInput>([&] { reader.read_int64("f64"); }, {"'f64' has dtype float64"});
+}
+
+TEST(Hdf5File, TemplatesAgreeWithTheNamedForms) {
+  const fs::path path = test_dir() / "t.h5";
+  {
+    Hdf5Writer writer(path);
+    EXPECT_EQ(writer.partial_path(), partial_path(path));
+    writer.write("mask", std::array<uint8_t, 2>{1, 0}, std::vector<int64_t>{2});
+    writer.write_attribute<uint64_t>("big", UINT64_MAX);
+    writer.write_attribute("half", 0.5);
+    writer.write_attribute("name", "x");
+    writer.commit();
+  }
+  const Hdf5Reader reader(path);
+  EXPECT_EQ(reader.read<uint8_t>("mask").values, reader.read_uint8("mask").values);
+  EXPECT_EQ(reader.read_attribute<uint64_t>("big"), UINT64_MAX);
+  expect_error<InvalidInput>(
+      [&] { reader.read_attribute<int64_t>("big"); },
+      {"'big' is 18446744073709551615; expected a value ≤ 9223372036854775807"});
+  expect_error<InvalidInput>([&] { reader.read_double_attribute("big"); },
+                             {"expected a value ≤ 9223372036854775807"});
+  EXPECT_EQ(reader.read_attribute<double>("half"), 0.5);
+  expect_error<InvalidInput>([&] { reader.read_int64_attribute("half"); },
+                             {"'half' has type float64; expected an integer"});
+  expect_error<InvalidInput>([&] { reader.read_uint64_attribute("name"); },
+                             {"'name' has type string; expected an unsigned integer (uint64)"});
+  EXPECT_EQ(reader.read_string_attribute("name"), "x");
 }
 
 TEST(Hdf5File, ListsAttributesWithTheirKinds) {
