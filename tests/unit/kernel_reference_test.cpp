@@ -1,0 +1,321 @@
+// The hand-written matrix kernels of core/models/ against the Eigen references of
+// tests/support/eigen_reference.hpp: skinny_gemm (A·X + b), quant_gemm (Q4_1 / Q8_0 weights
+// dequantised in registers) and LinearSoftmaxModel::score (G_r·(σ_r ⊙ (H_r·h)) + b, then the
+// tempered softmax), at shapes that stress the tiling: m = 1, 3, 8, 9, 16, 17 columns (one or
+// several 8-column tiles, partial tiles), rows not a multiple of the 16-row panel or of the 2- and
+// 4-panel kernel groups, and products large enough for the OpenMP path. The references compute
+// in double from the kernels' float inputs, so each tolerance is a bound on the kernel's float
+// rounding, stated where it is used.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/io/gguf.hpp"
+#include "core/models/linear_softmax.hpp"
+#include "core/models/quant_matrix.hpp"
+#include "core/models/skinny_gemm.hpp"
+#include "tests/support/eigen_reference.hpp"
+
+namespace speclab {
+namespace {
+
+using eigen_ref::all_close;
+using eigen_ref::gamma_float;
+using eigen_ref::Matrix;
+using eigen_ref::Vector;
+
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return s >> 33;
+  }
+  float uniform(float lo, float hi) {
+    return lo + (hi - lo) * static_cast<float>(next() % (1u << 24)) * 0x1p-24f;
+  }
+};
+
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+  Rng rng{seed};
+  std::vector<float> v(n);
+  for (float& x : v) x = rng.uniform(-1.0f, 1.0f);
+  return v;
+}
+
+std::string shape_name(int64_t rows, int64_t depth, int64_t m) {
+  return std::to_string(rows) + " × " + std::to_string(depth) + ", m = " + std::to_string(m);
+}
+
+// Runs skinny_gemm on a random rows × depth matrix for each m, with row-major strides ldx = depth
+// + 3 and ldo = rows + 2, and compares with the reference A·X + b.
+void check_skinny_gemm(int64_t rows, int64_t depth, std::span<const int64_t> ms, bool with_bias,
+                       uint64_t seed) {
+  PanelMatrix a(rows, depth);
+  const auto values = random_floats(static_cast<size_t>(rows * depth), seed);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t k = 0; k < depth; ++k) a.at(i, k) = values[static_cast<size_t>(i * depth + k)];
+  }
+  const auto bias = random_floats(static_cast<size_t>(rows), seed + 1);
+  const Matrix a_ref = eigen_ref::from_panel(a, rows, depth);
+  const Vector b_ref = with_bias ? eigen_ref::from_span(bias) : Vector();
+  for (int64_t m : ms) {
+    const int64_t ldx = depth + 3, ldo = rows + 2;
+    const auto x = random_floats(static_cast<size_t>(m * ldx), seed + 2 + m);
+    constexpr float kSentinel = -7.0f;
+    std::vector<float> out(static_cast<size_t>(m * ldo), kSentinel);
+    skinny_gemm(a, {.rows = rows, .depth = depth, .n_cols = m}, x, ldx,
+                with_bias ? std::span<const float>(bias) : std::span<const float>(), out, ldo);
+    const Matrix x_ref = eigen_ref::columns(x, depth, m, ldx);
+    // Each output is a float sum of depth products and the bias (depth + 1 terms), in an order
+    // the reference does not share: within γ_{depth+1}·Σ|terms| of the exact value (the
+    // reference's own error, ~2⁻⁵³ relative, is far below). No absolute slack is needed.
+    EXPECT_TRUE(
+        all_close("skinny_gemm " + shape_name(rows, depth, m) + (with_bias ? " + bias" : ""),
+                  eigen_ref::columns(out, rows, m, ldo), eigen_ref::affine(a_ref, x_ref, b_ref),
+                  eigen_ref::affine_magnitude(a_ref, x_ref, b_ref), 0.0,
+                  gamma_float(static_cast<double>(depth + 1))));
+    for (int64_t c = 0; c < m; ++c) {
+      for (int64_t i = rows; i < ldo; ++i) {
+        ASSERT_EQ(out[static_cast<size_t>(c * ldo + i)], kSentinel)
+            << shape_name(rows, depth, m) << ": wrote past the rows at column " << c;
+      }
+    }
+  }
+}
+
+// Rows: one, one panel short, one over, 45 (3 panels: 2 + 1 for m ≤ 8), 100 (7 panels: one
+// 4-panel work item, then 3 left over), 131 (9 panels, a last panel of 3 rows). Depths: 1, odd,
+// a multiple of 16, and 70.
+TEST(SkinnyGemm, MatchesEigenReference) {
+  const int64_t ms[] = {1, 3, 8, 9, 16, 17};
+  uint64_t seed = 1;
+  for (int64_t rows : {1, 15, 17, 45, 100, 131}) {
+    for (int64_t depth : {1, 13, 64, 70}) {
+      for (bool with_bias : {false, true}) check_skinny_gemm(rows, depth, ms, with_bias, seed++);
+    }
+  }
+}
+
+// 4100 × 1030 weights ≥ 2²²: the product is split over OpenMP threads in chunks of work items;
+// 4100 rows end in a partial panel.
+TEST(SkinnyGemm, MatchesEigenReferenceOnTheThreadedPath) {
+  const int64_t ms[] = {1, 3, 8, 9, 17};
+  check_skinny_gemm(4100, 1030, ms, true, 99);
+}
+
+// ---- quant_gemm -----------------------------------------------------------------------------
+
+// A normal fp16 of random sign with exponent 2⁻⁷ … 2³.
+uint16_t random_half(Rng& rng) {
+  const auto sign = static_cast<uint16_t>((rng.next() & 1) << 15);
+  const auto exponent = static_cast<uint16_t>((8 + rng.next() % 11) << 10);
+  return static_cast<uint16_t>(sign | exponent | (rng.next() & 0x3ff));
+}
+
+// rows × depth / 32 GGUF blocks of `type`, row after row: random quants, random fp16 scales.
+std::vector<std::byte> random_blocks(GgmlType type, int64_t rows, int64_t depth, uint64_t seed) {
+  Rng rng{seed};
+  const int64_t size = ggml_type_traits(type).block_bytes, n_blocks = rows * depth / 32;
+  std::vector<std::byte> data(static_cast<size_t>(n_blocks * size));
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    std::byte* block = data.data() + b * size;
+    for (int64_t i = 0; i < size; ++i) block[i] = static_cast<std::byte>(rng.next() & 0xff);
+    const uint16_t d = random_half(rng), m = random_half(rng);
+    std::memcpy(block, &d, 2);
+    if (type == GgmlType::kQ4_1) std::memcpy(block + 2, &m, 2);
+  }
+  return data;
+}
+
+const GgmlType kQuantTypes[] = {GgmlType::kQ4_1, GgmlType::kQ8_0};
+
+void check_quant_gemm(GgmlType type, int64_t rows, int64_t depth, std::span<const int64_t> ms,
+                      uint64_t seed) {
+  const auto blocks = random_blocks(type, rows, depth, seed);
+  const QuantMatrix w(type, blocks, rows, depth);
+  const Matrix w_ref = eigen_ref::dequantise(type, blocks.data(), rows, depth).cast<double>();
+  for (int64_t m : ms) {
+    const int64_t ldx = depth + 5, ldo = rows + 3;
+    const auto x = random_floats(static_cast<size_t>(m * ldx), seed + m);
+    constexpr float kSentinel = -7.0f;
+    std::vector<float> out(static_cast<size_t>(m * ldo), kSentinel);
+    quant_gemm(w, x, m, ldx, out, ldo);
+    const Matrix x_ref = eigen_ref::columns(x, depth, m, ldx);
+    // The kernel's weights are the float dequantised weights exactly (quant_matrix.hpp; the test
+    // below checks the reference's), so each output is a float sum of depth products: within
+    // γ_depth·Σ|w·x| of the exact value.
+    EXPECT_TRUE(all_close(
+        std::string("quant_gemm ") + ggml_type_name(type) + " " + shape_name(rows, depth, m),
+        eigen_ref::columns(out, rows, m, ldo), w_ref * x_ref, w_ref.cwiseAbs() * x_ref.cwiseAbs(),
+        0.0, gamma_float(static_cast<double>(depth))));
+    for (int64_t c = 0; c < m; ++c) {
+      for (int64_t i = rows; i < ldo; ++i) {
+        ASSERT_EQ(out[static_cast<size_t>(c * ldo + i)], kSentinel)
+            << shape_name(rows, depth, m) << ": wrote past the rows at column " << c;
+      }
+    }
+  }
+}
+
+// The library's two dequantisations (GGUF's dequantize() of the source blocks and
+// QuantMatrix::dequantize_row() of the repacked panels) give the reference's floats bit for bit.
+TEST(QuantMatrix, DequantisesAsTheEigenReference) {
+  for (GgmlType type : kQuantTypes) {
+    const int64_t rows = 37, depth = 96;
+    const auto blocks = random_blocks(type, rows, depth, 5);
+    const QuantMatrix w(type, blocks, rows, depth);
+    const eigen_ref::MatrixF ref = eigen_ref::dequantise(type, blocks.data(), rows, depth);
+    std::vector<float> row(static_cast<size_t>(depth)), gguf(static_cast<size_t>(depth));
+    const int64_t row_bytes = depth / 32 * ggml_type_traits(type).block_bytes;
+    for (int64_t i = 0; i < rows; ++i) {
+      w.dequantize_row(i, row);
+      dequantize(type, blocks.data() + i * row_bytes, depth, gguf.data());
+      for (int64_t k = 0; k < depth; ++k) {
+        ASSERT_EQ(row[static_cast<size_t>(k)], ref(i, k))
+            << ggml_type_name(type) << " QuantMatrix row " << i << " column " << k;
+        ASSERT_EQ(gguf[static_cast<size_t>(k)], ref(i, k))
+            << ggml_type_name(type) << " GGUF dequantize row " << i << " column " << k;
+      }
+    }
+  }
+}
+
+// Rows as for skinny_gemm (the kernel groups 4 panels for m ≤ 4, 2 beyond); depths of one, three
+// and five 32-weight blocks.
+TEST(QuantGemm, MatchesEigenReferenceOnDequantisedWeights) {
+  const int64_t ms[] = {1, 3, 8, 9, 16, 17};
+  uint64_t seed = 100;
+  for (GgmlType type : kQuantTypes) {
+    for (int64_t rows : {1, 15, 37, 100, 130}) {
+      for (int64_t depth : {32, 96, 160}) check_quant_gemm(type, rows, depth, ms, seed++);
+    }
+  }
+}
+
+// 4096 × 1024 weights = 2²²: the OpenMP path.
+TEST(QuantGemm, MatchesEigenReferenceOnTheThreadedPath) {
+  const int64_t ms[] = {1, 9};
+  for (GgmlType type : kQuantTypes) check_quant_gemm(type, 4096, 1024, ms, 200);
+}
+
+// ---- LinearSoftmax --------------------------------------------------------------------------
+
+std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
+  Rng rng{seed};
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (auto& t : tokens) t = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
+  return tokens;
+}
+
+// Bound on |logit − reference| for each entry of a LinearSoftmax product at rank r, hidden d,
+// context n:
+//  • the model's hidden vector: a float sum of n terms w_j·e_j (|e| ≤ √3), then float tanh
+//    (≤ 2 ulp, slope ≤ 1): |δh| ≤ δ_h = (n + 3)·u·√3·Σ_j w_j for every entry;
+//  • z = σ ⊙ (H_r·h): d products, then the σ multiply: within γ_{d+1} of its magnitude, plus
+//    |σ| ⊙ (|H_r|·1)·δ_h from δh;
+//  • G_r·z + b: r products and the bias: γ_{r+1}, plus |G_r|·|δz|.
+// Together ≤ γ_{d+r+2}·magnitude + (1 + γ_{d+r+2})·|G_r|·(|σ_r| ⊙ (|H_r|·1))·δ_h, with magnitude
+// = |G_r|·(|σ_r| ⊙ (|H_r|·|h|)) + |b| from the reference.
+Matrix logit_error_bound(const LinearSoftmaxFamily& family, int64_t rank,
+                         const eigen_ref::LinearSoftmaxProduct& ref) {
+  const auto& c = family.config();
+  const int64_t d = c.hidden, v = c.vocab;
+  double weight_sum = 0.0, norm2 = 0.0;
+  for (int64_t j = 0; j < c.context; ++j) norm2 += std::pow(c.context_decay, 2.0 * j);
+  for (int64_t j = 0; j < c.context; ++j) weight_sum += std::pow(c.context_decay, j);
+  const double delta_h = (static_cast<double>(c.context) + 3.0) * eigen_ref::kFloatEps *
+                         std::sqrt(3.0) * weight_sum / std::sqrt(norm2);
+  const double gamma = gamma_float(static_cast<double>(d + rank + 2));
+  const Matrix h_abs = eigen_ref::from_panel(family.h(), rank, d).cwiseAbs();
+  const Matrix g_abs = eigen_ref::from_panel(family.g(), v, rank).cwiseAbs();
+  const Vector sigma_abs = eigen_ref::from_span(family.sigma()).head(rank).cwiseAbs();
+  const Vector through_h = g_abs * (sigma_abs.asDiagonal() * (h_abs * Vector::Ones(d)));
+  Matrix bound = gamma * ref.magnitude;
+  bound.colwise() += (1.0 + gamma) * delta_h * through_h;
+  return bound;
+}
+
+// score() returns softmax(l/T) of the logits l. With |δl_i| ≤ Δ over a row (logit_error_bound),
+// the exact softmax of the model's logits is within a factor e^{±2Δ/T} of the reference's; the
+// float softmax (sampling.cpp: (l − max)·(1/T) rounded three times, exp to ~4 ulp, lane sums of
+// V/16 floats, one scaling) adds a relative (3·|arg|_max + V/16 + 24)·u, doubled here for slack.
+// Probabilities below e^{-87} are flushed to zero (atol 1e-30).
+void check_probabilities(const std::string& what, const std::vector<float>& probs,
+                         const Matrix& logits_ref, const Matrix& logit_bound, double temperature) {
+  const int64_t v = logits_ref.rows(), n = logits_ref.cols();
+  const Matrix p_ref = eigen_ref::softmax_columns(logits_ref, temperature);
+  const Matrix got = eigen_ref::columns(probs, v, n, v);
+  Matrix scale(v, n);
+  for (int64_t c = 0; c < n; ++c) {
+    const double delta = logit_bound.col(c).maxCoeff();
+    const double max_arg =
+        (logits_ref.col(c).maxCoeff() - logits_ref.col(c).minCoeff()) / temperature;
+    const double rel =
+        std::expm1(2.0 * delta / temperature) +
+        2.0 * (3.0 * max_arg + static_cast<double>(v) / 16.0 + 24.0) * eigen_ref::kFloatEps;
+    scale.col(c) = rel * p_ref.col(c);
+  }
+  EXPECT_TRUE(all_close(what, got, p_ref, scale, 1e-30, 1.0));
+}
+
+LinearSoftmaxConfig reference_config() {
+  // V = 1000 (62.5 panels), d = 45 (not a multiple of 16), n = 3.
+  return {.family = "reference",
+          .vocab = 1000,
+          .hidden = 45,
+          .context = 3,
+          .context_decay = 0.7,
+          .sigma_decay = 0.8,
+          .logit_scale = 6.0,
+          .zipf = 1.0,
+          .seed = 17};
+}
+
+// One sequence of 12 tokens scored at its last m positions (row j: the context tokens[0, 12 − m +
+// 1 + j)), for the target (rank 45) and drafts of rank 21 and 1, at T = 1 and T = 0.7.
+TEST(LinearSoftmax, ProbabilitiesMatchEigenReference) {
+  const auto family = LinearSoftmaxFamily::create(reference_config());
+  const auto tokens = random_tokens(12, family->config().vocab, 3);
+  for (int64_t rank : {45, 21, 1}) {
+    auto model = rank == 45 ? family->make_target() : family->make_draft(rank);
+    for (int64_t m : {1, 3, 8, 9}) {
+      const ScoreRequest request{.tokens = tokens, .n_positions = m};
+      const auto ref = eigen_ref::linear_softmax_logits(*family, rank, {&request, 1});
+      const Matrix bound = logit_error_bound(*family, rank, ref);
+      for (double temperature : {1.0, 0.7}) {
+        const auto probs = model->score({&request, 1}, {.temperature = temperature});
+        check_probabilities(
+            model->name() + " m = " + std::to_string(m) + " T = " + std::to_string(temperature),
+            probs, ref.logits, bound, temperature);
+      }
+    }
+  }
+}
+
+// A batch of three sequences with 17 rows in all (three 8-column tiles, the last partial), each
+// row's context its own.
+TEST(LinearSoftmax, BatchProbabilitiesMatchEigenReference) {
+  const auto family = LinearSoftmaxFamily::create(reference_config());
+  const auto tokens = random_tokens(30, family->config().vocab, 4);
+  const std::vector<ScoreRequest> requests = {
+      {.tokens = std::span(tokens).first(9), .n_positions = 8, .sequence_id = 0},
+      {.tokens = std::span(tokens).subspan(9, 1), .n_positions = 1, .sequence_id = 1},
+      {.tokens = std::span(tokens).subspan(10, 20), .n_positions = 8, .sequence_id = 2}};
+  for (int64_t rank : {45, 21}) {
+    auto model = rank == 45 ? family->make_target() : family->make_draft(rank);
+    const auto ref = eigen_ref::linear_softmax_logits(*family, rank, requests);
+    const auto probs = model->score(requests, {.temperature = 0.7});
+    check_probabilities(model->name() + " batch of 17 rows", probs, ref.logits,
+                        logit_error_bound(*family, rank, ref), 0.7);
+  }
+}
+
+}  // namespace
+}  // namespace speclab
