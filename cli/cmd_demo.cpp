@@ -1,6 +1,6 @@
 // `speclab demo`: the built-in default experiment. Verifies synthetic batches with V1 over several
 // steps, checks the fast path against the reference, writes results/demo.h5 and prints the
-// per-position acceptance beside its closed form (SPEC.md V1: β = Σ min(p, q), E[accepted] =
+// per-position acceptance beside its closed form (docs/verifiers.md V1: β = Σ min(p, q), E[accepted] =
 // Σ_i Π_{j≤i} β_j).
 #include <fmt/format.h>
 #include <unistd.h>

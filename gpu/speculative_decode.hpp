@@ -1,4 +1,4 @@
-// Speculative decoding of a LinearSoftmax pair entirely on the device (SPEC.md V1-V3, V5): per
+// Speculative decoding of a LinearSoftmax pair entirely on the device (docs/verifiers.md V1-V3, V5): per
 // step the rank-r draft proposes γ tokens (one draft pass per position over all B requests,
 // x_i ~ q_i sampled on the device with core's Philox address and fixed-point rule), the target
 // scores the γ+1 positions of every request with one GEMM pair, gpu::verify_chain (or

@@ -1,4 +1,4 @@
-// Block verification kernel, SPEC.md V5 (header gpu/verify_block.hpp), one CTA per request:
+// Block verification kernel, docs/verifiers.md V5 (header gpu/verify_block.hpp), one CTA per request:
 //  1. warp 0 checks n_draft and the draft tokens, gathers p_i(x_i), q_i(x_i) (a ballot of bad
 //     values), and lane 0 forms w_0..w_{γ_b} serially in double, exactly as core::block_weights;
 //  2. positions i = γ_b, γ_b − 1, …, 1 are tested downwards (τ is the last pass): i = γ_b against
@@ -360,7 +360,7 @@ __global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a) {
           if (threadIdx.x == 0) state.status |= bad;
         } else if (block_locate<true>(p, q, wf, v, a.n_chunks, chunk_sums, bits, scratch, &state) ==
                    0) {
-          // Rounding left no residual mass: SPEC.md V5 samples p with the residual's uniform.
+          // Rounding left no residual mass: docs/verifiers.md V5 samples p with the residual's uniform.
           block_row_pass<false>(p, p, 1.0, 1.0f, v, a.n_chunks, chunk_sums, scratch, &unused);
           block_locate<false>(p, p, 1.0f, v, a.n_chunks, chunk_sums, bits, scratch, &state);
           if (threadIdx.x == 0) state.fallback = 1;

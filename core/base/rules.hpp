@@ -1,4 +1,4 @@
-// Scalar rules shared by the CPU reference, the fast CPU path and the CUDA kernels (SPEC.md V1-V3):
+// Scalar rules shared by the CPU reference, the fast CPU path and the CUDA kernels (docs/verifiers.md V1-V3):
 // the accept tests, residual weights, and inverse-CDF sampling in 2^-58 fixed point. Integer
 // prefix sums are exact and associative, so any reduction order (serial, blocked, a GPU tree)
 // yields the same token for the same uniform.

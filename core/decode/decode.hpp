@@ -1,6 +1,6 @@
-// Decoding engines (DESIGN.md core/decode): plain decoding and speculative decoding (draft γ
-// tokens, one target call over γ+1 positions, verify with SPEC.md V1-V3), batched over requests,
-// with every uniform Philox-addressed per SPEC.md "Randomness" and the metrics of SPEC.md
+// Decoding engines (docs/architecture.md "core/decode"): plain decoding and speculative decoding (draft γ
+// tokens, one target call over γ+1 positions, verify with docs/verifiers.md V1-V3), batched over requests,
+// with every uniform Philox-addressed per docs/randomness.md and the metrics of docs/verifiers.md
 // "Metrics every run records".
 #pragma once
 
@@ -17,7 +17,7 @@
 
 namespace speclab {
 
-/// Which verifier a speculative step uses (SPEC.md V1-V6).
+/// Which verifier a speculative step uses (docs/verifiers.md V1-V6).
 enum class VerifierFamily {
   kChain,    ///< V1-V3 by DecodeConfig::method
   kBlock,    ///< V5 block verification of a draft chain
@@ -52,7 +52,7 @@ std::string verifier_name(const DecodeConfig& config);
 /// Every name set_verifier accepts.
 std::vector<std::string> verifier_names();
 
-/// Everything SPEC.md asks a run to record. "accepted" never counts the bonus token; "emitted"
+/// The metrics every run records (docs/verifiers.md). "accepted" never counts the bonus token; "emitted"
 /// counts every token appended (accepted drafts plus the residual or bonus token, cut at EOS).
 struct DecodeMetrics {
   int64_t requests = 0;
@@ -101,7 +101,7 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
                                 std::span<const std::vector<int32_t>> prompts,
                                 const DecodeConfig& config);
 
-/// Tree decoding (SPEC.md V6), what speculative_decode runs for VerifierFamily::kTree. Step s of
+/// Tree decoding (docs/verifiers.md V6), what speculative_decode runs for VerifierFamily::kTree. Step s of
 /// request b drafts a tree of depth D_b = min(depth, tokens left - 1) breadth-first: one draft
 /// call per depth over every frontier node of every request; the children of a node are drawn
 /// from its q by the tree method's law (i.i.d. and K-SEQ: independent draws; without replacement:

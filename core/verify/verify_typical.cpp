@@ -1,4 +1,4 @@
-// Reference typical acceptance, SPEC.md V4 (Medusa): deterministic pass tests, one sampled token.
+// Reference typical acceptance, docs/verifiers.md V4 (Medusa): deterministic pass tests, one sampled token.
 #include "core/verify/verify_typical.hpp"
 
 #include <fmt/format.h>
@@ -25,12 +25,12 @@ double typical_threshold(std::span<const float> probs_target, double epsilon, do
 void validate_typical_batch(const ChainBatch& batch, const TypicalParams& params) {
   if (!(std::isfinite(params.epsilon) && params.epsilon > 0.0)) {
     throw InvalidInput(
-        fmt::format("typical epsilon is {}; expected a finite ε > 0 (SPEC.md V4, default 0.09)",
+        fmt::format("typical epsilon is {}; expected a finite ε > 0 (docs/verifiers.md V4, default 0.09)",
                     params.epsilon));
   }
   if (!(std::isfinite(params.delta) && params.delta > 0.0)) {
     throw InvalidInput(fmt::format(
-        "typical delta is {}; expected a finite δ > 0 (SPEC.md V4, default 0.3)", params.delta));
+        "typical delta is {}; expected a finite δ > 0 (docs/verifiers.md V4, default 0.3)", params.delta));
   }
   // V4 reads no q: validate as greedy does when probs_draft is absent, as V1 otherwise.
   const ChainMethod shape_method =

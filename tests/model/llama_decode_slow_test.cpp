@@ -1,4 +1,4 @@
-// SPEC.md V1 on the real SmolLM2-135M with a real draft (TESTING.md "Statistical checks"): at
+// docs/verifiers.md V1 on the real SmolLM2-135M with a real draft (docs/testing.md "Statistical checks"): at
 // T = 1 the first two tokens that speculative decoding emits follow the target's own law
 // P(x1)·P(x2 | x1), computed exactly from the model's rows. Skipped without the model file.
 #include <gtest/gtest.h>
@@ -29,7 +29,7 @@ const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 1);
 // A layer-skip draft: its q differs from p enough that both accepts and rejections occur.
 constexpr const char* kDraft = "layerskip:attn14-22,ffn20-23";
 
-// Both models sample at T = 1 with top-k = 16 (SPEC.md: p and q are the distributions after the
+// Both models sample at T = 1 with top-k = 16 (docs/verifiers.md: p and q are the distributions after the
 // sampling pipeline), so the support of (x1, x2) has at most 16 × 16 sequences and the real model
 // computes each row it needs once; an unfiltered draft would make the target score every distinct
 // x1 it proposes. Categories: every sequence in the support (and (EOS) alone when EOS can come

@@ -1,4 +1,4 @@
-// The suite must fail on deliberately broken verifiers (TESTING.md "Mutants"). Each test switches
+// The suite must fail on deliberately broken verifiers (docs/testing.md "Mutants"). Each test switches
 // one mutant of core/base/mutants.hpp on (this executable links speclab_core_mutants) and runs a
 // check of the statistical layer, asserting that it REJECTS the mutant; with no mutant the same
 // check passes (asserted too, so a check that rejects everything cannot pass for the wrong reason).
