@@ -1,5 +1,5 @@
 // `speclab bench decode`: measured speculative-decoding speedup for a model pair, beside the
-// closed forms of SPEC.md V1 (E = (1 − α^{γ+1})/(1 − α), predicted gain E/(γc + 1)).
+// closed forms of docs/verifiers.md V1 (E = (1 − α^{γ+1})/(1 − α), predicted gain E/(γc + 1)).
 #include <fmt/format.h>
 
 #include <chrono>

@@ -133,7 +133,7 @@ void run_plan_validate(bool json) {
     plain_decode(*target, prompts, warm);
     speculative_decode(*target, *draft, prompts, warm);
   }
-  // α from a short calibration run (SPEC.md: accepted / tested draft positions).
+  // α from a short calibration run (docs/verifiers.md "Metrics every run records").
   double alpha = 0.0;
   {
     DecodeConfig calib = config;

@@ -1,7 +1,7 @@
 // `speclab demo`: the built-in default experiment. Verifies synthetic batches with V1 over several
 // steps, checks the fast path against the reference, writes results/demo.h5 and prints the
-// per-position acceptance beside its closed form (SPEC.md V1: β = Σ min(p, q), E[accepted] =
-// Σ_i Π_{j≤i} β_j).
+// per-position acceptance beside its closed form (docs/verifiers.md V1: β = Σ min(p, q),
+// E[accepted] = Σ_i Π_{j≤i} β_j).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -71,7 +71,7 @@ void check_demo_options(const DemoOptions& o) {
   }
 }
 
-// SPEC.md V1's closed forms from the batch's β, per request then averaged:
+// docs/verifiers.md V1's closed forms from the batch's β, per request then averaged:
 // P(n ≥ i) = Π_{j≤i} β_j.
 struct ClosedForms {
   std::vector<double> reach;   // Σ_r P(position i is reached), i = 1..γ+1

@@ -1,5 +1,6 @@
-// `speclab exact`: the exact output distribution of one verification step (SPEC.md V1-V6) with the
-// same target row P and draft row Q at every position (for trees: at every node, --gamma the depth,
+// `speclab exact`: the exact output distribution of one verification step (docs/verifiers.md V1-V6)
+// with the same target row P and draft row Q at every position (for trees: at every node, --gamma
+// the depth,
 // --branches the candidates per node), enumerated in rational arithmetic (core/exact/exact.hpp,
 // core/exact/exact_tree.hpp), printed as JSON with every probability as an exact "num/den".
 #include <fmt/format.h>
@@ -53,8 +54,8 @@ double parse_positive_double(const std::string& text, std::string_view option) {
   const char* end = text.data() + text.size();
   const auto [ptr, error] = std::from_chars(text.data(), end, value);
   if (error != std::errc{} || ptr != end || !std::isfinite(value) || value <= 0.0) {
-    throw InvalidInput(
-        fmt::format("{} is '{}'; expected a finite number > 0 (SPEC.md V4)", option, text));
+    throw InvalidInput(fmt::format(
+        "{} is '{}'; expected a finite number > 0 (docs/verifiers.md V4)", option, text));
   }
   return value;
 }
@@ -124,8 +125,8 @@ void run_exact(const ExactOptions& options) {
     }
     method.leniency = exact::parse_rational(options.leniency, "--leniency");
     if (method.leniency <= 0 || method.leniency > 1) {
-      throw InvalidInput(
-          fmt::format("--leniency is '{}'; expected l in (0, 1] (SPEC.md V3)", options.leniency));
+      throw InvalidInput(fmt::format(
+          "--leniency is '{}'; expected l in (0, 1] (docs/verifiers.md V3)", options.leniency));
     }
   }
   const bool tree = choice.uses_branches;
@@ -238,7 +239,7 @@ void setup_exact(CLI::App& app) {
   auto options = std::make_shared<ExactOptions>();
   CLI::App* command = app.add_subcommand(
       "exact",
-      "Exact output distribution of one verification step (SPEC.md V1-V6), enumerated in "
+      "Exact output distribution of one verification step (docs/verifiers.md V1-V6), enumerated in "
       "rational arithmetic, as JSON");
   command
       ->add_option("--target", options->target,

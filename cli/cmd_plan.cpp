@@ -1,6 +1,6 @@
 // `speclab plan`: the cost and memory planner (core/plan/cost_model.hpp) on the command line —
-// speculative-decoding speedup by γ and batch size on a GPU preset (SPEC.md V1 closed forms
-// inside a roofline step model), the optimal γ per batch, the break-even batch and the VRAM
+// speculative-decoding speedup by γ and batch size on a GPU preset (docs/verifiers.md V1 closed
+// forms inside a roofline step model), the optimal γ per batch, the break-even batch and the VRAM
 // budget; `--validate` checks the model against measured runs on this machine. The plan itself
 // comes from core/plan/plan.hpp; this file parses the flags and prints or writes the result.
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // `speclab run CONFIG.toml [--set KEY=VALUE]... [--out DIR] [--shard I/N] [--resume] [--jobs N]`:
-// runs a sweep into one HDF5 file per point plus a summary table (DESIGN.md "experiments/").
-// SIGINT or SIGTERM stops between batches, keeps every finished point, removes the unfinished
-// ones' .partial files, and then ends the process by that signal.
+// runs a sweep into one HDF5 file per point plus a summary table (docs/architecture.md
+// "experiments/"). SIGINT or SIGTERM stops between batches, keeps every finished point, removes the
+// unfinished ones' .partial files, and then ends the process by that signal.
 #include <fmt/format.h>
 
 #include <atomic>

@@ -1,6 +1,7 @@
-// `speclab verify-batch --in IN.h5 --out OUT.h5`: one chain-verification step (SPEC.md V1-V3,
-// core/verify/verify_chain.hpp) over a batch read from HDF5, written to HDF5 (DESIGN.md "Results in
-// HDF5"). Bad input (SPEC.md "Bad input") exits 2 and never creates or touches OUT.h5.
+// `speclab verify-batch --in IN.h5 --out OUT.h5`: one chain-verification step (docs/verifiers.md
+// V1-V3, core/verify/verify_chain.hpp) over a batch read from HDF5, written to HDF5 (docs/hdf5.md,
+// the verify-batch sections). Bad input (docs/verifiers.md "Bad input") exits 2 and never creates
+// or touches OUT.h5.
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -167,7 +168,7 @@ void run_verify_batch(const VerifyBatchOptions& options) {
   ChainResult result;
   try {
     // The fast path checks only the values it reads; a file is checked whole, so that a NaN in a
-    // row this draw happened not to need is still reported (SPEC.md "Bad input").
+    // row this draw happened not to need is still reported (docs/verifiers.md "Bad input").
     validate_chain_batch(batch, input.params);
     result = verify_chain(batch, input.params);
   } catch (const InvalidInput& e) {
@@ -194,10 +195,10 @@ void run_verify_batch(const VerifyBatchOptions& options) {
 
 void setup_verify_batch(CLI::App& app) {
   auto options = std::make_shared<VerifyBatchOptions>();
-  CLI::App* command = app.add_subcommand(
-      "verify-batch",
-      "Verify one step of a batch of draft chains read from HDF5 (SPEC.md V1-V3) and write the "
-      "emitted tokens to HDF5");
+  CLI::App* command = app.add_subcommand("verify-batch",
+                                         "Verify one step of a batch of draft chains read from "
+                                         "HDF5 (docs/verifiers.md V1-V3) and write the "
+                                         "emitted tokens to HDF5");
   command
       ->add_option("--in", options->in,
                    "input HDF5: probs_target f32 [B, γ+1, V], probs_draft f32 [B, γ, V] (optional "

@@ -1,7 +1,7 @@
-// Experiment configs (DESIGN.md "experiments/"): the TOML schema of one run, its keys and types,
-// and the resolution of one sweep point's values into validated RunSettings. Every error names
-// FILE:LINE:COLUMN, the key, the value found and the value expected; unknown keys get a
-// "did you mean" suggestion. The schema is documented in experiments/README.md.
+// Experiment configs (docs/architecture.md "experiments/"): the TOML schema of one run, its keys
+// and types, and the resolution of one sweep point's values into validated RunSettings. Every error
+// names FILE:LINE:COLUMN, the key, the value found and the value expected; unknown keys get a "did
+// you mean" suggestion. The schema is documented in experiments/README.md.
 #pragma once
 
 #include <toml++/toml.h>

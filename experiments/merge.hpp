@@ -1,4 +1,4 @@
-// `speclab merge` (DESIGN.md "Results in HDF5"): gathers the result files of several output
+// `speclab merge` (docs/hdf5.md): gathers the result files of several output
 // directories (the shards of one sweep run on many machines) into one directory and builds the
 // summary table over all of them.
 #pragma once

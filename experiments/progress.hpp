@@ -1,6 +1,7 @@
-// Progress of a long run (DESIGN.md "experiments/"): on a terminal a single redrawn line (sweep
-// point i/N, percent, ETA, tokens/s, acceptance so far) at most 10 times a second; elsewhere (a
-// log file, a batch job) one plain line every 30 s or every 5% of the work, whichever comes first.
+// Progress of a long run (docs/architecture.md "experiments/"): on a terminal a single redrawn line
+// (sweep point i/N, percent, ETA, tokens/s, acceptance so far) at most 10 times a second; elsewhere
+// (a log file, a batch job) one plain line every 30 s or every 5% of the work, whichever comes
+// first.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Result files and the summary table (see results.hpp; the schema is in experiments/README.md).
+// Result files and the summary table (see results.hpp; the schema is in docs/hdf5.md).
 #include "experiments/results.hpp"
 
 #include <fcntl.h>
@@ -44,7 +44,7 @@ constexpr MetricSpec kMetrics[] = {
     {"acceptance_rate_lower95", Kind::kNumber, false, "95% Wilson interval of acceptance_rate"},
     {"acceptance_rate_upper95", Kind::kNumber, false, "95% Wilson interval of acceptance_rate"},
     {"alpha_estimate", Kind::kNumber, false,
-     "alpha_sum_min / tested_positions: the mean of sum_x min(p, q) (SPEC.md)"},
+     "alpha_sum_min / tested_positions: the mean of sum_x min(p, q) (docs/verifiers.md)"},
     {"alpha_sum_min", Kind::kNumber, false, "sum over tested positions of sum_x min(p, q)"},
     {"tested_positions", Kind::kInteger, false, "draft positions the verifier tested"},
     {"accepted_positions", Kind::kInteger, false, "tested positions accepted (before any EOS cut)"},

@@ -1,5 +1,5 @@
-// Result files of DESIGN.md "Results in HDF5": one HDF5 file per sweep point (schema
-// "speclab.run", documented in experiments/README.md) streamed batch by batch into NAME.h5.partial
+// Result files (docs/hdf5.md): one HDF5 file per sweep point (schema
+// "speclab.run", documented in docs/hdf5.md) streamed batch by batch into NAME.h5.partial
 // and committed by rename; and the summary table, one CSV row per point, built from those files.
 #pragma once
 

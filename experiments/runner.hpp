@@ -1,6 +1,7 @@
-// The experiment runner (DESIGN.md "experiments/"): runs a shard of a sweep's points, each into
-// its own result file, in N worker threads with their own model instances; skips finished points
-// under --resume; stops cleanly between batches when asked (SIGINT); writes the summary table.
+// The experiment runner (docs/architecture.md "experiments/"): runs a shard of a sweep's points,
+// each into its own result file, in N worker threads with their own model instances; skips finished
+// points under --resume; stops cleanly between batches when asked (SIGINT); writes the summary
+// table.
 #pragma once
 
 #include <atomic>

@@ -1,7 +1,7 @@
-// Sweeps (DESIGN.md "experiments/"): a config file plus `--set KEY=VALUE` overrides, expanded into
-// points — the Cartesian product of the [sweep] lists and the [[sweep.zip]] groups (paired values)
-// — each resolved, validated and named by a deterministic id; and shards, a deterministic 1/N of
-// the points for one machine of a cluster.
+// Sweeps (docs/architecture.md "experiments/"): a config file plus `--set KEY=VALUE` overrides,
+// expanded into points — the Cartesian product of the [sweep] lists and the [[sweep.zip]] groups
+// (paired values) — each resolved, validated and named by a deterministic id; and shards, a
+// deterministic 1/N of the points for one machine of a cluster.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // SPECLAB_CUBLAS_CHECK: throws speclab::Error with the cuBLAS status name, the failing statement,
-// file:line and the current device (STYLE.md "Errors"), as SPECLAB_CUDA_CHECK does for the runtime.
+// file:line and the current device (docs/architecture.md "Errors"), as SPECLAB_CUDA_CHECK does for
+// the runtime.
 #pragma once
 
 #include <cublas_v2.h>

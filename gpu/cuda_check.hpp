@@ -1,5 +1,5 @@
 // Error handling for CUDA calls: SPECLAB_CUDA_CHECK throws speclab::Error with the error name,
-// the failing statement, file:line and the current device (STYLE.md "Errors").
+// the failing statement, file:line and the current device (docs/architecture.md "Errors").
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,4 +1,4 @@
-// Philox uniforms on the device (SPEC.md "Randomness"): the same core/base/philox.hpp compiled by
+// Philox uniforms on the device (docs/randomness.md): the same core/base/philox.hpp compiled by
 // nvcc, so device and host produce identical bits for identical addresses.
 #pragma once
 

@@ -1,8 +1,8 @@
 // Categorical sampling of probability rows on the device: the inverse-CDF rule of
 // core::sample_categorical (core/sampling/sampling.hpp) in the exact 2^-58 fixed point of
 // core/base/rules.hpp, so for the same row and the same 32 Philox bits the device picks core's
-// token bit for bit. Used for the draft tokens of the GPU decoding loop (SPEC.md V1 step 1: x_i ~
-// q_i).
+// token bit for bit. Used for the draft tokens of the GPU decoding loop (docs/verifiers.md V1 step
+// 1: x_i ~ q_i).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,6 +1,6 @@
 // One kernel text for two builds: nvcc for the device, or the host compiler with
-// -DSPECLAB_SIMT_EMULATION for the CPU emulation in gpu/emulation/ (TESTING.md "GPU tests without
-// a GPU"). Kernels use SPECLAB_DYNAMIC_SHARED and launchers use launch_kernel, nothing else
+// -DSPECLAB_SIMT_EMULATION for the CPU emulation in gpu/emulation/ (docs/testing.md "GPU tests
+// without a GPU"). Kernels use SPECLAB_DYNAMIC_SHARED and launchers use launch_kernel, nothing else
 // differs.
 #pragma once
 

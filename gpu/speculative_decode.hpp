@@ -1,7 +1,7 @@
-// Speculative decoding of a LinearSoftmax pair entirely on the device (SPEC.md V1-V3, V5): per
-// step the rank-r draft proposes γ tokens (one draft pass per position over all B requests,
-// x_i ~ q_i sampled on the device with core's Philox address and fixed-point rule), the target
-// scores the γ+1 positions of every request with one GEMM pair, gpu::verify_chain (or
+// Speculative decoding of a LinearSoftmax pair entirely on the device (docs/verifiers.md V1-V3,
+// V5): per step the rank-r draft proposes γ tokens (one draft pass per position over all B
+// requests, x_i ~ q_i sampled on the device with core's Philox address and fixed-point rule), the
+// target scores the γ+1 positions of every request with one GEMM pair, gpu::verify_chain (or
 // gpu::verify_block) verifies, and a commit kernel appends the emitted tokens. Addresses, ragged
 // γ_b = min(γ, tokens left − 1) and request ids are core::speculative_decode's, so on the same
 // seed the two produce the same tokens wherever float rounding of the probabilities does not move

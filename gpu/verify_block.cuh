@@ -1,4 +1,5 @@
-// Block verification kernel, SPEC.md V5 (header gpu/verify_block.hpp), one CTA per request:
+// Block verification kernel, docs/verifiers.md V5 (header gpu/verify_block.hpp), one CTA per
+// request:
 //  1. warp 0 checks n_draft and the draft tokens, gathers p_i(x_i), q_i(x_i) (a ballot of bad
 //     values), and lane 0 forms w_0..w_{γ_b} serially in double, exactly as core::block_weights;
 //  2. positions i = γ_b, γ_b − 1, …, 1 are tested downwards (τ is the last pass): i = γ_b against
@@ -377,7 +378,7 @@ __device__ void block_sample_bonus(const P& p, uint32_t bad, int64_t vocab, int6
 
 /// The residual token at τ with weight w = w_τ. Its chunk sums are built unless the test that
 /// passed left them (τ = 0: nothing passed, row 1 not yet read); a residual that rounding left
-/// without mass falls back to p (SPEC.md V5, with the residual's uniform).
+/// without mass falls back to p (docs/verifiers.md V5, with the residual's uniform).
 template <class P, class Q>
 __device__ void block_sample_residual(const P& p, const Q& q, double w, bool residual_ready,
                                       int64_t vocab, int64_t n_chunks, const BlockShared& sm,

@@ -1,4 +1,4 @@
-// Block verification (SPEC.md V5) on the device: the same ChainBatch and BlockParams as
+// Block verification (docs/verifiers.md V5) on the device: the same ChainBatch and BlockParams as
 // core::verify_block, the same Philox addresses, the same outputs and status conventions as
 // gpu::verify_chain, and the same tokens as core for the same inputs (see "Exactness" below).
 // One CTA per request; algorithm and bytes read in gpu/README.md "gpu::verify_block".
@@ -41,12 +41,12 @@ struct BlockKernelOptions {
   const DeviceSeedStep* seed_step = nullptr;
 };
 
-/// Verifies a batch with SPEC.md V5 on `stream`. Every pointer in `batch` and `output` is device
-/// memory; probs_draft is required. Shapes and parameters are checked on the host (throws
+/// Verifies a batch with docs/verifiers.md V5 on `stream`. Every pointer in `batch` and `output` is
+/// device memory; probs_draft is required. Shapes and parameters are checked on the host (throws
 /// InvalidInput, as core does); values are checked by the kernel in the rows it reads (see the
 /// byte counts above) and a request with bad input gets a nonzero ChainStatus with n_accepted = 0
 /// and every emitted token -1. n_accepted = τ, accept_mask marks positions 1..τ,
-/// residual_fallback as SPEC.md V5. Returns the launch status and never synchronises.
+/// residual_fallback as docs/verifiers.md V5. Returns the launch status and never synchronises.
 cudaError_t verify_block(const ChainBatch& batch, const BlockParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream,
                          const BlockKernelOptions& options = {});

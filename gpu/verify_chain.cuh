@@ -1,8 +1,8 @@
-// Chain verifier kernels V1-V3 (SPEC.md), one CTA per request, following
+// Chain verifier kernels V1-V3 (docs/verifiers.md), one CTA per request, following
 // core/verify/verify_chain_fast:
 //  1. warp 0 checks n_draft and the draft tokens, then (V1/V3) runs the accept tests 32 positions
 //  at
-//     a time: lane i gathers p_i(x_i), q_i(x_i), draws u_i (Philox, SPEC.md "Randomness") and
+//     a time: lane i gathers p_i(x_i), q_i(x_i), draws u_i (Philox, docs/randomness.md) and
 //     tests; a ballot finds the first rejection (or the first bad gathered value);
 //  2. V1/V3: one pass over the residual row max(0, p - l·q) (or the bonus row p) in chunks of 256
 //     tokens: warps stride over chunks, lane k loads tokens k, k+32, ... (coalesced), sums
@@ -181,7 +181,8 @@ __device__ inline void block_sum2(double* a, double* b, BlockScratch* scratch) {
   __syncthreads();
 }
 
-// The better of two (value, index) candidates: larger value, then lower index (SPEC.md V2).
+// The better of two (value, index) candidates: larger value, then lower index (docs/verifiers.md
+// V2).
 __device__ inline void take_better(float* value, int32_t* index, float other_value,
                                    int32_t other_index) {
   if (other_value > *value || (other_value == *value && other_index < *index)) {
@@ -512,8 +513,9 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
         locate<false, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, bits, scratch, &state);
       } else if (locate<true, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, bits, scratch,
                                        &state) == 0) {
-        // Rounding left no residual mass although a rejection happened: SPEC.md V1 says sample
-        // p (with the residual's uniform) and count the event. Rare, so a second pass is fine.
+        // Rounding left no residual mass although a rejection happened: docs/verifiers.md V1 says
+        // sample p (with the residual's uniform) and count the event. Rare, so a second pass is
+        // fine.
         weight_pass<false, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, scratch);
         locate<false, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, bits, scratch, &state);
         if (threadIdx.x == 0) state.fallback = 1;

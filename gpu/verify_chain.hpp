@@ -1,6 +1,6 @@
-// Chain verifiers V1-V3 of SPEC.md on the device: the same ChainBatch/ChainParams as core and the
-// same Philox addressing, so gpu::verify_chain and core::verify_chain_reference return the same
-// tokens for the same inputs. One CTA per request; algorithm and bytes read in gpu/README.md.
+// Chain verifiers V1-V3 of docs/verifiers.md on the device: the same ChainBatch/ChainParams as core
+// and the same Philox addressing, so gpu::verify_chain and core::verify_chain_reference return the
+// same tokens for the same inputs. One CTA per request; algorithm and bytes read in gpu/README.md.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,11 +26,12 @@ enum ChainStatus : uint32_t {
 
 /// Device buffers the kernel writes; every entry of every request is written.
 struct ChainDeviceOutput {
-  std::span<int32_t> emitted_tokens;     ///< [B, γ+1] accepted prefix + one token, then -1
-  std::span<int32_t> n_accepted;         ///< [B]
-  std::span<uint8_t> accept_mask;        ///< [B, γ]
-  std::span<uint8_t> residual_fallback;  ///< [B] 1 where the residual had zero mass (SPEC.md V1)
-  std::span<uint32_t> status;            ///< [B] ChainStatus bits
+  std::span<int32_t> emitted_tokens;  ///< [B, γ+1] accepted prefix + one token, then -1
+  std::span<int32_t> n_accepted;      ///< [B]
+  std::span<uint8_t> accept_mask;     ///< [B, γ]
+  std::span<uint8_t>
+      residual_fallback;       ///< [B] 1 where the residual had zero mass (docs/verifiers.md V1)
+  std::span<uint32_t> status;  ///< [B] ChainStatus bits
 };
 
 /// Seed and step in device memory. A launch captured in a CUDA graph keeps the argument values it
@@ -51,9 +52,10 @@ struct DeviceLogits {
 };
 
 /// A ChainBatch whose probabilities are given as logits: p_i = core::probs_from_logits(target
-/// logits row i, T_target) and q_i likewise with the draft's format and temperature (SPEC.md
-/// sampling pipeline without filters: top_k = 0, top_p = 1, min_p = 0). The softmax is fused into
-/// the verifier kernels; no probability array exists. Token and bookkeeping spans as ChainBatch.
+/// logits row i, T_target) and q_i likewise with the draft's format and temperature
+/// (docs/verifiers.md sampling pipeline without filters: top_k = 0, top_p = 1, min_p = 0). The
+/// softmax is fused into the verifier kernels; no probability array exists. Token and bookkeeping
+/// spans as ChainBatch.
 struct LogitsBatch {
   int64_t batch = 0;                      ///< B ≥ 1
   int64_t gamma = 0;                      ///< γ ≥ 0
@@ -96,7 +98,7 @@ cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t 
                               std::span<float> probs, std::span<int32_t> greedy_tokens,
                               std::span<uint32_t> status, cudaStream_t stream);
 
-/// Deliberately broken kernels for the emulation's mutant tests (TESTING.md "Mutants"); built
+/// Deliberately broken kernels for the emulation's mutant tests (docs/testing.md "Mutants"); built
 /// into the emulation library only (gpu/verify_chain_mutants.cu).
 enum class KernelMutant {
   kNone,

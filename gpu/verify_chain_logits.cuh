@@ -188,7 +188,8 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
                                              scratch, &state);
         } else if (locate<true, KernelMutant::kNone>(p, q, a.leniency, v, a.n_chunks, chunk_sums,
                                                      bits, scratch, &state) == 0) {
-          // Rounding left no residual mass: sample p with the residual's uniform (SPEC.md V1).
+          // Rounding left no residual mass: sample p with the residual's uniform (docs/verifiers.md
+          // V1).
           weight_pass<false, KernelMutant::kNone>(p, q, a.leniency, v, a.n_chunks, chunk_sums,
                                                   scratch);
           locate<false, KernelMutant::kNone>(p, q, a.leniency, v, a.n_chunks, chunk_sums, bits,

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Fails (exit 1) if any notebook given (default: notebooks/*.ipynb) is stored with outputs or
-execution counts: notebooks are committed clean and executed in CI (DESIGN.md "notebooks/").
+execution counts: notebooks are committed clean and executed in CI (docs/architecture.md "notebooks/").
 Clean one with `jupyter-nbconvert --clear-output --inplace NOTEBOOK.ipynb`."""
 
 import glob

@@ -1,4 +1,4 @@
-"""Readers for speclab results (experiments/README.md "Results"): the summary table of a run
+"""Readers for speclab results (docs/hdf5.md): the summary table of a run
 directory as a pandas DataFrame, and one sweep point's HDF5 file as a dict of arrays and
 attributes. Needs h5py and numpy (pandas only for load_summary); run with Debian's
 /usr/bin/python3.

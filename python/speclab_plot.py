@@ -1,4 +1,4 @@
-"""The standard speclab figures, each a measurement beside its closed form or prediction (SPEC.md
+"""The standard speclab figures, each a measurement beside its closed form or prediction (docs/verifiers.md
 V1: per-position acceptance α, accepted length P(n = k) = α^k (1 − α), E = (1 − α^{γ+1})/(1 − α)
 with α = Σ min(p, q)). Shared by the notebooks (notebooks/) and `speclab plot RESULTS_DIR -o DIR`,
 which runs `/usr/bin/python3 python/speclab_plot.py render RESULTS_DIR -o DIR`.

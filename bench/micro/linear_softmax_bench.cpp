@@ -1,4 +1,4 @@
-// LinearSoftmax timings (DESIGN.md "models/linear_softmax"): T(m) of the headline target for
+// LinearSoftmax timings (docs/architecture.md "core/models"): T(m) of the headline target for
 // m = 1..16 positions beside the memory-bandwidth floor and T(m)/T(1), and the draft's T(1).
 // "Gemm" is the skinny product G·z + b alone; "Score" is the whole score() call (hidden vectors,
 // both products and the sampling pipeline over m rows of V).

@@ -1,5 +1,5 @@
 // Error types of speclab. Library code throws; the CLI maps InvalidInput to exit status 2 and
-// every other error to 1 (STYLE.md "Errors").
+// every other error to 1 (docs/architecture.md "Errors").
 #pragma once
 
 #include <stdexcept>

@@ -1,5 +1,5 @@
-// Deliberately broken variants of the verifiers and the engine (TESTING.md "Mutants"). They are
-// compiled in only when SPECLAB_MUTANTS is defined, which only the mutant test library
+// Deliberately broken variants of the verifiers and the engine (docs/testing.md "Mutants"). They
+// are compiled in only when SPECLAB_MUTANTS is defined, which only the mutant test library
 // speclab_core_mutants does; in every other build mutant() is a constant false and costs nothing.
 // The equivalence suite must reject each one (tests/mutant/).
 #pragma once

@@ -1,4 +1,4 @@
-// Counter-based uniforms (SPEC.md "Randomness"): Philox4x32-10 from Random123, addressed by
+// Counter-based uniforms (docs/randomness.md): Philox4x32-10 from Random123, addressed by
 // (seed; request, step, position, purpose, index) and never by draw order, so the CPU reference
 // and the CUDA kernels consume the same uniforms whatever the batching. Compiles under nvcc.
 #pragma once
@@ -21,7 +21,7 @@ enum class Purpose : uint32_t {
   kResidualSample = 3,  ///< the token drawn from the residual after a rejection
   kBonusSample = 4,     ///< the bonus token drawn from p_{γ+1}
   kPlainSample = 5,     ///< a token of plain (non-speculative) decoding
-  kBlockEta = 6,        ///< η_i of block verification (SPEC.md V5)
+  kBlockEta = 6,        ///< η_i of block verification (docs/verifiers.md V5)
 };
 
 /// The full address of one uniform. `index` separates several uniforms at one address

@@ -1,8 +1,9 @@
 // Scalar rules and constants shared by the CPU reference, the fast CPU path and the CUDA kernels
-// (SPEC.md V1-V5): the accept tests, residual weights, inverse-CDF sampling in 2^-58 fixed point,
-// the row-sum tolerance, the chunk size of blocked scans and the tree-node limit. Integer prefix
-// sums are exact and associative, so any reduction order (serial, blocked, a GPU tree) yields the
-// same token for the same uniform. Every rule both builds must agree on is written here, once.
+// (docs/verifiers.md V1-V5): the accept tests, residual weights, inverse-CDF sampling in 2^-58
+// fixed point, the row-sum tolerance, the chunk size of blocked scans and the tree-node limit.
+// Integer prefix sums are exact and associative, so any reduction order (serial, blocked, a GPU
+// tree) yields the same token for the same uniform. Every rule both builds must agree on is written
+// here, once.
 #pragma once
 
 #include <cstdint>

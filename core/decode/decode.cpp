@@ -50,7 +50,7 @@ void validate_decode_config(const DecodeConfig& config,
 
 namespace detail {
 
-// β = Σ_x min(p(x), q(x)): the acceptance probability at a position (SPEC.md V1).
+// β = Σ_x min(p(x), q(x)): the acceptance probability at a position (docs/verifiers.md V1).
 double overlap(const float* p, const float* q, int64_t v) {
   float beta = 0.0f;  // reassociated (vectorised); the metric needs no more than float accuracy
 #pragma omp simd reduction(+ : beta)

@@ -1,7 +1,7 @@
-// Decoding engines (DESIGN.md core/decode): plain decoding and speculative decoding (draft γ
-// tokens, one target call over γ+1 positions, verify with SPEC.md V1-V3), batched over requests,
-// with every uniform Philox-addressed per SPEC.md "Randomness" and the metrics of SPEC.md
-// "Metrics every run records".
+// Decoding engines (docs/architecture.md "core/decode"): plain decoding and speculative decoding
+// (draft γ tokens, one target call over γ+1 positions, verify with docs/verifiers.md V1-V3),
+// batched over requests, with every uniform Philox-addressed per docs/randomness.md and the metrics
+// of docs/verifiers.md "Metrics every run records".
 #pragma once
 
 #include <cstdint>
@@ -26,8 +26,9 @@ struct DecodeConfig {
   VerifierSpec verifier = ChainVerifier{};
 };
 
-/// Everything SPEC.md asks a run to record. "accepted" never counts the bonus token; "emitted"
-/// counts every token appended (accepted drafts plus the residual or bonus token, cut at EOS).
+/// The metrics every run records (docs/verifiers.md). "accepted" never counts the bonus token;
+/// "emitted" counts every token appended (accepted drafts plus the residual or bonus token, cut at
+/// EOS).
 struct DecodeMetrics {
   int64_t requests = 0;
   int64_t steps = 0;   ///< per-request steps (plain: tokens; speculative: verifications)
@@ -82,9 +83,9 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
                                 std::span<const std::vector<int32_t>> prompts,
                                 const DecodeConfig& config);
 
-/// Tree decoding (SPEC.md V6), what speculative_decode runs for VerifierFamily::kTree. Step s of
-/// request b drafts a tree of depth D_b = min(depth, tokens left - 1) breadth-first: one draft
-/// call per depth over every frontier node of every request; the children of a node are drawn
+/// Tree decoding (docs/verifiers.md V6), what speculative_decode runs for VerifierFamily::kTree.
+/// Step s of request b drafts a tree of depth D_b = min(depth, tokens left - 1) breadth-first: one
+/// draft call per depth over every frontier node of every request; the children of a node are drawn
 /// from its q by the tree method's law (i.i.d. and K-SEQ: independent draws; without replacement:
 /// sequential draws with drawn tokens removed; top-k: the k most probable, lowest id on ties),
 /// each draw with the uniform at (seed; b, s, depth, kDraftSample, index = draws so far in the

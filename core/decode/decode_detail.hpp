@@ -19,7 +19,7 @@ int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tok
 ModelStats stats_since(ModelStats after, const ModelStats& before);
 
 /// The state the chain and tree engines share: every request's sequence and output, whether it
-/// is finished, the metrics of SPEC.md "Metrics", and the models' counters at the start.
+/// is finished, the metrics of docs/verifiers.md "Metrics", and the models' counters at the start.
 class SpeculativeRun {
  public:
   SpeculativeRun(LanguageModel& target, LanguageModel& draft,

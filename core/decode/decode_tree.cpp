@@ -1,6 +1,6 @@
-// Tree decoding (SPEC.md V6): draft a token tree per request breadth-first from the draft model,
-// score every node with one target call (per-node contexts: the tree attention mask of a real
-// LLM), verify with recursive rejection sampling, append the accepted path and one token.
+// Tree decoding (docs/verifiers.md V6): draft a token tree per request breadth-first from the draft
+// model, score every node with one target call (per-node contexts: the tree attention mask of a
+// real LLM), verify with recursive rejection sampling, append the accepted path and one token.
 #include <fmt/format.h>
 
 #include <algorithm>

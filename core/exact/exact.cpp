@@ -1,6 +1,7 @@
-// Exact output distributions of the chain verifiers (SPEC.md V1, V2, V3) by enumeration in
-// rational arithmetic. Deliberately shares no code with verify_chain.cpp: it is the yardstick the
-// float verifiers are measured against, so it follows SPEC.md line by line and optimises nothing.
+// Exact output distributions of the chain verifiers (docs/verifiers.md V1, V2, V3) by enumeration
+// in rational arithmetic. Deliberately shares no code with verify_chain.cpp: it is the yardstick
+// the float verifiers are measured against, so it follows docs/verifiers.md line by line and
+// optimises nothing.
 #include "core/exact/exact.hpp"
 
 #include <fmt/format.h>
@@ -46,7 +47,7 @@ namespace {
 
 void validate_method(const Method& method) {
   if (method.method == ChainMethod::kLenient && (method.leniency <= 0 || method.leniency > 1)) {
-    throw InvalidInput(fmt::format("leniency is {}; expected l in (0, 1] (SPEC.md V3)",
+    throw InvalidInput(fmt::format("leniency is {}; expected l in (0, 1] (docs/verifiers.md V3)",
                                    to_fraction_string(method.leniency)));
   }
 }
@@ -79,12 +80,13 @@ void validate_chain(const MarkovChain& chain, std::string_view argument) {
 }
 
 int argmax(const Row& row) {
-  // std::max_element returns the first maximum: lowest id on ties, as SPEC.md V2 requires.
+  // std::max_element returns the first maximum: lowest id on ties, as docs/verifiers.md V2
+  // requires.
   return static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
-// SPEC.md V1 step 3 and V3: the probability that draft token x (drawn from q) is accepted.
-// Callers never pass q(x) = 0, because such a token is never drawn.
+// docs/verifiers.md V1 step 3 and V3: the probability that draft token x (drawn from q) is
+// accepted. Callers never pass q(x) = 0, because such a token is never drawn.
 Q accept_probability(const Row& probs_target, const Row& probs_draft, int x, const Method& method) {
   switch (method.method) {
     case ChainMethod::kToken:
@@ -97,7 +99,8 @@ Q accept_probability(const Row& probs_target, const Row& probs_draft, int x, con
   throw Error("exact: unknown ChainMethod");
 }
 
-// SPEC.md V1 step 4, V3 and V2: the distribution of the token emitted at the first rejection.
+// docs/verifiers.md V1 step 4, V3 and V2: the distribution of the token emitted at the first
+// rejection.
 Row residual(const Row& probs_target, const Row& probs_draft, const Method& method) {
   if (method.method == ChainMethod::kGreedy) return one_hot_argmax(probs_target);
   const Q scale = method.method == ChainMethod::kLenient ? method.leniency : Q(1);
@@ -175,8 +178,8 @@ void validate_typical(const TypicalMethod& method) {
   validate_typical_params(method.epsilon, method.delta);
 }
 
-// SPEC.md V4: accept the longest run of passes; the token after it comes from the target row at
-// that position (p_{n+1}; the bonus row when all γ pass). No residual: V4 is lossy.
+// docs/verifiers.md V4: accept the longest run of passes; the token after it comes from the target
+// row at that position (p_{n+1}; the bonus row when all γ pass). No residual: V4 is lossy.
 StepLaw typical_law(const TypicalMethod& method) {
   return [method](const RowAt& target, const RowAt& draft, int gamma, int previous,
                   const EmitLeaf& emit) {
@@ -214,9 +217,9 @@ StepLaw typical_law(const TypicalMethod& method) {
   };
 }
 
-// SPEC.md V5 with every draft block x_1..x_γ enumerated (drafts are drawn before verification, and
-// τ depends on the whole block). Given the block, P(τ = i) = h_i·Π_{j>i}(1 − h_j) with h_0 = 1,
-// because η_1..η_γ are independent and τ is the largest i with η_i ≤ h_i.
+// docs/verifiers.md V5 with every draft block x_1..x_γ enumerated (drafts are drawn before
+// verification, and τ depends on the whole block). Given the block, P(τ = i) = h_i·Π_{j>i}(1 − h_j)
+// with h_0 = 1, because η_1..η_γ are independent and τ is the largest i with η_i ≤ h_i.
 void enumerate_block_branches(const RowAt& target, const RowAt& draft, int gamma, int previous,
                               const EmitLeaf& emit) {
   Sequence block;
@@ -396,7 +399,8 @@ StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vecto
 
 bool typical_passes(const Row& probs_target, int x, const TypicalMethod& method) {
   validate_typical(method);
-  // SPEC.md V4, in double: H = −Σ p ln(p + 1e-5), threshold min(ε, δ·exp(−H)), strict pass.
+  // docs/verifiers.md V4, in double: H = −Σ p ln(p + 1e-5), threshold min(ε, δ·exp(−H)), strict
+  // pass.
   double entropy = 0.0;
   for (const Q& value : probs_target) {
     const double p = value.convert_to<double>();

@@ -1,8 +1,8 @@
-// Exact output distributions of the chain-draft verifiers (SPEC.md V1 token, V2 greedy, V3 lenient,
-// V4 typical, V5 block) by enumerating every draft, accept/reject, residual and bonus branch in
-// rational arithmetic (TESTING.md "Exact checks first"). Written from SPEC.md alone, independent of
-// the float verifiers, so that losslessness is checked by equality, not by statistics. Trees (V6)
-// are in core/exact/exact_tree.hpp.
+// Exact output distributions of the chain-draft verifiers (docs/verifiers.md V1 token, V2 greedy,
+// V3 lenient, V4 typical, V5 block) by enumerating every draft, accept/reject, residual and bonus
+// branch in rational arithmetic (docs/testing.md "Exact checks first"). Written from
+// docs/verifiers.md alone, independent of the float verifiers, so that losslessness is checked by
+// equality, not by statistics. Trees (V6) are in core/exact/exact_tree.hpp.
 #pragma once
 
 #include <boost/multiprecision/gmp.hpp>
@@ -38,12 +38,12 @@ struct Method {
   Q leniency = 1;
 };
 
-/// SPEC.md V5 block verification (Sun et al. 2024); it has no parameters.
+/// docs/verifiers.md V5 block verification (Sun et al. 2024); it has no parameters.
 struct BlockMethod {};
 
-/// SPEC.md V4 typical acceptance (Medusa), lossy. The pass test p(x) > min(ε, δ·exp(−H)) involves
-/// ln and exp, so it is decided in double (H summed in token order from the rows converted to
-/// double, as core/verify/verify_typical does); the probabilities of the branches stay exact
+/// docs/verifiers.md V4 typical acceptance (Medusa), lossy. The pass test p(x) > min(ε, δ·exp(−H))
+/// involves ln and exp, so it is decided in double (H summed in token order from the rows converted
+/// to double, as core/verify/verify_typical does); the probabilities of the branches stay exact
 /// rationals. After the accepted run the next token is drawn from the target row at that position
 /// (the bonus row when all γ pass): Medusa samples the token after the accepted candidate from the
 /// base model.
@@ -84,7 +84,7 @@ StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vecto
 /// H = −Σ p ln(p + 1e-5). Throws InvalidInput for ε ≤ 0 or δ ≤ 0 (or not finite).
 bool typical_passes(const Row& probs_target, int x, const TypicalMethod& method);
 
-/// One-hot at the argmax of `row`, lowest id on ties (SPEC.md V2): the target that greedy
+/// One-hot at the argmax of `row`, lowest id on ties (docs/verifiers.md V2): the target that greedy
 /// verification is lossless against.
 Row one_hot_argmax(const Row& row);
 

@@ -1,6 +1,7 @@
-// Exact laws of tree verification (SPEC.md V6) in rational arithmetic. Written from SPEC.md alone:
-// the candidates of a node are enumerated one at a time in draw order, because recursive
-// rejection looks at c_{j+1} only after rejecting c_j and c_{j+1}'s law depends only on c_{<j+1}.
+// Exact laws of tree verification (docs/verifiers.md V6) in rational arithmetic. Written from
+// docs/verifiers.md alone: the candidates of a node are enumerated one at a time in draw order,
+// because recursive rejection looks at c_{j+1} only after rejecting c_j and c_{j+1}'s law depends
+// only on c_{<j+1}.
 #include "core/exact/exact_tree.hpp"
 
 #include <fmt/format.h>
@@ -22,8 +23,8 @@ void check_branches(TreeMethod method, int branches) {
   }
 }
 
-// SPEC.md V6's constraints that do not depend on the walk: top-k needs K ≤ V, without replacement
-// needs K tokens of positive draft probability in every row a node can use.
+// docs/verifiers.md V6's constraints that do not depend on the walk: top-k needs K ≤ V, without
+// replacement needs K tokens of positive draft probability in every row a node can use.
 void check_rows_allow(TreeMethod method, int branches, const std::vector<Row>& draft_rows,
                       std::string_view argument) {
   for (size_t i = 0; i < draft_rows.size(); ++i) {
@@ -54,8 +55,9 @@ std::vector<int> top_tokens(const Row& q, int k) {
   return order;
 }
 
-// norm(max(0, p − q)); when that has no mass, p itself (the fallback SPEC.md V1 prescribes, which
-// only the lossy variant can reach: a lossless method rejects with probability = the mass).
+// norm(max(0, p − q)); when that has no mass, p itself (the fallback docs/verifiers.md V1
+// prescribes, which only the lossy variant can reach: a lossless method rejects with probability =
+// the mass).
 Row residual_or_p(const Row& p, const Row& q) {
   Row r(p.size());
   Q mass = 0;
@@ -112,7 +114,7 @@ struct TreeWalk {
     candidate(depth, q, top, 0, p, drawn, mass);
   }
 
-  // Candidate j (0-based) of a node; p_j is p⁽ʲ⁺¹⁾ of SPEC.md V6.
+  // Candidate j (0-based) of a node; p_j is p⁽ʲ⁺¹⁾ of docs/verifiers.md V6.
   void candidate(int depth, const Row& q, const std::vector<int>& top, int j, const Row& p_j,
                  std::vector<char>& drawn, const Q& mass) {
     if (j == branches) {

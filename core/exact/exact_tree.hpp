@@ -1,7 +1,7 @@
-// Exact output distributions of tree verification (SPEC.md V6: recursive rejection sampling with
-// i.i.d., without-replacement and top-k candidates, the lossy top-k with softmax q, SpecTr K-SEQ)
-// by enumerating every candidate, accept/reject, residual and bonus branch in rational arithmetic.
-// Independent of core/verify/verify_tree.cpp; shares only the method names.
+// Exact output distributions of tree verification (docs/verifiers.md V6: recursive rejection
+// sampling with i.i.d., without-replacement and top-k candidates, the lossy top-k with softmax q,
+// SpecTr K-SEQ) by enumerating every candidate, accept/reject, residual and bonus branch in
+// rational arithmetic. Independent of core/verify/verify_tree.cpp; shares only the method names.
 #pragma once
 
 #include <vector>

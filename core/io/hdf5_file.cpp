@@ -1,4 +1,4 @@
-// A thin RAII wrapper over the HDF5 1.10 C API (DESIGN.md "Results in HDF5"). HDF5's own error
+// A thin RAII wrapper over the HDF5 1.10 C API (docs/hdf5.md). HDF5's own error
 // printing is switched off; failures become speclab errors naming the file and the dataset.
 #include "core/io/hdf5_file.hpp"
 

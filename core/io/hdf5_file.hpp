@@ -1,5 +1,5 @@
-// A thin RAII wrapper over the HDF5 1.10 C API for the result files of DESIGN.md "Results in
-// HDF5": typed, shape-checked reads that throw speclab errors naming the file and dataset, and a
+// A thin RAII wrapper over the HDF5 1.10 C API for the result files of docs/hdf5.md:
+// typed, shape-checked reads that throw speclab errors naming the file and dataset, and a
 // writer that writes NAME.partial and renames it onto NAME only on commit().
 #pragma once
 

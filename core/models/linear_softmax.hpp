@@ -1,7 +1,8 @@
-// LinearSoftmax (DESIGN.md "models/linear_softmax"): the last n tokens hash to a hidden vector
+// LinearSoftmax (docs/architecture.md "core/models"): the last n tokens hash to a hidden vector
 // h ∈ R^d, logits = G·(σ ⊙ (H·h)) + b with W = G·diag(σ)·H streamed from memory, a Zipf bias b and
 // decaying σ. A draft of rank r keeps the first r factors (the best rank-r approximation by
-// construction), so its acceptance rate α (SPEC.md) is dialled by r like a smaller model's.
+// construction), so its acceptance rate α (docs/verifiers.md V1) is dialled by r like a smaller
+// model's.
 #pragma once
 
 #include <cstdint>

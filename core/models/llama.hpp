@@ -1,6 +1,6 @@
 // LlamaModel: the LLaMA-architecture forward pass (RMSNorm, rotary embeddings, grouped-query
 // attention with a per-sequence KV cache, SwiGLU FFN, tied or separate LM head) read from a GGUF
-// file such as SmolLM2-135M (issue "A real LLM as target"). The target of SPEC.md as a real model:
+// file such as SmolLM2-135M. The target of docs/verifiers.md as a real model:
 // scoring m positions at once streams the weights once, as a verification pass does. With a
 // LayerSkip it is also its own layer-skip draft (core/models/layer_skip.hpp).
 #pragma once

@@ -1,6 +1,6 @@
-// The language-model interface of DESIGN.md: one call scores a batch of sequences and returns,
-// for each, the next-token distributions at its last m positions (m = γ+1 is the target's
-// verification pass, m = 1 a draft step), after the shared sampling pipeline (SPEC.md).
+// The language-model interface of docs/architecture.md: one call scores a batch of sequences,
+// returning for each, the next-token distributions at its last m positions (m = γ+1 is the target's
+// verification pass, m = 1 a draft step), after the shared sampling pipeline (docs/verifiers.md).
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // N-gram language models with interpolated Kneser–Ney smoothing (Chen & Goodman 1998, "An
 // empirical study of smoothing techniques for language modeling", §3.5, one discount per order)
 // over bytes or a tokenizer's ids, trained on the public-domain English corpus of data/corpus/
-// (DESIGN.md "models/ngram"): real language statistics for speculative decoding, target = high
-// order, draft = low order, or a cheap draft for a real target over the target's tokens.
+// (docs/architecture.md "core/models"): real language statistics for speculative decoding, target =
+// high order, draft = low order, or a cheap draft for a real target over the target's tokens.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Prompt-lookup drafting (Saxena 2023; vLLM's `[ngram]` speculative method): the draft proposes
 // the token that followed the most recent earlier occurrence of the sequence's last k tokens, so
-// q is one-hot (DESIGN.md "models/ngram"). V = 256 (bytes, like core/models/ngram) by default;
-// it needs no tables, so it drafts for any vocabulary.
+// q is one-hot (docs/architecture.md "core/models"). V = 256 (bytes, like core/models/ngram) by
+// default; it needs no tables, so it drafts for any vocabulary.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// Quantised weight matrices for the LLaMA forward pass (DESIGN.md "models/llama"): GGUF's Q4_1
-// and Q8_0 blocks repacked into 16-row panels and dequantised in registers inside the skinny
+// Quantised weight matrices for the LLaMA forward pass (docs/architecture.md "core/models"): GGUF's
+// Q4_1 and Q8_0 blocks repacked into 16-row panels and dequantised in registers inside the skinny
 // product, so a step streams ~0.6–1.1 bytes per weight instead of fp32's 4. Activations stay
 // float: the product equals skinny_gemm over the dequantised fp32 matrix, bit for bit.
 #pragma once

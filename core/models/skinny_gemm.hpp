@@ -1,4 +1,4 @@
-// The skinny product behind LinearSoftmax (DESIGN.md "models/linear_softmax"): out = A·X + b for a
+// The skinny product behind LinearSoftmax (docs/architecture.md "core/models"): out = A·X + b for a
 // tall matrix A [rows × depth] and a few columns X (m·B ≤ ~16 at a time), streaming A from memory
 // once, register-blocked over the columns and split over rows with OpenMP. Its cost stays nearly
 // flat in the number of columns, which is what makes a verification pass of γ+1 tokens cost

@@ -1,5 +1,5 @@
-// The cost and memory planner (DESIGN.md core/ "cost_model"): Leviathan et al.'s expected
-// emitted tokens E = (1 − α^{γ+1})/(1 − α) and gain E/(γc + 1) (SPEC.md V1,
+// The cost and memory planner (docs/architecture.md "core/plan"): Leviathan et al.'s expected
+// emitted tokens E = (1 − α^{γ+1})/(1 − α) and gain E/(γc + 1) (docs/verifiers.md V1,
 // proofs/expected_emitted.md), a roofline model of one forward pass, the speculative step built
 // from it by batch size, and the VRAM budget of target + draft + KV cache.
 #pragma once
@@ -13,7 +13,7 @@
 
 namespace speclab {
 
-// ---- Leviathan's closed forms (SPEC.md V1) ------------------------------------------------------
+// ---- Leviathan's closed forms (docs/verifiers.md V1) --------------------------------------------
 
 /// E[emitted per step] = Σ_{i=0..γ} α^i = (1 − α^{γ+1})/(1 − α); γ + 1 at α = 1.
 /// Throws InvalidInput unless 0 ≤ α ≤ 1 and γ ≥ 0.
@@ -82,8 +82,8 @@ PassTime forward_time(const PassProfile& model, const RooflineRates& rates, int6
 // ---- the speculative step -----------------------------------------------------------------------
 
 /// Time of the verifier over one step, per row of V probabilities it reads: both models' rows
-/// of every request, b·(2γ + 1) rows, each read once (SPEC.md V1) — at the bandwidth, or at the
-/// sampling pipeline's rate where the host runs it.
+/// of every request, b·(2γ + 1) rows, each read once (docs/verifiers.md V1) — at the bandwidth, or
+/// at the sampling pipeline's rate where the host runs it.
 double verify_time(const RooflineRates& rates, int64_t vocab, int64_t batch, int64_t gamma);
 
 struct StepCost {

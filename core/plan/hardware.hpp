@@ -1,4 +1,4 @@
-// Hardware and model presets of the cost and memory planner (DESIGN.md core/ "cost_model"):
+// Hardware and model presets of the cost and memory planner (docs/architecture.md "core/plan"):
 // GPUs from vendor datasheets (data/hardware.toml), transformer LLMs from their Hugging Face
 // config.json (data/llm_models.toml), and `this-machine`, whose bandwidth and FLOP rate are
 // measured when it is asked for.
@@ -39,8 +39,9 @@ struct HardwareSpec {
   double launch_overhead_seconds = 0.0;
   /// Whether memory traffic and arithmetic proceed at the same time, so that a pass costs
   /// max(memory, compute) (a GPU: DMA and tensor pipes run concurrently). On this-machine the
-  /// same two cores issue the loads and the FMAs, so the two add (DESIGN.md's LinearSoftmax
-  /// timings: T(m) grows by one column's FLOPs per column from m = 1).
+  /// same two cores issue the loads and the FMAs, so the two add (the LinearSoftmax
+  /// timings of bench/micro/linear_softmax_bench.cpp: T(m) grows by one column's FLOPs per column
+  /// from m = 1).
   bool overlapped = true;
   bool measured = false;  ///< true for this-machine
 

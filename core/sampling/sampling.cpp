@@ -1,4 +1,4 @@
-// The sampling pipeline and row validation (SPEC.md "Sampling pipeline", "Bad input").
+// The sampling pipeline and row validation (docs/verifiers.md "Sampling pipeline", "Bad input").
 #include "core/sampling/sampling.hpp"
 
 #include <fmt/format.h>

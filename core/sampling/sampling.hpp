@@ -1,5 +1,6 @@
-// The sampling pipeline of SPEC.md: logits -> temperature (T = 0 is greedy) -> top-k -> top-p ->
-// min-p -> probabilities; validation of probability rows; categorical sampling from a uniform.
+// The sampling pipeline of docs/verifiers.md: logits -> temperature (T = 0 is greedy) -> top-k ->
+// top-p -> min-p -> probabilities; validation of probability rows; categorical sampling from a
+// uniform.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,7 @@ struct RowLocation {
   std::string_view argument;  ///< e.g. "probs_target"
   int64_t row = 0;            ///< flat row index in the argument
   int64_t request = 0;
-  int64_t position = 0;  ///< 1-based, SPEC.md numbering (γ+1 is the bonus position)
+  int64_t position = 0;  ///< 1-based, docs/verifiers.md numbering (γ+1 is the bonus position)
 };
 
 /// Checks a probability row: every entry finite and ≥ 0, sum within 1 ± 1e-4.
@@ -52,7 +53,7 @@ void validate_probability_value(float value, int64_t token, const RowLocation& w
 /// core/base/rules.hpp. Throws InvalidInput when every weight is zero.
 int32_t sample_categorical(std::span<const float> weights, uint32_t bits);
 
-/// Argmax with ties broken by the lowest token id (SPEC.md V2).
+/// Argmax with ties broken by the lowest token id (docs/verifiers.md V2).
 int32_t argmax_lowest(std::span<const float> row);
 
 }  // namespace speclab

@@ -1,6 +1,6 @@
-// Statistics for the statistical test layer (TESTING.md "Statistical checks"): Pearson χ², power
-// and sample size, Bonferroni, Wilson intervals, a TV upper confidence bound. Boost.Math supplies
-// the χ², non-central χ² and normal distributions.
+// Statistics for the statistical test layer (docs/testing.md "Statistical checks"): Pearson χ²,
+// power and sample size, Bonferroni, Wilson intervals, a TV upper confidence bound. Boost.Math
+// supplies the χ², non-central χ² and normal distributions.
 #include "core/stats/stats.hpp"
 
 #include <fmt/format.h>

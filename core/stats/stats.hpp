@@ -1,6 +1,7 @@
-// Statistics for the statistical test layer (TESTING.md "Statistical checks"): Pearson χ² goodness
-// of fit against an exactly known distribution, its power and sample size against alternatives at
-// total-variation distance ε, Bonferroni levels, Wilson intervals and a TV upper confidence bound.
+// Statistics for the statistical test layer (docs/testing.md "Statistical checks"): Pearson χ²
+// goodness of fit against an exactly known distribution, its power and sample size against
+// alternatives at total-variation distance ε, Bonferroni levels, Wilson intervals and a TV upper
+// confidence bound.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,8 @@
 
 namespace speclab {
 
-/// Categories whose expected count is below this are merged into one remainder bin (TESTING.md).
+/// Categories whose expected count is below this are merged into one remainder bin
+/// (docs/testing.md).
 inline constexpr double kMinExpectedPerBin = 20.0;
 
 /// Outcome of a one-sample Pearson χ² goodness-of-fit test.

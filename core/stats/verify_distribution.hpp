@@ -1,10 +1,10 @@
 // Distributional equivalence of a configured model pair and verifier (`speclab verify`): sample
 // the first L tokens of speculative decoding many times and test their joint law against the
 // target's exact joint law (the models give exact next-token probabilities), with a Pearson χ²
-// at a stated power (TESTING.md "Statistical checks").
+// at a stated power (docs/testing.md "Statistical checks").
 //
-// The outcomes are the support tree of the target after the sampling pipeline (SPEC.md: p is
-// taken after temperature, top-k, top-p and min-p): every sequence of L tokens (or fewer, ending
+// The outcomes are the support tree of the target after the sampling pipeline (docs/verifiers.md: p
+// is taken after temperature, top-k, top-p and min-p): every sequence of L tokens (or fewer, ending
 // in EOS) whose exact probability is positive, in lexicographic order, plus, when that is not
 // all V^L sequences, one last category "outside the support" of probability 0 (sampling into it
 // fails the check as an impossible outcome). Without filters and EOS the support is all V^L

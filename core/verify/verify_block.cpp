@@ -1,5 +1,5 @@
-// Reference block verifier, SPEC.md V5 (Sun et al. 2024): written to be obviously correct.
-// Uniforms as SPEC.md "Randomness": η_i at (seed; request, step, i, kBlockEta).
+// Reference block verifier, docs/verifiers.md V5 (Sun et al. 2024): written to be obviously
+// correct. Uniforms as docs/randomness.md: η_i at (seed; request, step, i, kBlockEta).
 #include "core/verify/verify_block.hpp"
 
 #include <algorithm>
@@ -78,7 +78,8 @@ void verify_request(const ChainBatch& batch, const BlockParams& params, int64_t 
       mass += residual[t];
     }
     if (mass == 0) {
-      out.residual_fallback[r] = 1;  // rounding only: SPEC.md says sample p and count it
+      out.residual_fallback[r] =
+          1;  // rounding only: docs/verifiers.md V5 says sample p and count it
       last = sample_categorical(p, philox_bits(address));
     } else {
       const uint64_t target = fixed_target(philox_bits(address), mass);

@@ -1,7 +1,8 @@
-// Block verification of SPEC.md V5 (Sun et al. 2024, "Block Verification Accelerates Speculative
-// Decoding"): chain drafts, weights w_i, the last position τ whose η_i ≤ h_i, then the residual
-// norm(max(0, w_τ·p_{τ+1} − q_{τ+1})) or the bonus. Lossless, never worse than V1 in expectation.
-// Batched over B requests with ragged γ, on the same ChainBatch as the chain verifiers.
+// Block verification of docs/verifiers.md V5 (Sun et al. 2024, "Block Verification Accelerates
+// Speculative Decoding"): chain drafts, weights w_i, the last position τ whose η_i ≤ h_i, then the
+// residual norm(max(0, w_τ·p_{τ+1} − q_{τ+1})) or the bonus. Lossless, never worse than V1 in
+// expectation. Batched over B requests with ragged γ, on the same ChainBatch as the chain
+// verifiers.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,8 @@ struct BlockParams {
   uint32_t step = 0;  ///< decoding step, part of every uniform's address
 };
 
-/// The path weights and pass probabilities of one request (SPEC.md V5 steps 1-2), in double.
+/// The path weights and pass probabilities of one request (docs/verifiers.md V5 steps 1-2), in
+/// double.
 struct BlockWeights {
   std::vector<double> w;  ///< [γ_b+1] w_0 = 1, w_i = min(1, w_{i−1}·p_i(x_i)/q_i(x_i)); a draft
                           ///< with q_i(x_i) = 0 (never drawn from q) gets w_i = 0, like V1's guard

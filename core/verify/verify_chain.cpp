@@ -1,4 +1,4 @@
-// Reference chain verifiers V1-V3 (SPEC.md): written to be obviously correct, not fast.
+// Reference chain verifiers V1-V3 (docs/verifiers.md): written to be obviously correct, not fast.
 // The fast path in verify_chain_fast.cpp must return the same tokens for the same uniforms.
 #include "core/verify/verify_chain.hpp"
 
@@ -190,8 +190,8 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
       mass += residual[t];
     }
     if (mass == 0) {
-      // Rounding left no residual mass although a rejection happened: SPEC.md says sample p
-      // and count the event.
+      // Rounding left no residual mass although a rejection happened: docs/verifiers.md V1 says
+      // sample p and count the event.
       out.residual_fallback[r] = 1;
       last = sample_categorical(p, philox_bits(address));
     } else {

@@ -1,6 +1,7 @@
-// Chain verifiers of SPEC.md: V1 token-level speculative sampling (Leviathan et al. 2023 Alg. 1,
-// Chen et al. 2023 Alg. 2), V2 greedy verification, V3 lenient verification (lossy, Leviathan
-// §A.5). Batched over B requests with ragged γ. Every uniform is addressed as SPEC.md says.
+// Chain verifiers of docs/verifiers.md: V1 token-level speculative sampling (Leviathan et al. 2023
+// Alg. 1, Chen et al. 2023 Alg. 2), V2 greedy verification, V3 lenient verification (lossy,
+// Leviathan §A.5). Batched over B requests with ragged γ. Every uniform is addressed as
+// docs/randomness.md says.
 #pragma once
 
 #include <cstdint>
@@ -52,19 +53,20 @@ struct ChainParams {
 struct ChainResult {
   int64_t batch = 0;
   int64_t gamma = 0;
-  std::vector<int32_t> emitted_tokens;     ///< [B, γ+1] accepted prefix + one token, then -1
-  std::vector<int32_t> n_accepted;         ///< [B] accepted draft tokens, 0..n_draft[b]
-  std::vector<uint8_t> accept_mask;        ///< [B, γ] 1 where the draft token was accepted
-  std::vector<uint8_t> residual_fallback;  ///< [B] 1 where the residual had zero mass and
-                                           ///< the token was drawn from p instead (SPEC.md V1)
-  int64_t residual_fallbacks = 0;          ///< number of requests with residual_fallback set
-  bool lossy = false;                      ///< true for V3: output is not plain decoding's
+  std::vector<int32_t> emitted_tokens;  ///< [B, γ+1] accepted prefix + one token, then -1
+  std::vector<int32_t> n_accepted;      ///< [B] accepted draft tokens, 0..n_draft[b]
+  std::vector<uint8_t> accept_mask;     ///< [B, γ] 1 where the draft token was accepted
+  std::vector<uint8_t>
+      residual_fallback;           ///< [B] 1 where the residual had zero mass and
+                                   ///< the token was drawn from p instead (docs/verifiers.md V1)
+  int64_t residual_fallbacks = 0;  ///< number of requests with residual_fallback set
+  bool lossy = false;              ///< true for V3: output is not plain decoding's
 
   int32_t n_emitted(int64_t b) const { return n_accepted[b] + 1; }
 };
 
-/// Checks shapes, γ, token ids and every probability row the batch uses (SPEC.md "Bad input").
-/// Throws InvalidInput naming the argument, request, position and value.
+/// Checks shapes, γ, token ids and every probability row the batch uses (docs/verifiers.md "Bad
+/// input"). Throws InvalidInput naming the argument, request, position and value.
 void validate_chain_batch(const ChainBatch& batch, const ChainParams& params);
 
 /// The checks of validate_chain_batch that read no element, so that a device launcher can make

@@ -1,6 +1,6 @@
-// Fast chain verifiers V1-V3 (SPEC.md): the same tokens as verify_chain_reference for the same
-// uniforms. Accept tests gather p(x_i), q(x_i); only the one residual or bonus row per request is
-// read, in one pass that validates it and sums fixed-point weights per block of kChunkTokens
+// Fast chain verifiers V1-V3 (docs/verifiers.md): the same tokens as verify_chain_reference for the
+// same uniforms. Accept tests gather p(x_i), q(x_i); only the one residual or bonus row per request
+// is read, in one pass that validates it and sums fixed-point weights per block of kChunkTokens
 // tokens. Integer block sums are exact, so locating the sampled token in its block and rescanning
 // those kChunkTokens tokens gives the reference's inverse-CDF token bit for bit.
 #include <fmt/format.h>
@@ -73,7 +73,7 @@ BlockSums block_sums(const float* p, const float* q, float leniency, int64_t n) 
 }
 
 // One pass over p (and q for a residual): per-block weight sums for locate(), with the
-// finiteness and row-sum checks of SPEC.md "Bad input" fused in.
+// finiteness and row-sum checks of docs/verifiers.md "Bad input" fused in.
 template <bool kResidual>
 void weight_pass(const float* p, const float* q, float leniency, int64_t vocab, RowPass& pass) {
   const int64_t n_blocks = (vocab + kChunkTokens - 1) / kChunkTokens;
@@ -198,7 +198,7 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
     address.purpose = bonus ? Purpose::kBonusSample : Purpose::kResidualSample;
     const uint32_t bits = philox_bits(address);
     if (!bonus && pass.total == 0) {
-      out.residual_fallback[r] = 1;  // SPEC.md V1: sample p and count the event
+      out.residual_fallback[r] = 1;  // docs/verifiers.md V1: sample p and count the event
       last = sample_categorical(p, bits);
     } else {
       last = locate(p.data(), mutant(Mutant::kResidualFromTarget) ? nullptr : q, leniency, v, pass,

@@ -1,5 +1,6 @@
-// Reference tree verifier (SPEC.md V6): recursive rejection sampling over a flattened token tree,
-// and SpecTr K-SEQ at every node. Written to be obviously correct; validates everything first.
+// Reference tree verifier (docs/verifiers.md V6): recursive rejection sampling over a flattened
+// token tree, and SpecTr K-SEQ at every node. Written to be obviously correct; validates everything
+// first.
 #include "core/verify/verify_tree.hpp"
 
 #include <fmt/format.h>
@@ -125,7 +126,7 @@ void validate_structure(const TreeBatch& batch, const TreeParams& params) {
   }
 }
 
-// Sibling rules of SPEC.md V6 for one node's children.
+// Sibling rules of docs/verifiers.md V6 for one node's children.
 void validate_siblings(const TreeBatch& batch, TreeMethod method, int64_t r, int64_t node,
                        const std::vector<int32_t>& kids) {
   const bool distinct = method == TreeMethod::kSwor || method == TreeMethod::kTopk ||

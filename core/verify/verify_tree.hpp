@@ -1,7 +1,7 @@
-// Tree verification of SPEC.md V6: recursive rejection sampling over a flattened token tree per
-// request (SpecInfer; Chen et al. multi-draft), with the candidate law declared per tree — i.i.d.,
-// without replacement, deterministic top-k (EAGLE-2/3) — the deliberately lossy top-k with the
-// draft softmax as q, and SpecTr's K-SEQ (Sun et al. 2023) applied at every node.
+// Tree verification of docs/verifiers.md V6: recursive rejection sampling over a flattened token
+// tree per request (SpecInfer; Chen et al. multi-draft), with the candidate law declared per tree —
+// i.i.d., without replacement, deterministic top-k (EAGLE-2/3) — the deliberately lossy top-k with
+// the draft softmax as q, and SpecTr's K-SEQ (Sun et al. 2023) applied at every node.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,8 @@
 
 namespace speclab {
 
-/// How the sibling candidates c_1..c_k of a node were produced, which fixes the q⁽ʲ⁾ of SPEC.md V6.
+/// How the sibling candidates c_1..c_k of a node were produced, which fixes the q⁽ʲ⁾ of
+/// docs/verifiers.md V6.
 enum class TreeMethod {
   kIid,   ///< "tree-iid": c_j i.i.d. from q; q⁽ʲ⁾ = q (SpecInfer multi-step sampling)
   kSwor,  ///< "tree-swor": drawn without replacement; q⁽ʲ⁾ = q on undrawn tokens, renormed
@@ -24,7 +25,8 @@ enum class TreeMethod {
 std::string_view to_string(TreeMethod method);
 /// Parses a method name; throws InvalidInput listing the valid names.
 TreeMethod parse_tree_method(std::string_view name);
-/// Only kTopkSoftmaxQ is lossy (SPEC.md V6: the draft softmax is not the candidates' law).
+/// Only kTopkSoftmaxQ is lossy (docs/verifiers.md V6: the draft softmax is not the candidates'
+/// law).
 bool is_lossy(TreeMethod method);
 /// Whether the method reads probs_draft (every method but kTopk).
 bool needs_draft_probs(TreeMethod method);
@@ -77,15 +79,15 @@ struct TreeResult {
 void validate_tree_batch(const TreeBatch& batch, const TreeParams& params);
 
 /// The reference verifier. Walks from the root: at each node its children are tested in order
-/// (SPEC.md V6 step 1; for K-SEQ u_j ≤ min(1, p(c_j)/(ρ·q(c_j))) with p fixed); the first accepted
-/// child becomes the next node; if all are rejected one token is drawn from p⁽ᵏ⁺¹⁾ (K-SEQ: p_res),
-/// at a leaf the bonus token from the leaf's p. Uniforms: (seed; request, step, position = depth of
-/// the candidates, kAcceptTest, index = sibling number 0..k-1); the last token at position
+/// (docs/verifiers.md V6 step 1; for K-SEQ u_j ≤ min(1, p(c_j)/(ρ·q(c_j))) with p fixed); the first
+/// accepted child becomes the next node; if all are rejected one token is drawn from p⁽ᵏ⁺¹⁾ (K-SEQ:
+/// p_res), at a leaf the bonus token from the leaf's p. Uniforms: (seed; request, step, position =
+/// depth of the candidates, kAcceptTest, index = sibling number 0..k-1); the last token at position
 /// depth+1 with kResidualSample or kBonusSample, index 0. p⁽ʲ⁾ is kept in double (sums in token
 /// order) and sampled through fixed point like core/sampling/sampling.cpp.
 TreeResult verify_tree(const TreeBatch& batch, const TreeParams& params);
 
-/// K-SEQ's ρ ∈ [1, k] (SPEC.md V6): with β(ρ) = Σ min(q, p/ρ), the root of
+/// K-SEQ's ρ ∈ [1, k] (docs/verifiers.md V6): with β(ρ) = Σ min(q, p/ρ), the root of
 /// f(ρ) = 1 − (1−β(ρ))^k − ρ·β(ρ), by bisection in double to the last bit, on the rows normalised
 /// in double. f decreases in ρ, f(k) ≤ 0; returns 1 when f(1) ≤ 1e-12 (p = q up to rounding) and
 /// otherwise the upper end of the final bracket, so that f(ρ) ≤ 0 as computed (the residual is

@@ -1,4 +1,5 @@
-// Reference typical acceptance, SPEC.md V4 (Medusa): deterministic pass tests, one sampled token.
+// Reference typical acceptance, docs/verifiers.md V4 (Medusa): deterministic pass tests, one
+// sampled token.
 #include "core/verify/verify_typical.hpp"
 
 #include <fmt/format.h>
@@ -24,14 +25,14 @@ double typical_threshold(std::span<const float> probs_target, double epsilon, do
 
 void validate_typical_params(double epsilon, double delta) {
   if (!(std::isfinite(epsilon) && epsilon > 0.0)) {
-    throw InvalidInput(
-        fmt::format("typical epsilon is {}; expected a finite ε > 0 (SPEC.md V4, default {:g})",
-                    epsilon, kTypicalEpsilon));
+    throw InvalidInput(fmt::format(
+        "typical epsilon is {}; expected a finite ε > 0 (docs/verifiers.md V4, default {:g})",
+        epsilon, kTypicalEpsilon));
   }
   if (!(std::isfinite(delta) && delta > 0.0)) {
-    throw InvalidInput(
-        fmt::format("typical delta is {}; expected a finite δ > 0 (SPEC.md V4, default {:g})",
-                    delta, kTypicalDelta));
+    throw InvalidInput(fmt::format(
+        "typical delta is {}; expected a finite δ > 0 (docs/verifiers.md V4, default {:g})", delta,
+        kTypicalDelta));
   }
 }
 

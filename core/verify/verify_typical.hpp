@@ -1,4 +1,4 @@
-// Typical acceptance of SPEC.md V4 (Medusa, Cai et al. 2024): accept draft x iff
+// Typical acceptance of docs/verifiers.md V4 (Medusa, Cai et al. 2024): accept draft x iff
 // p_T(x) > min(ε, δ·exp(−H(p_T))); the accepted length is the longest run of passes. LOSSY: the
 // output is not plain decoding's, and every result says so. Batched like the chain verifiers.
 #pragma once

@@ -1,9 +1,9 @@
-// SIMT emulation of the CUDA execution model on the CPU (TESTING.md "GPU tests without a GPU"):
-// the same kernel text compiled by the host compiler; a grid's blocks run one after another on
-// the calling OS thread, each block's threads as fibers (Boost.Context) that switch only at block
-// and warp barriers. Warp collectives (shuffles, votes) are barriers whose results the scheduler
-// computes once every lane named in the mask has arrived. Test-only; gpu/README.md says what it
-// proves and what it cannot.
+// SIMT emulation of the CUDA execution model on the CPU (docs/testing.md "GPU tests without a
+// GPU"): the same kernel text compiled by the host compiler; a grid's blocks run one after another
+// on the calling OS thread, each block's threads as fibers (Boost.Context) that switch only at
+// block and warp barriers. Warp collectives (shuffles, votes) are barriers whose results the
+// scheduler computes once every lane named in the mask has arrived. Test-only; gpu/README.md says
+// what it proves and what it cannot.
 #pragma once
 
 #if !defined(SPECLAB_SIMT_EMULATION)

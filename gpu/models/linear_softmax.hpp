@@ -1,4 +1,4 @@
-// The LinearSoftmax model (core/models/linear_softmax.hpp, DESIGN.md "models/linear_softmax") on
+// The LinearSoftmax model (core/models/linear_softmax.hpp, docs/architecture.md "core/models") on
 // the device: the same weights as a CPU LinearSoftmaxModel (copied from its family), the hashed
 // context embedding of core/models/linear_softmax_embedding.hpp computed by a kernel, and the two
 // products z = σ_r ⊙ (H_r·h) and logits = G_r·z + b as one cublasSgemm each over all m positions

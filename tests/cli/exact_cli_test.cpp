@@ -1,5 +1,6 @@
-// `speclab exact` (cli/cmd_exact.cpp): the exact step distribution of SPEC.md V1-V6 as
-// JSON, and exit status 2 with a message naming the option for bad input (STYLE.md "Errors").
+// `speclab exact` (cli/cmd_exact.cpp): the exact step distribution of docs/verifiers.md V1-V6 as
+// JSON, and exit status 2 with a message naming the option for bad input (docs/architecture.md
+// "Errors").
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -23,7 +24,7 @@ bool contains(const std::string& text, const std::string& needle) {
 }
 
 TEST(ExactCli, SpecTestVectorIsLosslessWithTenNinthsAccepted) {
-  // SPEC.md test vector: β = 2/3 per position, E[accepted] = 2/3 + 4/9 = 10/9.
+  // docs/verifiers.md test vector (V5): β = 2/3 per position, E[accepted] = 2/3 + 4/9 = 10/9.
   const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method token");
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"10/9\"")) << run.output;
@@ -62,7 +63,7 @@ TEST(ExactCli, GreedyIsLosslessAgainstArgmax) {
 }
 
 TEST(ExactCli, BlockAcceptsElevenNinthsOnTheSpecVector) {
-  // SPEC.md V5: 11/9 under block verification where V1 gets 10/9 (derivation in
+  // docs/verifiers.md V5: 11/9 under block verification where V1 gets 10/9 (derivation in
   // tests/property/exact_test.cpp, Exact.BlockSpecTestVectorAcceptsElevenNinths).
   const CliRun run = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method block");
   ASSERT_EQ(run.status, 0) << run.output;

@@ -1,7 +1,7 @@
-// The experiment commands run as a user runs them (DESIGN.md "experiments/"): every shipped config
-// validates and expands, a small sweep runs end to end, and a run survives SIGKILL, SIGINT and a
-// full disk with every finished point intact, no half file under a final name, and --resume
-// completing the set.
+// The experiment commands run as a user runs them (docs/architecture.md "experiments/"): every
+// shipped config validates and expands, a small sweep runs end to end, and a run survives SIGKILL,
+// SIGINT and a full disk with every finished point intact, no half file under a final name, and
+// --resume completing the set.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

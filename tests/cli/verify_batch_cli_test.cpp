@@ -1,6 +1,6 @@
 // `speclab verify-batch` (cli/cmd_verify_batch.cpp): its HDF5 output equals
-// speclab::verify_chain on the same inputs, and bad input (SPEC.md "Bad input") exits 2 with a
-// message naming the dataset while OUT.h5 is neither created nor changed.
+// speclab::verify_chain on the same inputs, and bad input (docs/verifiers.md "Bad input") exits 2
+// with a message naming the dataset while OUT.h5 is neither created nor changed.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

@@ -1,4 +1,4 @@
-// The SIMT emulation itself (gpu/emulation/, TESTING.md "GPU tests without a GPU"): launch
+// The SIMT emulation itself (gpu/emulation/, docs/testing.md "GPU tests without a GPU"): launch
 // configuration errors as the CUDA runtime reports them, warp collectives with CUDA's semantics,
 // poisoned shared memory, and SIMT rule violations reported instead of silently passing.
 // Emulation only (label gpu-emu).

@@ -1,8 +1,8 @@
 // gpu::speculative_decode (the whole draft–score–verify loop on the device) against
 // core::speculative_decode on the same models, prompts and seed.
 //
-// Method: token equality, with every mismatch explained as a near-tie (TESTING.md "CPU reference
-// vs GPU"). The device model's probabilities differ from core's by float rounding only
+// Method: token equality, with every mismatch explained as a near-tie (docs/testing.md "CPU
+// reference vs GPU"). The device model's probabilities differ from core's by float rounding only
 // (LinearSoftmaxGpu.GpuMatchesReference bounds it), and every decision of a step (draft sample,
 // accept test, residual or bonus sample) is a deterministic function of the probabilities and the
 // Philox uniforms, which both sides address identically. So the runs agree token for token except

@@ -1,7 +1,8 @@
-// gpu::verify_block (SPEC.md V5) against core::verify_block, token for token. The fixed-point
-// residual makes the last token order-independent, and the kernel re-decides every near-tie of
-// η_i ≤ h_i with core's serial Z_i (gpu/verify_block.hpp "Exactness"), so equality is exact: no
-// near-tie exemptions. Built for the device (label gpu) and for the SIMT emulation (gpu-emu).
+// gpu::verify_block (docs/verifiers.md V5) against core::verify_block, token for token. The
+// fixed-point residual makes the last token order-independent, and the kernel re-decides every
+// near-tie of η_i ≤ h_i with core's serial Z_i (gpu/verify_block.hpp "Exactness"), so equality is
+// exact: no near-tie exemptions. Built for the device (label gpu) and for the SIMT emulation
+// (gpu-emu).
 #include "gpu/verify_block.hpp"
 
 #include <gtest/gtest.h>
@@ -88,7 +89,7 @@ TEST(VerifyBlock, GpuMatchesReferenceEdgeRows) {
 TEST(VerifyBlock, ZeroMassResidualFallsBackToP) {
   SPECLAB_SKIP_WITHOUT_GPU();
   // p = q·(1 − 9e-5) (a valid row: the sum is within 1 ± 1e-4): w_1 = 1 − 9e-5 < 1, and when
-  // η_1 > w_1 nothing passes, τ = 0, and max(0, p − q) is zero everywhere: SPEC.md V5's
+  // η_1 > w_1 nothing passes, τ = 0, and max(0, p − q) is zero everywhere: docs/verifiers.md V5's
   // fallback to p. A seed with such an η_1 is searched (about one in 11000).
   OwnedChainBatch batch = random_batch(61, 1, 1, 300, {RowKind::kDense}, false, false);
   for (int64_t t = 0; t < batch.vocab; ++t) {

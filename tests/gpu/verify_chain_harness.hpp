@@ -1,5 +1,5 @@
 // Runs gpu::verify_chain (or a mutant) on a host-owned ChainBatch through device buffers and
-// compares it with core, token for token (TESTING.md "CPU reference vs GPU").
+// compares it with core, token for token (docs/testing.md "CPU reference vs GPU").
 #pragma once
 
 #include <cuda_runtime_api.h>

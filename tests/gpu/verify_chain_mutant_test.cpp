@@ -1,4 +1,4 @@
-// The GPU cross-check must catch broken kernels (TESTING.md "Mutants"): each mutant of
+// The GPU cross-check must catch broken kernels (docs/testing.md "Mutants"): each mutant of
 // gpu/verify_chain.cuh runs under the SIMT emulation and must fail the comparison with core,
 // by a token mismatch, a status where core has none, or a launch failure the emulation reports.
 // Emulation only (label gpu-emu): the mutants are not built into the device library.

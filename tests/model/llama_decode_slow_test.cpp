@@ -1,6 +1,6 @@
-// SPEC.md V1 on the real SmolLM2-135M with a real draft (TESTING.md "Statistical checks"): at
-// T = 1 the first two tokens that speculative decoding emits follow the target's own law
-// P(x1)·P(x2 | x1), computed exactly from the model's rows. Skipped without the model file.
+// docs/verifiers.md V1 on the real SmolLM2-135M with a real draft (docs/testing.md "Statistical
+// checks"): at T = 1 the first two tokens that speculative decoding emits follow the target's own
+// law P(x1)·P(x2 | x1), computed exactly from the model's rows. Skipped without the model file.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -29,11 +29,11 @@ const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 1);
 // A layer-skip draft: its q differs from p enough that both accepts and rejections occur.
 constexpr const char* kDraft = "layerskip:attn14-22,ffn20-23";
 
-// Both models sample at T = 1 with top-k = 16 (SPEC.md: p and q are the distributions after the
-// sampling pipeline), so the support of (x1, x2) has at most 16 × 16 sequences and the real model
-// computes each row it needs once; an unfiltered draft would make the target score every distinct
-// x1 it proposes. Categories: every sequence in the support (and (EOS) alone when EOS can come
-// first), chi_square_test merging those of expected count < 20, plus one probability-zero
+// Both models sample at T = 1 with top-k = 16 (docs/verifiers.md: p and q are the distributions
+// after the sampling pipeline), so the support of (x1, x2) has at most 16 × 16 sequences and the
+// real model computes each row it needs once; an unfiltered draft would make the target score every
+// distinct x1 it proposes. Categories: every sequence in the support (and (EOS) alone when EOS can
+// come first), chi_square_test merging those of expected count < 20, plus one probability-zero
 // category for anything outside the support (an immediate failure). A chat prompt with a peaked
 // answer puts most of the mass in a few bins. N = 6000 with ~10 bins detects a TV distance of
 // about 0.05 at power 0.99 (printed); requests are decoded in batches of 500.

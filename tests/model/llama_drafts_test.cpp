@@ -1,8 +1,9 @@
 // Real drafts for the real target SmolLM2-135M (core/models/layer_skip, the token n-grams and
 // prompt lookup of core/models/model_registry): layer-skip drafts share the target's weights and
 // skip exactly the named sublayers; the token n-grams are distributions that model held-out text;
-// and greedy speculative decoding with every draft gives plain greedy decoding's tokens (SPEC.md
-// V2). Skipped when `speclab fetch-model smollm2-135m` has not put the file in data/models/.
+// and greedy speculative decoding with every draft gives plain greedy decoding's tokens
+// (docs/verifiers.md V2). Skipped when `speclab fetch-model smollm2-135m` has not put the file in
+// data/models/.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -188,8 +189,9 @@ TEST(SmolLM2NGram, ModelsHeldOutTextAndRowsAreDistributions) {
   EXPECT_LT(bits[0], std::log2(49152.0) - 2.0);
 }
 
-// SPEC.md V2: greedy verification emits plain greedy decoding's tokens whatever the draft. Each
-// draft, γ ∈ {1, 4}, two chat prompts in one ragged batch (one that prompt lookup can copy from).
+// docs/verifiers.md V2: greedy verification emits plain greedy decoding's tokens whatever the
+// draft. Each draft, γ ∈ {1, 4}, two chat prompts in one ragged batch (one that prompt lookup can
+// copy from).
 TEST(SmolLM2Drafts, GreedySpeculativeEqualsPlainGreedy) {
   SPECLAB_REQUIRE_MODEL();
   const std::vector<std::vector<int32_t>> prompts = {

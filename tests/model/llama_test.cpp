@@ -214,8 +214,8 @@ namespace speclab {
 namespace {
 
 TEST(LlamaDecode, GreedySpeculativeEqualsPlainGreedy) {
-  // SPEC.md V2 (and V1/V5 with a one-hot target at T = 0): speculative decoding on the real
-  // model gives exactly plain greedy decoding's tokens, here with prompt lookup as the draft.
+  // docs/verifiers.md V2 (and V1/V5 with a one-hot target at T = 0): speculative decoding on the
+  // real model gives exactly plain greedy decoding's tokens, here with prompt lookup as the draft.
   if (!std::filesystem::exists(kModel)) {
     GTEST_SKIP() << kModel << " is absent; run `speclab fetch-model smollm2-135m`";
   }

@@ -1,9 +1,9 @@
-// The suite must fail on deliberately broken verifiers (TESTING.md "Mutants"). Each test switches
-// one mutant of core/base/mutants.hpp on (this executable links speclab_core_mutants) and runs a
-// check of the statistical layer, asserting that it REJECTS the mutant; with no mutant the same
-// check passes (asserted too, so a check that rejects everything cannot pass for the wrong reason).
-// Layers: "one-step joint" is the χ² of one verification step's emitted sequence against the
-// exact rational law (core/exact); "stream" is the χ² of 4-token streams of the decoding engine
+// The suite must fail on deliberately broken verifiers (docs/testing.md "Mutants"). Each test
+// switches one mutant of core/base/mutants.hpp on (this executable links speclab_core_mutants) and
+// runs a check of the statistical layer, asserting that it REJECTS the mutant; with no mutant the
+// same check passes (asserted too, so a check that rejects everything cannot pass for the wrong
+// reason). Layers: "one-step joint" is the χ² of one verification step's emitted sequence against
+// the exact rational law (core/exact); "stream" is the χ² of 4-token streams of the decoding engine
 // against the target chain's exact joint law.
 #include <gtest/gtest.h>
 

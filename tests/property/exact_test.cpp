@@ -1,7 +1,7 @@
-// Exact rational checks of the chain-draft verifiers (SPEC.md V1-V5, TESTING.md "Exact checks
-// first"): losslessness of one step and of a Markov-chain stream is an equality of rationals here,
-// and the expected values in comments are derived by hand from SPEC.md, not from the code under
-// test.
+// Exact rational checks of the chain-draft verifiers (docs/verifiers.md V1-V5, docs/testing.md
+// "Exact checks first"): losslessness of one step and of a Markov-chain stream is an equality of
+// rationals here, and the expected values in comments are derived by hand from docs/verifiers.md,
+// not from the code under test.
 #include "core/exact/exact.hpp"
 
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@ namespace {
 
 Row make_row(std::initializer_list<Q> values) { return Row(values); }
 
-// Integer weights 0..4 (zeros included, not all zero) normalised exactly: TESTING.md's way to
+// Integer weights 0..4 (zeros included, not all zero) normalised exactly: docs/testing.md's way to
 // get exact rationals, and zeros exercise tokens the draft never proposes or the target forbids.
 rc::Gen<Row> gen_row(int vocab) {
   return rc::gen::map(
@@ -56,7 +56,7 @@ Q beta(const Row& probs_target, const Row& probs_draft) {
   return sum;
 }
 
-// SPEC.md test vector: q = (2/3, 1/3), p = (1/3, 2/3), γ = 2.
+// docs/verifiers.md test vector (V5): q = (2/3, 1/3), p = (1/3, 2/3), γ = 2.
 const Row kSpecDraft = make_row({Q(2, 3), Q(1, 3)});
 const Row kSpecTarget = make_row({Q(1, 3), Q(2, 3)});
 
@@ -91,8 +91,8 @@ RC_GTEST_PROP(Exact, TokenStepIsLossless, ()) {
 }
 
 RC_GTEST_PROP(Exact, TokenExpectedAcceptedMatchesClosedForm, ()) {
-  // SPEC.md V1: position i is accepted iff positions 1..i all are, each with probability β_j
-  // independently of the others for context-free rows, so E[n] = Σ_i Π_{j≤i} β_j.
+  // docs/verifiers.md V1: position i is accepted iff positions 1..i all are, each with probability
+  // β_j independently of the others for context-free rows, so E[n] = Σ_i Π_{j≤i} β_j.
   const int vocab = *rc::gen::inRange(2, 5);
   const int gamma = *rc::gen::inRange(1, 4);
   const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
@@ -130,7 +130,8 @@ TEST(Exact, DisjointSupportsAcceptNothing) {
 }
 
 RC_GTEST_PROP(Exact, GreedyStepIsLosslessAgainstArgmax, ()) {
-  // SPEC.md V2: every emitted token is the argmax of its row, so the conditionals are one-hot.
+  // docs/verifiers.md V2: every emitted token is the argmax of its row, so the conditionals are
+  // one-hot.
   const int vocab = *rc::gen::inRange(2, 5);
   const int gamma = *rc::gen::inRange(1, 4);
   const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
@@ -149,8 +150,8 @@ TEST(Exact, GreedyBreaksTiesTowardsLowestId) {
 }
 
 TEST(Exact, LenientBelowOneIsLossy) {
-  // SPEC.md V3 on the test vector, l = 1/2: l·q = (1/3, 1/6), so min(1, p/(l q)) = (1, 1) and
-  // every draft is accepted. The first token is then x_1 ~ q: marginal (2/3, 1/3) ≠ p, and
+  // docs/verifiers.md V3 on the test vector, l = 1/2: l·q = (1/3, 1/6), so min(1, p/(l q)) = (1, 1)
+  // and every draft is accepted. The first token is then x_1 ~ q: marginal (2/3, 1/3) ≠ p, and
   // E[accepted] = γ = 2.
   const Method half{ChainMethod::kLenient, Q(1, 2)};
   const StepResult all_accepted =
@@ -321,7 +322,7 @@ TEST(Exact, RejectsBadStreams) {
 // ---- V5 block verification ----
 
 TEST(Exact, BlockSpecTestVectorAcceptsElevenNinths) {
-  // SPEC.md V5 test vector, by hand over the four draft blocks (probability q(x1)·q(x2)):
+  // docs/verifiers.md V5 test vector, by hand over the four draft blocks (probability q(x1)·q(x2)):
   //   (0,0) 4/9: w = (1/2, 1/4), Z_1 = 0 so h_1 = 0, h_2 = 1/4: τ = 2 w.p. 1/4, else 0.
   //   (0,1) 2/9: w = (1/2, 1), h_1 = 0, h_2 = 1: τ = 2.
   //   (1,0) 2/9: w = (1, 1/2), Z_1 = 1/3, h_1 = (1/3)/(1/3 + 0) = 1, h_2 = 1/2: τ = 2 or 1.
@@ -353,7 +354,7 @@ RC_GTEST_PROP(Exact, BlockStepIsLossless, ()) {
 }
 
 RC_GTEST_PROP(Exact, BlockNeverAcceptsFewerThanToken, ()) {
-  // SPEC.md V5: optimal among verifiers that see the block, so E[τ] ≥ V1's E[n], exactly.
+  // docs/verifiers.md V5: optimal among verifiers that see the block, so E[τ] ≥ V1's E[n], exactly.
   const int vocab = *rc::gen::inRange(2, 5);
   const int gamma = *rc::gen::inRange(1, 4);
   const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
@@ -388,11 +389,11 @@ RC_GTEST_PROP(Exact, BlockStreamMatchesTargetChain, ()) {
 }
 
 TEST(Exact, FirstFailureInsteadOfLastPassIsLossy) {
-  // The mutant of TESTING.md: τ = the last i before the first failing η_i, instead of the last
-  // passing i. On the test vector every block starting with x_1 = 0 has h_1 = 0 (checked below),
-  // so the mutant stops at τ = 0 there and emits the residual (0, 1); blocks starting with 1 emit
-  // 1 first. The mutant never emits token 0 first: marginal (0, 1) ≠ p. Real V5 reaches token 0
-  // through the later pass h_2 of blocks (0,0) and (0,1): marginal exactly p.
+  // The mutant of docs/testing.md "Mutants": τ = the last i before the first failing η_i, instead
+  // of the last passing i. On the test vector every block starting with x_1 = 0 has h_1 = 0
+  // (checked below), so the mutant stops at τ = 0 there and emits the residual (0, 1); blocks
+  // starting with 1 emit 1 first. The mutant never emits token 0 first: marginal (0, 1) ≠ p. Real
+  // V5 reaches token 0 through the later pass h_2 of blocks (0,0) and (0,1): marginal exactly p.
   const StepResult block = enumerate_step({kSpecTarget, kSpecTarget, kSpecTarget},
                                           {kSpecDraft, kSpecDraft}, BlockMethod{});
   EXPECT_EQ(block.first_token_marginal, kSpecTarget);

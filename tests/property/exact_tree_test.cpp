@@ -1,6 +1,6 @@
-// Exact rational checks of tree verification (SPEC.md V6, TESTING.md "Exact checks first"): every
-// lossless candidate law gives the target's first token and conditionals exactly, and a Markov
-// stream equal to the target chain; the draft-softmax-as-q variant provably does not.
+// Exact rational checks of tree verification (docs/verifiers.md V6, docs/testing.md "Exact checks
+// first"): every lossless candidate law gives the target's first token and conditionals exactly,
+// and a Markov stream equal to the target chain; the draft-softmax-as-q variant provably does not.
 #include "core/exact/exact_tree.hpp"
 
 #include <gtest/gtest.h>
@@ -115,8 +115,8 @@ RC_GTEST_PROP(ExactTree, MoreCandidatesNeverAcceptFewer, ()) {
 }
 
 RC_GTEST_PROP(ExactTree, KseqAcceptsWithOneMinusRejectAllPower, ()) {
-  // SPEC.md V6: P(accept) = 1 − (1−β(ρ))^k at the node; ρ ∈ [1, k] with f(ρ) ≤ 0; the float
-  // solver agrees with the exact bracket.
+  // docs/verifiers.md V6: P(accept) = 1 − (1−β(ρ))^k at the node; ρ ∈ [1, k] with f(ρ) ≤ 0; the
+  // float solver agrees with the exact bracket.
   const int vocab = *rc::gen::inRange(2, 5);
   const int k = *rc::gen::inRange(1, 5);
   const Row p = *gen_row(vocab);

@@ -1,5 +1,5 @@
-// RapidCheck properties of the block verifier (SPEC.md V5; TESTING.md "Properties that must hold"),
-// and its weights w_i, h_i against the rational formulas to 1e-12.
+// RapidCheck properties of the block verifier (docs/verifiers.md V5; docs/testing.md "Properties
+// that must hold"), and its weights w_i, h_i against the rational formulas to 1e-12.
 #include "core/verify/verify_block.hpp"
 
 #include <gtest/gtest.h>
@@ -137,9 +137,9 @@ RC_GTEST_PROP(VerifyBlockProperty, SameSeedGivesSameOutput, ()) {
 }
 
 RC_GTEST_PROP(VerifyBlockProperty, WeightsMatchRationalFormulas, ()) {
-  // TESTING.md: the thin random layer sits on pure functions checked against rationals. Every
-  // float is a rational, so the formulas of SPEC.md V5 are evaluated exactly on the very rows the
-  // verifier reads; w agrees to 1e-12, h (a ratio of sums) to 1e-9.
+  // docs/testing.md: the thin random layer sits on pure functions checked against rationals. Every
+  // float is a rational, so the formulas of docs/verifiers.md V5 are evaluated exactly on the very
+  // rows the verifier reads; w agrees to 1e-12, h (a ratio of sums) to 1e-9.
   auto inst = gen_instance();
   auto& b = inst.batch;
   using exact::Q;

@@ -1,4 +1,4 @@
-// RapidCheck properties of the chain verifiers (TESTING.md "Properties that must hold").
+// RapidCheck properties of the chain verifiers (docs/testing.md "Properties that must hold").
 #include "core/verify/verify_chain.hpp"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
-// RapidCheck properties of the tree verifier (SPEC.md V6; TESTING.md "Properties that must hold"):
-// structure of the output, padding and batching invariance, seeds, and a one-branch tree that is
-// V1 token for token.
+// RapidCheck properties of the tree verifier (docs/verifiers.md V6; docs/testing.md "Properties
+// that must hold"): structure of the output, padding and batching invariance, seeds, and a
+// one-branch tree that is V1 token for token.
 #include "core/verify/verify_tree.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// The decoding engine's random layer end to end (core/decode, TESTING.md "Statistical checks"):
-// speculative_decode on a context-dependent Markov pair emits length-L sequences whose joint law
-// is the target chain's (V1), or the exact lenient stream's law (V3), computed in rationals by
-// core/exact. Each check prints N, bins, p-value and the ε it detects.
+// The decoding engine's random layer end to end (core/decode, docs/testing.md "Statistical
+// checks"): speculative_decode on a context-dependent Markov pair emits length-L sequences whose
+// joint law is the target chain's (V1), or the exact lenient stream's law (V3), computed in
+// rationals by core/exact. Each check prints N, bins, p-value and the ε it detects.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -105,7 +105,7 @@ TEST(DecodeStat, TreeStreamsAreTheTargetChain) {
     check_stream(method, expected, config);
   }
   // Positive control: the draft softmax used as q for deterministic top-k picks is lossy
-  // (SPEC.md V6), and the same test must see it.
+  // (docs/verifiers.md V6), and the same test must see it.
   DecodeConfig lossy{.verifier = make_verifier("tree-topk-softmax-q", {2, 2})};
   uint64_t seed = 0;
   const ChiSquareResult r = test_stream("tree-topk-softmax-q", expected, lossy, seed);

@@ -1,7 +1,7 @@
-// Block verification (SPEC.md V5) and tree verification with i.i.d. candidates (V6) at V = 32000:
-// the first emitted token's law is p_1 (TESTING.md "per-position marginals at V = 32000").
-// Rows come from make_synthetic_batch (language-like, Σ min(p, q) ≈ 0.75 per position); every
-// sample redraws the drafts and verifies at its own step, so uniforms never repeat.
+// Block verification (docs/verifiers.md V5) and tree verification with i.i.d. candidates (V6) at V
+// = 32000: the first emitted token's law is p_1 (docs/testing.md "Statistical checks"). Rows come
+// from make_synthetic_batch (language-like, Σ min(p, q) ≈ 0.75 per position); every sample redraws
+// the drafts and verifies at its own step, so uniforms never repeat.
 #include <gtest/gtest.h>
 
 #include <algorithm>

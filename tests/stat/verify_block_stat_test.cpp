@@ -1,8 +1,8 @@
-// Statistical layer of the chain-draft verifiers added beside V1-V3 (SPEC.md V5 block verification,
-// V4 typical acceptance; TESTING.md "Statistical checks"): verify_block and verify_typical fed with
-// Philox-addressed drafts, against the exact rational laws of core/exact/exact.hpp — the joint
-// emitted sequence of one step, the accepted-length law (11/9 on the test vector) and a Markov
-// stream.
+// Statistical layer of the chain-draft verifiers added beside V1-V3 (docs/verifiers.md V5 block
+// verification, V4 typical acceptance; docs/testing.md "Statistical checks"): verify_block and
+// verify_typical fed with Philox-addressed drafts, against the exact rational laws of
+// core/exact/exact.hpp — the joint emitted sequence of one step, the accepted-length law (11/9 on
+// the test vector) and a Markov stream.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,7 +53,8 @@ StepInstance instance_v4_g3() {
           {{8, 4, 4, 0}, {1, 7, 0, 8}, {4, 4, 4, 4}, {2, 6, 3, 5}},
           {{2, 2, 6, 6}, {0, 8, 4, 4}, {16, 0, 0, 0}}};
 }
-// SPEC.md V5's test vector (totals 3: not exact in float; the law moves by ~1e-8, far below ε).
+// docs/verifiers.md V5's test vector (totals 3: not exact in float; the law moves by ~1e-8, far
+// below ε).
 StepInstance instance_spec_vector() {
   return {"spec_vector", 2, {{1, 2}, {1, 2}, {1, 2}}, {{2, 1}, {2, 1}}};
 }

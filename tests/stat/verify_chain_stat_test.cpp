@@ -1,7 +1,8 @@
-// Statistical layer of the chain verifiers (SPEC.md V1-V3 and "Randomness"; TESTING.md "Statistical
-// checks"): verify_chain (the fast path) fed with Philox-addressed drafts, against the exact
-// rational laws of core/exact/exact.hpp — joint emitted sequences of one step, a multi-step Markov
-// stream, the first-token marginal and acceptance at V = 32000, and the acceptance closed forms.
+// Statistical layer of the chain verifiers (docs/verifiers.md V1-V3, docs/randomness.md;
+// docs/testing.md "Statistical checks"): verify_chain (the fast path) fed with Philox-addressed
+// drafts, against the exact rational laws of core/exact/exact.hpp — joint emitted sequences of one
+// step, a multi-step Markov stream, the first-token marginal and acceptance at V = 32000, and the
+// acceptance closed forms.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,8 +32,8 @@ using testing::fits;
 using testing::OwnedChainBatch;
 using testing::stat_seed;
 
-// The suite may fail falsely with probability ≤ 1e-6 (TESTING.md); it is split by Bonferroni over
-// every check below, so each runs at alpha = 1e-6 / 21 ≈ 4.8e-8. The count:
+// The suite may fail falsely with probability ≤ 1e-6 (docs/testing.md); it is split by Bonferroni
+// over every check below, so each runs at alpha = 1e-6 / 21 ≈ 4.8e-8. The count:
 //   TokenJointMatchesExact 2, LenientJointMatchesItsExactLaw 2, LenientFirstTokenIsNotTarget 1
 //   (the positive control; the expected rejection is not a false-failure risk, see there),
 //   GreedyJointMatchesExact 2, TokenStreamMatchesTargetChain 1, LenientStreamMatchesExactStream 1,
@@ -94,7 +95,7 @@ StepInstance instance_v4_g3() {
           {{2, 2, 6, 6}, {0, 8, 4, 4}, {16, 0, 0, 0}}};
 }
 
-// SPEC.md V5's test vector: q = (2/3, 1/3), p = (1/3, 2/3), γ = 2; E[n] = 10/9 under V1.
+// docs/verifiers.md V5's test vector: q = (2/3, 1/3), p = (1/3, 2/3), γ = 2; E[n] = 10/9 under V1.
 StepInstance instance_spec_vector() {
   return {"spec_vector", 2, {{1, 2}, {1, 2}, {1, 2}}, {{2, 1}, {2, 1}}};
 }
@@ -222,7 +223,7 @@ void expect_joint_matches(const StepInstance& inst, const ChainParams& base,
 
 // N per instance, from ε = sqrt(λ/4N) at power 0.99 and α ≈ 4.8e-8 (each run prints its own):
 // v3g2 600k over 25 bins detects ε ≈ 0.0065, v4g3 900k over 50 bins ε ≈ 0.0059. One step costs
-// well under a microsecond here, so the margin below the ε = 0.01 of TESTING.md is cheap.
+// well under a microsecond here, so the margin below the ε = 0.01 of docs/testing.md is cheap.
 TEST(VerifyChainStat, TokenJointMatchesExact) {
   const ChainParams params{ChainMethod::kToken, 1.0, 0, 0};
   expect_joint_matches(instance_v3_g2(), params, {ChainMethod::kToken, 1}, 600'000);
@@ -449,7 +450,7 @@ TEST(VerifyChainStat, AcceptedLengthMatchesExact) {
   for (const StepInstance& inst : {instance_v3_g2(), instance_v4_g3(), instance_spec_vector()}) {
     const exact::StepResult exact_law = enumerate(inst, {ChainMethod::kToken, 1});
     if (inst.name == "spec_vector") {
-      ASSERT_EQ(exact_law.expected_accepted, Q(10, 9));  // SPEC.md V5: 10/9 under V1
+      ASSERT_EQ(exact_law.expected_accepted, Q(10, 9));  // docs/verifiers.md V5: 10/9 under V1
     }
     const ChainParams params{ChainMethod::kToken, 1.0, stat_seed(inst.name), 0};
     const StepSamples s = sample_steps(inst, params, kSamples);

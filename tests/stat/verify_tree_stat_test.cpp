@@ -1,6 +1,6 @@
-// Statistical layer of tree verification (SPEC.md V6; TESTING.md "Statistical checks"): complete
-// binary draft trees of depth 2 whose candidates are drawn by each declared law from Philox
-// draft-sample uniforms, verified by verify_tree, against the exact laws of
+// Statistical layer of tree verification (docs/verifiers.md V6; docs/testing.md "Statistical
+// checks"): complete binary draft trees of depth 2 whose candidates are drawn by each declared law
+// from Philox draft-sample uniforms, verified by verify_tree, against the exact laws of
 // core/exact/exact_tree.hpp — the joint emitted sequence of one step for every method, and the
 // lossy variant's first token detectably away from the target.
 #include <gtest/gtest.h>

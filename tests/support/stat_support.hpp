@@ -1,6 +1,6 @@
-// Helpers for the statistical layer (TESTING.md "Statistical checks"): seeds derived from the test
-// name, a suite-wide false-failure budget split by Bonferroni, and the report every χ² check prints
-// (N, bins, p-value, the TV ε it detects at power 0.99).
+// Helpers for the statistical layer (docs/testing.md "Statistical checks"): seeds derived from the
+// test name, a suite-wide false-failure budget split by Bonferroni, and the report every χ² check
+// prints (N, bins, p-value, the TV ε it detects at power 0.99).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 
 namespace speclab::testing {
 
-/// TESTING.md: a statistical suite fails falsely with probability ≤ 1e-6.
+/// docs/testing.md: a statistical suite fails falsely with probability ≤ 1e-6.
 inline constexpr double kStatSuiteFalseFailureRate = 1e-6;
 /// Power at which every check states the TV distance it detects.
 inline constexpr double kStatReportPower = 0.99;
@@ -41,7 +41,8 @@ inline std::string current_test_name() {
 
 /// The seed of a statistical check: a hash of the test name and a label for the check. The
 /// environment variable SPECLAB_STAT_SEED (an integer) is mixed in, so a nightly run draws fresh
-/// seeds at the same level (TESTING.md); without it the seed is fixed and a failure reproduces.
+/// seeds at the same level (docs/testing.md); without it the seed is fixed and a failure
+/// reproduces.
 inline uint64_t stat_seed(std::string_view label) {
   uint64_t seed = fnv1a64(current_test_name() + "/" + std::string(label));
   if (const char* extra = std::getenv("SPECLAB_STAT_SEED"); extra != nullptr && *extra != '\0') {

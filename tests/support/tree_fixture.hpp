@@ -1,5 +1,5 @@
 // Owned storage for a TreeBatch, and a builder of complete K-ary draft trees whose candidates are
-// drawn by the declared law (SPEC.md V6) from Philox draft-sample uniforms.
+// drawn by the declared law (docs/verifiers.md V6) from Philox draft-sample uniforms.
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// Unit tests of experiments/config (DESIGN.md "experiments/"): the schema's defaults, typed reads,
-// ranges and cross-field checks, every error at once as FILE:LINE:COLUMN with "did you mean"
-// suggestions, and --set overrides that keep their TOML types.
+// Unit tests of experiments/config (docs/architecture.md "experiments/"): the schema's defaults,
+// typed reads, ranges and cross-field checks, every error at once as FILE:LINE:COLUMN with "did you
+// mean" suggestions, and --set overrides that keep their TOML types.
 #include "experiments/config.hpp"
 
 #include <gmock/gmock.h>

@@ -1,6 +1,6 @@
 // The cost and memory planner (core/plan/cost_model, core/plan/hardware): Leviathan's closed forms
-// (SPEC.md V1, proofs/expected_emitted.md), the roofline regimes, KV-cache and weight bytes of the
-// presets, and the VRAM budget's errors.
+// (docs/verifiers.md V1, proofs/expected_emitted.md), the roofline regimes, KV-cache and weight
+// bytes of the presets, and the VRAM budget's errors.
 #include "core/plan/cost_model.hpp"
 
 #include <gmock/gmock.h>

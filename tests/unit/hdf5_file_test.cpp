@@ -1,4 +1,4 @@
-// Unit tests of core/io/hdf5_file (DESIGN.md "Results in HDF5"): round trips, typed and
+// Unit tests of core/io/hdf5_file (docs/hdf5.md): round trips, typed and
 // shape-checked reads with messages naming file and dataset, and the write-to-.partial-then-rename
 // protocol.
 #include "core/io/hdf5_file.hpp"

@@ -37,7 +37,7 @@ std::vector<float> score_one(LanguageModel& model, std::span<const int32_t> toke
   return model.score(std::span(&request, 1), {});
 }
 
-// α = mean over contexts of Σ_t min(p(t), q(t)) at T = 1 (SPEC.md).
+// α = mean over contexts of Σ_t min(p(t), q(t)) at T = 1 (docs/verifiers.md V1).
 double mean_acceptance(LanguageModel& target, LanguageModel& draft, int64_t n_contexts,
                        uint64_t seed) {
   const int64_t v = target.vocab(), length = 6;

@@ -26,7 +26,8 @@ TEST(Philox, KnownAnswerVectors) {
 }
 
 TEST(Philox, AddressLayoutIsCounterAndKey) {
-  // SPEC.md addressing: counter (request, step, position, purpose | index << 8), key = seed.
+  // docs/randomness.md addressing: counter (request, step, position, purpose | index << 8), key =
+  // seed.
   const RandomAddress a{0x0123456789abcdefull, 11, 22, 3, Purpose::kResidualSample, 5};
   EXPECT_EQ(philox_bits(a),
             raw_philox_word0({11, 22, 3, 3u | (5u << 8)}, {0x89abcdef, 0x01234567}));

@@ -1,4 +1,4 @@
-// Unit tests of experiments/results, runner and merge (DESIGN.md "Results in HDF5"): the datasets
+// Unit tests of experiments/results, runner and merge (docs/hdf5.md): the datasets
 // and attributes of a point's file, identical datasets for the same config and seed (whatever
 // --jobs), the summary table, --resume, stopping, and merging shards.
 #include "experiments/results.hpp"

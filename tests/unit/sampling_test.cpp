@@ -1,4 +1,4 @@
-// core/sampling: the pipeline of SPEC.md, row validation and categorical sampling.
+// core/sampling: the pipeline of docs/verifiers.md, row validation and categorical sampling.
 #include "core/sampling/sampling.hpp"
 
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
 // Unit tests of core/stats: χ² p-values against closed-form survival functions, the merging rule,
-// the sample-size table of TESTING.md "Statistical checks", Wilson intervals and the TV bound.
+// the sample-size table of docs/testing.md "Statistical checks", Wilson intervals and the TV bound.
 #include "core/stats/stats.hpp"
 
 #include <gtest/gtest.h>
@@ -132,8 +132,8 @@ TEST(Stats, BadArgumentsAreRejected) {
 }
 
 TEST(Stats, SampleSizesReproduceTheTestingTable) {
-  // TESTING.md: power 0.99 at α = 1e-6, N = λ / 4ε². Each entry is compared within the rounding
-  // of the table (half a unit in its last printed digit).
+  // docs/testing.md: power 0.99 at α = 1e-6, N = λ / 4ε². Each entry is compared within the
+  // rounding of the table (half a unit in its last printed digit).
   struct Row {
     int64_t bins;
     double epsilon;

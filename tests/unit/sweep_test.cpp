@@ -1,5 +1,6 @@
-// Unit tests of experiments/sweep (DESIGN.md "experiments/"): grid and zip expansion in a fixed
-// order, deterministic point ids, --set on sweep axes, and shards that partition the points.
+// Unit tests of experiments/sweep (docs/architecture.md "experiments/"): grid and zip expansion in
+// a fixed order, deterministic point ids, --set on sweep axes, and shards that partition the
+// points.
 #include "experiments/sweep.hpp"
 
 #include <fmt/format.h>

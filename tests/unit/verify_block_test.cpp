@@ -1,5 +1,5 @@
-// core/verify/verify_block (SPEC.md V5): the weights on the test vector, fixed cases, and every bad
-// input of SPEC.md "Bad input" with its message.
+// core/verify/verify_block (docs/verifiers.md V5): the weights on the test vector, fixed cases, and
+// every bad input of docs/verifiers.md "Bad input" with its message.
 #include "core/verify/verify_block.hpp"
 
 #include <gmock/gmock.h>
@@ -27,7 +27,8 @@ std::string error_of(const OwnedChainBatch& b) {
   return "(no error)";
 }
 
-// The SPEC.md V5 test vector, one request per draft block: q = (2/3, 1/3), p = (1/3, 2/3), γ = 2.
+// The docs/verifiers.md V5 test vector, one request per draft block: q = (2/3, 1/3), p = (1/3,
+// 2/3), γ = 2.
 OwnedChainBatch spec_vector_blocks() {
   OwnedChainBatch b(4, 2, 2);
   for (int64_t r = 0; r < 4; ++r) {

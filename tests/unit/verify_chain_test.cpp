@@ -1,5 +1,5 @@
-// core/verify/verify_chain: fixed cases and every bad input of SPEC.md "Bad input", for the
-// reference and the fast path alike.
+// core/verify/verify_chain: fixed cases and every bad input of docs/verifiers.md "Bad input", for
+// the reference and the fast path alike.
 #include "core/verify/verify_chain.hpp"
 
 #include <gmock/gmock.h>
@@ -104,7 +104,7 @@ TEST_P(VerifyChain, LenientIsMarkedLossy) {
 
 TEST_P(VerifyChain, ResidualFallbackIsCountedAndSamplesTarget) {
   // p ≤ q everywhere with both rows normalised within 1e-4: a rejection is possible at token 0
-  // (p/q = 0.6) yet max(0, p - q) has no mass. SPEC.md: sample p and count the event.
+  // (p/q = 0.6) yet max(0, p - q) has no mass. docs/verifiers.md V1: sample p and count the event.
   OwnedChainBatch b(64, 1, 2);
   for (int64_t r = 0; r < 64; ++r) {
     b.draft_row(r, 0)[0] = 2e-4f;

@@ -1,6 +1,6 @@
-// core/verify/verify_tree (SPEC.md V6): method names, fixed cases, K-SEQ's ρ, and every bad input —
-// cycles and parents out of range, token ids, sibling rules, rows — with messages naming request
-// and node.
+// core/verify/verify_tree (docs/verifiers.md V6): method names, fixed cases, K-SEQ's ρ, and every
+// bad input — cycles and parents out of range, token ids, sibling rules, rows — with messages
+// naming request and node.
 #include "core/verify/verify_tree.hpp"
 
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
-// core/verify/verify_typical (SPEC.md V4, Medusa typical acceptance): the threshold, the longest
-// run of passes, the lossy marking and every bad input with its message.
+// core/verify/verify_typical (docs/verifiers.md V4, Medusa typical acceptance): the threshold, the
+// longest run of passes, the lossy marking and every bad input with its message.
 #include "core/verify/verify_typical.hpp"
 
 #include <gmock/gmock.h>

@@ -1,4 +1,4 @@
-// The part of the cuBLAS v2 API that speclab uses, as the SIMT emulation provides it (TESTING.md
+// The part of the cuBLAS v2 API that speclab uses, as the SIMT emulation provides it (docs/testing.md
 // "GPU tests without a GPU"): handles, streams and single-precision GEMM over the emulation's
 // host-memory device. It stands in for the toolkit's header in the gpu-emu build only; status
 // and operation values equal the real ones (cublas_api.h), semantics follow the cuBLAS

@@ -1,4 +1,4 @@
-// The CUDA runtime API as the SIMT emulation provides it (TESTING.md "GPU tests without a GPU"):
+// The CUDA runtime API as the SIMT emulation provides it (docs/testing.md "GPU tests without a GPU"):
 // the types, error codes and calls that speclab's gpu/ code and tests use, over host memory. It
 // stands in for the toolkit's header in the gpu-emu build only; error values equal the real ones.
 #pragma once
