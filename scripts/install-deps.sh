@@ -11,7 +11,7 @@ packages=(
   librandom123-dev
   libtomlplusplus-dev
   libcli11-dev
-  libspdlog-dev libfmt-dev
+  libfmt-dev
   libgtest-dev libgmock-dev
   librapidcheck-dev
   libbenchmark-dev
