@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/io/gguf.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace speclab::testing {
 
@@ -43,18 +44,6 @@ struct RandomLlamaSpec {
 };
 
 namespace random_llama_detail {
-
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return s >> 33;
-  }
-  // Uniform on [lo, hi).
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(next() % (1u << 24)) * 0x1p-24f;
-  }
-};
 
 // The binary16 bits of a normal float in half's normal range, significand truncated (any half
 // will do: the readers decode the bits).
@@ -87,7 +76,7 @@ inline void put_string(std::vector<std::byte>& out, std::string_view s) {
 // [−scale, scale); Q8_0 blocks d ≈ scale/127 with q uniform on [−127, 127]; Q4_1 blocks
 // d ≈ 2·scale/15, m ≈ −scale with q uniform on [0, 15]. Scales vary by ±50% between blocks.
 inline std::vector<std::byte> random_matrix(GgmlType type, int64_t rows, int64_t depth, float scale,
-                                            Rng& rng) {
+                                            testing::TestRng& rng) {
   std::vector<std::byte> out;
   for (int64_t i = 0; i < rows; ++i) {
     if (type == GgmlType::kF32 || type == GgmlType::kF16) {
@@ -125,7 +114,7 @@ inline std::vector<std::byte> random_matrix(GgmlType type, int64_t rows, int64_t
 /// uniform.
 inline void write_random_llama(const std::filesystem::path& path, const RandomLlamaSpec& spec) {
   using namespace random_llama_detail;
-  Rng rng{spec.seed * 0x9e3779b97f4a7c15ULL + 7};
+  testing::TestRng rng{spec.seed * 0x9e3779b97f4a7c15ULL + 7};
   const int64_t d = spec.n_embd, kv = spec.n_head_kv * (spec.n_embd / spec.n_head);
   std::vector<Tensor> tensors;
   auto matrix = [&](std::string name, GgmlType type, int64_t rows, int64_t depth, float scale) {

@@ -22,6 +22,7 @@
 #include "core/models/quant_matrix.hpp"
 #include "core/models/skinny_gemm.hpp"
 #include "tests/support/eigen_reference.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace speclab {
 namespace {
@@ -31,19 +32,8 @@ using eigen_ref::gamma_float;
 using eigen_ref::Matrix;
 using eigen_ref::Vector;
 
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return s >> 33;
-  }
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(next() % (1u << 24)) * 0x1p-24f;
-  }
-};
-
 std::vector<float> random_floats(size_t n, uint64_t seed) {
-  Rng rng{seed};
+  testing::TestRng rng{seed};
   std::vector<float> v(n);
   for (float& x : v) x = rng.uniform(-1.0f, 1.0f);
   return v;
@@ -112,22 +102,15 @@ TEST(SkinnyGemm, MatchesEigenReferenceOnTheThreadedPath) {
 
 // ---- quant_gemm -----------------------------------------------------------------------------
 
-// A normal fp16 of random sign with exponent 2⁻⁷ … 2³.
-uint16_t random_half(Rng& rng) {
-  const auto sign = static_cast<uint16_t>((rng.next() & 1) << 15);
-  const auto exponent = static_cast<uint16_t>((8 + rng.next() % 11) << 10);
-  return static_cast<uint16_t>(sign | exponent | (rng.next() & 0x3ff));
-}
-
 // rows × depth / 32 GGUF blocks of `type`, row after row: random quants, random fp16 scales.
 std::vector<std::byte> random_blocks(GgmlType type, int64_t rows, int64_t depth, uint64_t seed) {
-  Rng rng{seed};
+  testing::TestRng rng{seed};
   const int64_t size = ggml_type_traits(type).block_bytes, n_blocks = rows * depth / 32;
   std::vector<std::byte> data(static_cast<size_t>(n_blocks * size));
   for (int64_t b = 0; b < n_blocks; ++b) {
     std::byte* block = data.data() + b * size;
     for (int64_t i = 0; i < size; ++i) block[i] = static_cast<std::byte>(rng.next() & 0xff);
-    const uint16_t d = random_half(rng), m = random_half(rng);
+    const uint16_t d = rng.half(), m = rng.half();
     std::memcpy(block, &d, 2);
     if (type == GgmlType::kQ4_1) std::memcpy(block + 2, &m, 2);
   }
@@ -208,7 +191,7 @@ TEST(QuantGemm, MatchesEigenReferenceOnTheThreadedPath) {
 // ---- LinearSoftmax --------------------------------------------------------------------------
 
 std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
-  Rng rng{seed};
+  testing::TestRng rng{seed};
   std::vector<int32_t> tokens(static_cast<size_t>(n));
   for (auto& t : tokens) t = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
   return tokens;

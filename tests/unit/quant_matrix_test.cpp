@@ -17,6 +17,7 @@
 #include "core/io/gguf.hpp"
 #include "core/models/skinny_gemm.hpp"
 #include "tests/support/error_of.hpp"
+#include "tests/support/test_rng.hpp"
 
 namespace speclab {
 namespace {
@@ -24,35 +25,17 @@ namespace {
 using testing::error_of;
 using ::testing::HasSubstr;
 
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return s >> 33;
-  }
-  float uniform(float lo, float hi) {
-    return lo + (hi - lo) * static_cast<float>(next() % (1u << 24)) / static_cast<float>(1u << 24);
-  }
-};
-
-// A normal fp16 of random sign with exponent 2^-7 … 2^3 (a quantisation scale's range).
-uint16_t random_half(Rng& rng) {
-  const auto sign = static_cast<uint16_t>((rng.next() & 1) << 15);
-  const auto exponent = static_cast<uint16_t>((8 + rng.next() % 11) << 10);
-  return static_cast<uint16_t>(sign | exponent | (rng.next() & 0x3ff));
-}
-
 int64_t block_bytes(GgmlType type) { return ggml_type_traits(type).block_bytes; }
 
 // rows × depth / 32 GGUF blocks of `type` with random scales and quants, row after row.
 std::vector<std::byte> random_blocks(GgmlType type, int64_t rows, int64_t depth, uint64_t seed) {
-  Rng rng{seed};
+  testing::TestRng rng{seed};
   const int64_t n_blocks = rows * depth / 32, size = block_bytes(type);
   std::vector<std::byte> data(static_cast<size_t>(n_blocks * size));
   for (int64_t b = 0; b < n_blocks; ++b) {
     std::byte* block = data.data() + b * size;
     for (int64_t i = 0; i < size; ++i) block[i] = static_cast<std::byte>(rng.next() & 0xff);
-    const uint16_t d = random_half(rng), m = random_half(rng);
+    const uint16_t d = rng.half(), m = rng.half();
     std::memcpy(block, &d, 2);
     if (type == GgmlType::kQ4_1) std::memcpy(block + 2, &m, 2);
   }
@@ -71,7 +54,7 @@ std::vector<float> dequantised(GgmlType type, const std::vector<std::byte>& bloc
 }
 
 std::vector<float> random_x(int64_t n, uint64_t seed) {
-  Rng rng{seed};
+  testing::TestRng rng{seed};
   std::vector<float> x(static_cast<size_t>(n));
   for (float& v : x) v = rng.uniform(-1.0f, 1.0f);
   return x;
