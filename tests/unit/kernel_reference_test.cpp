@@ -22,10 +22,12 @@
 #include "core/models/quant_matrix.hpp"
 #include "core/models/skinny_gemm.hpp"
 #include "tests/support/eigen_reference.hpp"
-#include "tests/support/test_rng.hpp"
+#include "tests/support/quant_blocks.hpp"
 
 namespace speclab {
 namespace {
+
+using testing::random_blocks;
 
 using eigen_ref::all_close;
 using eigen_ref::gamma_float;
@@ -101,21 +103,6 @@ TEST(SkinnyGemm, MatchesEigenReferenceOnTheThreadedPath) {
 }
 
 // ---- quant_gemm -----------------------------------------------------------------------------
-
-// rows × depth / 32 GGUF blocks of `type`, row after row: random quants, random fp16 scales.
-std::vector<std::byte> random_blocks(GgmlType type, int64_t rows, int64_t depth, uint64_t seed) {
-  testing::TestRng rng{seed};
-  const int64_t size = ggml_type_traits(type).block_bytes, n_blocks = rows * depth / 32;
-  std::vector<std::byte> data(static_cast<size_t>(n_blocks * size));
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    std::byte* block = data.data() + b * size;
-    for (int64_t i = 0; i < size; ++i) block[i] = static_cast<std::byte>(rng.next() & 0xff);
-    const uint16_t d = rng.half(), m = rng.half();
-    std::memcpy(block, &d, 2);
-    if (type == GgmlType::kQ4_1) std::memcpy(block + 2, &m, 2);
-  }
-  return data;
-}
 
 const GgmlType kQuantTypes[] = {GgmlType::kQ4_1, GgmlType::kQ8_0};
 

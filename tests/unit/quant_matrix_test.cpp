@@ -17,30 +17,17 @@
 #include "core/io/gguf.hpp"
 #include "core/models/skinny_gemm.hpp"
 #include "tests/support/error_of.hpp"
-#include "tests/support/test_rng.hpp"
+#include "tests/support/quant_blocks.hpp"
 
 namespace speclab {
 namespace {
+
+using testing::random_blocks;
 
 using testing::error_of;
 using ::testing::HasSubstr;
 
 int64_t block_bytes(GgmlType type) { return ggml_type_traits(type).block_bytes; }
-
-// rows × depth / 32 GGUF blocks of `type` with random scales and quants, row after row.
-std::vector<std::byte> random_blocks(GgmlType type, int64_t rows, int64_t depth, uint64_t seed) {
-  testing::TestRng rng{seed};
-  const int64_t n_blocks = rows * depth / 32, size = block_bytes(type);
-  std::vector<std::byte> data(static_cast<size_t>(n_blocks * size));
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    std::byte* block = data.data() + b * size;
-    for (int64_t i = 0; i < size; ++i) block[i] = static_cast<std::byte>(rng.next() & 0xff);
-    const uint16_t d = rng.half(), m = rng.half();
-    std::memcpy(block, &d, 2);
-    if (type == GgmlType::kQ4_1) std::memcpy(block + 2, &m, 2);
-  }
-  return data;
-}
 
 // The dequantised matrix, row-major [rows × depth], through GGUF's own dequantize().
 std::vector<float> dequantised(GgmlType type, const std::vector<std::byte>& blocks, int64_t rows,
