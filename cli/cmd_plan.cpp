@@ -4,6 +4,7 @@
 // budget; `--validate` checks the model against measured runs on this machine. The plan itself
 // comes from core/plan/plan.hpp; this file parses the flags and prints or writes the result.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <cstdio>
@@ -349,10 +350,8 @@ void setup_plan(CLI::App& app) {
   auto* plan = app.add_subcommand(
       "plan", "Cost and VRAM planner: speculative-decoding speedup by γ and batch on a GPU preset");
   auto o = std::make_shared<PlanOptions>();
-  plan->add_option("--gpu", o->gpu,
-                   "rtx3090, rtx4090, a100-80gb, h100-sxm, h200, l40s or this-machine");
-  plan->add_option("--target", o->target,
-                   "llama3-8b, llama3.2-1b, llama3-70b, mistral-7b or llama2-13b-gptq");
+  plan->add_option("--gpu", o->gpu, fmt::format("{}", fmt::join(gpu_preset_names(), ", ")));
+  plan->add_option("--target", o->target, fmt::format("{}", fmt::join(llm_preset_names(), ", ")));
   plan->add_option("--draft", o->draft, "draft model preset (same names)");
   plan->add_option("--alpha", o->alpha, "acceptance rate α in (0, 1)");
   plan->add_option("--alpha-from", o->alpha_from,
