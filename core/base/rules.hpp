@@ -6,6 +6,7 @@
 // here, once.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "core/base/hd.hpp"
@@ -44,12 +45,35 @@ SPECLAB_HD inline bool lenient_accepts(double u, float leniency, float prob_draf
              static_cast<double>(prob_target);
 }
 
-/// A weight in [0, ~1] as fixed point; non-positive weights (and NaN) map to 0. Weights above 32
-/// (never valid; the row checks reject them) are clamped so the conversion stays defined.
+/// floor(w · 2^58) for w in [0, 32], built from the float's bits: the product is exact (a
+/// power-of-two scale), and its integer part is the float's 24-bit significand m shifted by its
+/// exponent, m · 2^(e − 150 + 58) for the biased exponent e (the implicit bit set, and e read as 1,
+/// for subnormals) — 32-bit right and 64-bit left shifts, which every vector ISA has. Equal to
+/// `static_cast<uint64_t>(w * kFixedScale)` for every such float (tested exhaustively).
+inline uint64_t fixed_from_bits(float w) {
+  const uint32_t bits = std::bit_cast<uint32_t>(w);  // sign bit 0
+  const int32_t exponent = static_cast<int32_t>(bits >> 23);
+  const uint32_t significand = (bits & 0x7fffffu) | (exponent != 0 ? 0x800000u : 0u);
+  const int32_t shift = (exponent != 0 ? exponent : 1) - 92;  // e − 150 + 58, in [−91, 40]
+  // m < 2^24, so a right shift of 24 or more gives 0: 31 stands for every larger one.
+  const uint32_t right = shift >= 0 ? 0u : static_cast<uint32_t>(shift < -31 ? 31 : -shift);
+  const uint32_t left = shift > 0 ? static_cast<uint32_t>(shift) : 0u;
+  return static_cast<uint64_t>(significand >> right) << left;
+}
+
+/// A weight in [0, ~1] as fixed point: floor(w · 2^58); non-positive weights (and NaN) map to 0.
+/// Weights above 32 (never valid; the row checks reject them) are clamped so the value stays
+/// below 2^64. Where the ISA converts float → uint64 in one instruction (the device, AVX-512DQ)
+/// that conversion is used; elsewhere (AVX2, where a conversion loop would run scalar) the same
+/// integer is built from the bits. Both give the same value for every float.
 SPECLAB_HD inline uint64_t to_fixed(float weight) {
   const float positive = weight > 0.0f ? weight : 0.0f;  // selects, not branches: vectorises
   const float clamped = positive < 32.0f ? positive : 32.0f;
+#if defined(__CUDA_ARCH__) || defined(__AVX512DQ__) || !(defined(__x86_64__) || defined(__i386__))
   return static_cast<uint64_t>(clamped * kFixedScale);
+#else
+  return fixed_from_bits(clamped);
+#endif
 }
 
 /// Residual weight of V1/V3 at one token: max(0, p - l*q) in float, then fixed point. Each float

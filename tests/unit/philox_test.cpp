@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "core/base/rules.hpp"
@@ -96,6 +98,30 @@ TEST(Rules, ResidualWeightIsPositivePartOfDifference) {
   // 2^-58 itself is one unit.
   EXPECT_EQ(to_fixed(std::ldexp(1.0f, -126)), 0u);
   EXPECT_EQ(to_fixed(std::ldexp(1.0f, -58)), 1u);
+}
+
+TEST(Rules, ToFixedIsTheExactConversionForEveryFloat) {
+  // fixed_from_bits builds floor(w · 2^58) from the float's bits (what to_fixed runs where the ISA
+  // has no float → uint64 vector conversion); it must equal the conversion itself for every float
+  // to_fixed keeps: all 1,107,296,257 bit patterns from +0 to 32 (the clamp). Then to_fixed, on
+  // whichever path this build takes, at the clamped and the zeroed values.
+  uint64_t mismatches = 0;
+  uint32_t first = 0;
+  for (uint32_t bits = 0; bits <= std::bit_cast<uint32_t>(32.0f); ++bits) {
+    const float w = std::bit_cast<float>(bits);
+    const uint64_t exact = static_cast<uint64_t>(w * kFixedScale);
+    if ((fixed_from_bits(w) != exact || to_fixed(w) != exact) && mismatches++ == 0) first = bits;
+  }
+  EXPECT_EQ(mismatches, 0u) << "first at bits 0x" << std::hex << first;
+  EXPECT_EQ(to_fixed(32.0f), uint64_t{1} << 63);
+  EXPECT_EQ(to_fixed(1e30f), uint64_t{1} << 63);
+  EXPECT_EQ(to_fixed(std::numeric_limits<float>::infinity()), uint64_t{1} << 63);
+  EXPECT_EQ(to_fixed(-std::numeric_limits<float>::infinity()), 0u);
+  EXPECT_EQ(to_fixed(-0.0f), 0u);
+  EXPECT_EQ(to_fixed(std::numeric_limits<float>::denorm_min()), 0u);
+  EXPECT_EQ(to_fixed(1.0f), uint64_t{1} << 58);
+  EXPECT_EQ(to_fixed(1.5f * std::ldexp(1.0f, -58)), 1u);  // truncation, not rounding
+  EXPECT_EQ(to_fixed(std::nextafter(1.0f, 0.0f)), (uint64_t{1} << 58) - (uint64_t{1} << 34));
 }
 
 }  // namespace
