@@ -85,13 +85,15 @@ py::dict chain_result(ChainResult&& r) {
 }
 
 // One call of the chain family: V1-V3, V4 or V5, by registry name.
+// validate: check every row the batch uses first, as `speclab verify-batch` does (the fast path
+// alone checks only the values it reads).
 ChainResult run_chain(const VerifierSpec& spec, const ChainBatch& batch, uint64_t seed,
-                      uint32_t step, bool reference) {
+                      uint32_t step, bool reference, bool validate) {
   switch (family_of(spec)) {
     case VerifierFamily::kChain: {
       const auto& chain = std::get<ChainVerifier>(spec);
       const ChainParams params{chain.method, chain.leniency, seed, step};
-      validate_chain_batch(batch, params);
+      if (validate && !reference) validate_chain_batch(batch, params);
       return reference ? verify_chain_reference(batch, params) : verify_chain(batch, params);
     }
     case VerifierFamily::kBlock:
@@ -124,7 +126,7 @@ py::dict verify_chain_family(const std::string& method, int64_t batch, int64_t g
                              std::optional<py::array> draft_tokens,
                              std::optional<py::array> n_draft, std::optional<py::array> request_ids,
                              uint64_t seed, double leniency, double epsilon, double delta,
-                             uint32_t step, bool reference) {
+                             uint32_t step, bool reference, bool validate) {
   const VerifierSpec spec = chain_spec(method, leniency, epsilon, delta);
   const ChainBatch b =
       chain_batch(batch, gamma, vocab, probs_target, probs_draft, draft_tokens, n_draft,
@@ -132,7 +134,7 @@ py::dict verify_chain_family(const std::string& method, int64_t batch, int64_t g
   ChainResult result;
   {
     py::gil_scoped_release release;
-    result = run_chain(spec, b, seed, step, reference);
+    result = run_chain(spec, b, seed, step, reference, validate);
   }
   return chain_result(std::move(result));
 }
@@ -321,7 +323,7 @@ PYBIND11_MODULE(_speclab, m) {
         py::arg("probs_draft").none(true), py::arg("draft_tokens").none(true),
         py::arg("n_draft").none(true), py::arg("request_ids").none(true), py::arg("seed"),
         py::arg("leniency"), py::arg("epsilon"), py::arg("delta"), py::arg("step"),
-        py::arg("reference"));
+        py::arg("reference"), py::arg("validate"));
   m.def("time_verify_chain", &sp::time_verify_chain, py::arg("batch"), py::arg("gamma"),
         py::arg("vocab"), py::arg("probs_target").none(true), py::arg("probs_draft").none(true),
         py::arg("draft_tokens").none(true), py::arg("seed"), py::arg("repeats"));

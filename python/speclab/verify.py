@@ -87,13 +87,13 @@ def _chain_arrays(probs_target, probs_draft, draft_tokens, n_draft, request_ids,
 
 def _chain_family(method, probs_target, probs_draft, draft_tokens, seed, n_draft, request_ids,
                   leniency=1.0, epsilon=0.09, delta=0.3, step=0, reference=False,
-                  draft_optional=False):
+                  draft_optional=False, validate=True):
     batch, gamma, vocab, p, q, x, n, r = _chain_arrays(probs_target, probs_draft, draft_tokens,
                                                        n_draft, request_ids, draft_optional)
     out = _speclab.verify_chain_family(
         method, batch, gamma, vocab, p, q, x, n, r, check_uint(seed, "seed", 64),
         float(leniency), float(epsilon), float(delta), check_uint(step, "step", 32),
-        bool(reference))
+        bool(reference), bool(validate))
     return VerifyResult(method=method, **out)
 
 
@@ -101,7 +101,7 @@ _CHAIN_METHODS = ("token", "greedy", "lenient")
 
 
 def verify_chain(probs_target, probs_draft, draft_tokens, *, seed, n_draft=None, method="token",
-                 leniency=1.0, step=0, request_ids=None, reference=False):
+                 leniency=1.0, step=0, request_ids=None, reference=False, validate=True):
     """Verifies one step of B draft chains (docs/verifiers.md V1-V3).
 
     Args:
@@ -118,6 +118,10 @@ def verify_chain(probs_target, probs_draft, draft_tokens, *, seed, n_draft=None,
         step: int in [0, 2^32), the decoding step, part of every uniform's address.
         request_ids: optional uint32 [B], Philox request ids; None means 0..B-1.
         reference: run the obviously-correct reference instead of the fast path (same tokens).
+        validate: check every probability row the batch uses before verifying, as
+            `speclab verify-batch` does. False leaves only the fast path's own checks of the
+            values it reads (a NaN there still raises; one in a row it never reads does not),
+            which is what the C++ fast path costs.
 
     Returns:
         VerifyResult: emitted_tokens int32 [B, γ+1] (-1 padded), n_accepted int32 [B],
@@ -135,7 +139,7 @@ def verify_chain(probs_target, probs_draft, draft_tokens, *, seed, n_draft=None,
                          "method 'lenient' only")
     return _chain_family(method, probs_target, probs_draft, draft_tokens, seed, n_draft,
                          request_ids, leniency=leniency, step=step, reference=reference,
-                         draft_optional=method == "greedy")
+                         draft_optional=method == "greedy", validate=validate)
 
 
 def verify_block(probs_target, probs_draft, draft_tokens, *, seed, n_draft=None, step=0,
