@@ -109,8 +109,7 @@ ChainResult run_chain(const VerifierSpec& spec, const ChainBatch& batch, uint64_
                      "\" is a tree verifier; call verify_tree");
 }
 
-VerifierSpec chain_spec(const std::string& method, double leniency, double epsilon,
-                        double delta) {
+VerifierSpec chain_spec(const std::string& method, double leniency, double epsilon, double delta) {
   VerifierSpec spec = make_verifier(method);
   if (auto* chain = std::get_if<ChainVerifier>(&spec)) chain->leniency = leniency;
   if (auto* typical = std::get_if<TypicalVerifier>(&spec)) {
@@ -120,17 +119,16 @@ VerifierSpec chain_spec(const std::string& method, double leniency, double epsil
   return spec;
 }
 
-py::dict verify_chain_family(const std::string& method, int64_t batch, int64_t gamma,
-                             int64_t vocab, std::optional<py::array> probs_target,
+py::dict verify_chain_family(const std::string& method, int64_t batch, int64_t gamma, int64_t vocab,
+                             std::optional<py::array> probs_target,
                              std::optional<py::array> probs_draft,
                              std::optional<py::array> draft_tokens,
                              std::optional<py::array> n_draft, std::optional<py::array> request_ids,
                              uint64_t seed, double leniency, double epsilon, double delta,
                              uint32_t step, bool reference, bool validate) {
   const VerifierSpec spec = chain_spec(method, leniency, epsilon, delta);
-  const ChainBatch b =
-      chain_batch(batch, gamma, vocab, probs_target, probs_draft, draft_tokens, n_draft,
-                  request_ids);
+  const ChainBatch b = chain_batch(batch, gamma, vocab, probs_target, probs_draft, draft_tokens,
+                                   n_draft, request_ids);
   ChainResult result;
   {
     py::gil_scoped_release release;
@@ -345,8 +343,7 @@ PYBIND11_MODULE(_speclab, m) {
         py::arg("epsilon"), py::arg("alpha"), py::arg("power"));
   m.def("chi_square_detectable_tv", &speclab::chi_square_detectable_tv, py::arg("bins"),
         py::arg("n"), py::arg("alpha"), py::arg("power"));
-  m.def("bonferroni_level", &speclab::bonferroni_level, py::arg("suite_rate"),
-        py::arg("n_tests"));
+  m.def("bonferroni_level", &speclab::bonferroni_level, py::arg("suite_rate"), py::arg("n_tests"));
   m.def(
       "wilson_interval",
       [](int64_t successes, int64_t trials, double confidence) {

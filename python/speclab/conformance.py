@@ -214,11 +214,11 @@ def enumerate_law(p, q, n, threshold):
 
     def visit(prefix, mass, i):
         last = res[i] if i < n else p[n]
-        for y in np.nonzero(last * mass >= threshold)[0]:
+        for y in np.nonzero((last > 0) & (last * mass >= threshold))[0]:
             seqs.append(prefix + (int(y),))
             probs.append(mass * last[y])
         if i < n:
-            for x in np.nonzero(m[i] * mass >= threshold)[0]:
+            for x in np.nonzero((m[i] > 0) & (m[i] * mass >= threshold))[0]:
                 visit(prefix + (int(x),), mass * m[i, x], i + 1)
 
     visit((), 1.0, 0)
