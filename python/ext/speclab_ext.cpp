@@ -54,6 +54,19 @@ py::array_t<T> give(std::vector<T>&& values, std::vector<py::ssize_t> shape) {
   return py::array_t<T>(shape, owned->data(), free_when_done);
 }
 
+// The members ChainBatch and TreeBatch share: sizes, the two probability arrays, request ids.
+template <typename Batch>
+void borrow_common(Batch& b, int64_t batch, int64_t vocab,
+                   const std::optional<py::array>& probs_target,
+                   const std::optional<py::array>& probs_draft,
+                   const std::optional<py::array>& request_ids) {
+  b.batch = batch;
+  b.vocab = vocab;
+  b.probs_target = borrow<float>(probs_target, "probs_target");
+  b.probs_draft = borrow<float>(probs_draft, "probs_draft");
+  b.request_ids = borrow<uint32_t>(request_ids, "request_ids");
+}
+
 ChainBatch chain_batch(int64_t batch, int64_t gamma, int64_t vocab,
                        const std::optional<py::array>& probs_target,
                        const std::optional<py::array>& probs_draft,
@@ -61,14 +74,10 @@ ChainBatch chain_batch(int64_t batch, int64_t gamma, int64_t vocab,
                        const std::optional<py::array>& n_draft,
                        const std::optional<py::array>& request_ids) {
   ChainBatch b;
-  b.batch = batch;
+  borrow_common(b, batch, vocab, probs_target, probs_draft, request_ids);
   b.gamma = gamma;
-  b.vocab = vocab;
-  b.probs_target = borrow<float>(probs_target, "probs_target");
-  b.probs_draft = borrow<float>(probs_draft, "probs_draft");
   b.draft_tokens = borrow<int32_t>(draft_tokens, "draft_tokens");
   b.n_draft = borrow<int32_t>(n_draft, "n_draft");
-  b.request_ids = borrow<uint32_t>(request_ids, "request_ids");
   return b;
 }
 
@@ -163,15 +172,11 @@ py::dict verify_tree_family(const std::string& method, int64_t batch, int64_t ma
                             std::optional<py::array> tokens, std::optional<py::array> n_nodes,
                             std::optional<py::array> request_ids, uint64_t seed, uint32_t step) {
   TreeBatch b;
-  b.batch = batch;
+  borrow_common(b, batch, vocab, probs_target, probs_draft, request_ids);
   b.max_nodes = max_nodes;
-  b.vocab = vocab;
-  b.probs_target = borrow<float>(probs_target, "probs_target");
-  b.probs_draft = borrow<float>(probs_draft, "probs_draft");
   b.parents = borrow<int32_t>(parents, "parents");
   b.tokens = borrow<int32_t>(tokens, "tokens");
   b.n_nodes = borrow<int32_t>(n_nodes, "n_nodes");
-  b.request_ids = borrow<uint32_t>(request_ids, "request_ids");
   const TreeParams params{parse_tree_method(method), seed, step};
   TreeResult r;
   {
