@@ -29,6 +29,7 @@ LAYERS = {
     "experiments": "experiments",
     "cli": "cli",
     "tests": "tests",
+    "python/ext": "python",
 }
 
 # A -> the layers A may include (besides itself).
@@ -53,6 +54,8 @@ ALLOWED = {
               "probe", "gpu"},
     "cli": {"base", "sampling", "verify", "exact", "stats", "models", "decode", "io", "plan",
             "probe", "gpu", "bench", "experiments"},
+    # The Python extension binds the verifiers, the exact laws and the statistics.
+    "python": {"base", "sampling", "verify", "exact", "stats"},
     "tests": set(LAYERS.values()),
 }
 

@@ -1,0 +1,17 @@
+"""speclab from Python: the verifiers of speculative decoding (docs/verifiers.md) on numpy
+arrays and torch CPU tensors without copies, the exact laws of one step, the statistics behind
+speclab's distributional checks, the sampling pipeline, the result readers, and a conformance
+test for samplers speclab did not write (speclab.conformance, docs/python.md).
+
+    import speclab
+    r = speclab.verify_chain(p, q, x, seed=1234)   # p [B, γ+1, V], q [B, γ, V] f32, x [B, γ] i32
+    r.emitted_tokens, r.n_accepted
+"""
+
+from . import exact, sampling, stats  # noqa: F401
+from ._arrays import CopyWarning  # noqa: F401
+from .verify import (TreeResult, VerifyResult, verifiers, verify_block, verify_chain,  # noqa: F401
+                     verify_tree, verify_typical)
+
+__all__ = ["verify_chain", "verify_block", "verify_typical", "verify_tree", "verifiers",
+           "VerifyResult", "TreeResult", "CopyWarning", "exact", "sampling", "stats"]

@@ -1,0 +1,42 @@
+"""Exact output laws of one verification step (core/exact): every draft, accept/reject,
+residual and bonus branch enumerated in rational arithmetic, as `speclab exact` prints them.
+Probabilities are fractions.Fraction; limits V ≤ 8, γ ≤ 4."""
+
+from fractions import Fraction
+
+from . import _speclab
+
+
+def _text(value):
+    return str(Fraction(value))
+
+
+def step(probs_target, probs_draft, *, method="token", leniency=1, epsilon=0.09, delta=0.3,
+         branches=1):
+    """The exact law of one step with context-free rows.
+
+    Args:
+        probs_target: [γ+1][V] rows p_1..p_{γ+1} of Fraction, int, str ("1/3") or float (read
+            exactly); each summing exactly to 1.
+        probs_draft: [γ][V] rows q_1..q_γ, likewise.
+        method: a registry name (speclab.verifiers()): "token", "lenient", "block", "typical",
+            "tree-iid", "kseq", ...
+        leniency: l in (0, 1] for "lenient" (exact).
+        epsilon, delta: typical acceptance's ε and δ (floats).
+        branches: candidates per tree node for the tree methods and "kseq".
+
+    Returns:
+        dict: distribution {tuple of emitted ids: Fraction}, expected_accepted,
+        expected_emitted, first_token_marginal [V], position_accepted [γ],
+        accepted_length [γ+1] (Fractions), lossy.
+    """
+    target = [[_text(v) for v in row] for row in probs_target]
+    draft = [[_text(v) for v in row] for row in probs_draft]
+    out = _speclab.exact_step(target, draft, method, _text(leniency), float(epsilon),
+                              float(delta), int(branches))
+    result = {k: Fraction(v) for k, v in out.items() if isinstance(v, str)}
+    for key in ("first_token_marginal", "position_accepted", "accepted_length"):
+        result[key] = [Fraction(v) for v in out[key]]
+    result["distribution"] = {tuple(k): Fraction(v) for k, v in out["distribution"].items()}
+    result["lossy"] = out["lossy"]
+    return result
