@@ -558,11 +558,15 @@ Hdf5Writer::Hdf5Writer(fs::path path) : path_(std::move(path)) {
   }
   const Hdf5Handle fapl = file_access_properties();
   const std::string partial = partial_path().string();
+  errno = 0;
   file_ = Hdf5Handle(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
                                fapl.valid() ? fapl.get() : H5P_DEFAULT),
                      H5Fclose);
   if (!file_.valid()) {
-    throw IoError(fmt::format("{}: cannot create '{}'{}", name, partial, hdf5_detail()));
+    // The place the caller named cannot take a file (no permission, a read-only or full
+    // filesystem): bad input to the command, which exits 2, not an internal failure.
+    throw InvalidInput(fmt::format("{}: cannot create '{}'{}{}; choose a writable path", name,
+                                   partial, system_detail(), hdf5_detail()));
   }
 }
 

@@ -171,8 +171,8 @@ struct Hdf5WriteOptions {
 /// PATH.partial, so a crash or an error never leaves a half-written file under the real name.
 class Hdf5Writer {
  public:
-  /// Creates (truncating) PATH.partial. Throws InvalidInput when the directory does not exist,
-  /// IoError when the file cannot be created.
+  /// Creates (truncating) PATH.partial. Throws InvalidInput when the directory does not exist or
+  /// the file cannot be created there (permissions, a read-only filesystem), naming the reason.
   explicit Hdf5Writer(std::filesystem::path path);
   Hdf5Writer(const Hdf5Writer&) = delete;
   Hdf5Writer& operator=(const Hdf5Writer&) = delete;
