@@ -140,7 +140,7 @@ VerifyBatchInput read_verify_batch_input(const fs::path& path) {
   const Hdf5Reader reader(path);
   const std::string file = reader.path().string();
   refuse_unknown(file, "root attribute(s)", reader.attribute_names(), kAttributes);
-  refuse_unknown(file, "dataset(s)", reader.dataset_names(), kDatasets);
+  refuse_unknown(file, "dataset(s)", reader.root_names(), kDatasets);
   VerifyBatchInput input = read_arrays(reader, read_params(reader));
   try {
     // The fast path checks only the values it reads; a file is checked whole, so that a NaN in a
