@@ -507,28 +507,36 @@ Hdf5DatasetInfo Hdf5Reader::dataset_info(std::string_view name) const {
   return info;
 }
 
-std::vector<std::string> Hdf5Reader::root_names() const {
+namespace {
+
+// The names an HDF5 iteration over the root group reports, sorted; `iterate(names)` runs it and
+// returns its status.
+template <typename Iterate>
+std::vector<std::string> sorted_names(const fs::path& path, std::string_view what,
+                                      Iterate iterate) {
   silence_hdf5_errors();
   std::vector<std::string> names;
-  hsize_t index = 0;
-  if (H5Literate(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_link, &names) < 0) {
-    throw InvalidInput(
-        fmt::format("{}: cannot list the root group{}", path_.string(), hdf5_detail()));
+  if (iterate(names) < 0) {
+    throw InvalidInput(fmt::format("{}: cannot list {}{}", path.string(), what, hdf5_detail()));
   }
   std::sort(names.begin(), names.end());
   return names;
 }
 
+}  // namespace
+
+std::vector<std::string> Hdf5Reader::root_names() const {
+  return sorted_names(path_, "the root group", [&](std::vector<std::string>& names) {
+    hsize_t index = 0;
+    return H5Literate(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_link, &names);
+  });
+}
+
 std::vector<std::string> Hdf5Reader::attribute_names() const {
-  silence_hdf5_errors();
-  std::vector<std::string> names;
-  hsize_t index = 0;
-  if (H5Aiterate2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &names) < 0) {
-    throw InvalidInput(
-        fmt::format("{}: cannot list root attributes{}", path_.string(), hdf5_detail()));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
+  return sorted_names(path_, "root attributes", [&](std::vector<std::string>& names) {
+    hsize_t index = 0;
+    return H5Aiterate2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &names);
+  });
 }
 
 Hdf5AttributeKind Hdf5Reader::attribute_kind(std::string_view name) const {

@@ -13,13 +13,11 @@
 namespace speclab {
 namespace {
 
-using testing::CliRun;
 using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::run_cli;
 
 TEST(MainCli, VersionPrintsVersionAndGitCommit) {
-  const CliRun r = run_cli("--version");
+  const auto r = run_cli("--version");
   EXPECT_EQ(r.status, 0) << r.output;
   // Built from this checkout, so the commit is known (with -dirty for uncommitted changes).
   EXPECT_TRUE(std::regex_search(
@@ -28,22 +26,22 @@ TEST(MainCli, VersionPrintsVersionAndGitCommit) {
 }
 
 TEST(MainCli, UnknownCommandIsNamedWithASuggestion) {
-  const CliRun r = run_cli("rnu config.toml");
+  const auto r = run_cli("rnu config.toml");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("unknown command 'rnu' (did you mean \"run\"?)"));
   EXPECT_THAT(r.output, HasSubstr("verify-batch"));  // the commands are listed
-  const CliRun far = run_cli("frobnicate");
+  const auto far = run_cli("frobnicate");
   EXPECT_EQ(far.status, 2) << far.output;
   EXPECT_THAT(far.output, HasSubstr("unknown command 'frobnicate'"));
-  EXPECT_THAT(far.output, Not(HasSubstr("did you mean")));
+  EXPECT_THAT(far.output, ::testing::Not(HasSubstr("did you mean")));
 }
 
 TEST(MainCli, ModelsListsEveryRegisteredModel) {
-  const CliRun r = run_cli("models");
+  const auto r = run_cli("models");
   ASSERT_EQ(r.status, 0) << r.output;
   for (const std::string& name : model_names()) EXPECT_THAT(r.output, HasSubstr(name));
   EXPECT_THAT(r.output, HasSubstr("32000"));  // lsm-target's vocabulary
-  const CliRun help = run_cli("bench decode --help");
+  const auto help = run_cli("bench decode --help");
   EXPECT_EQ(help.status, 0) << help.output;
   EXPECT_THAT(help.output, HasSubstr("`speclab models`"));
 }
