@@ -31,7 +31,8 @@ void setup_bench(CLI::App& app) {
   auto d = std::make_shared<BenchDecodeOptions>();
   decode->add_option("--target", d->target, "target model (see `speclab models`)")
       ->capture_default_str();
-  decode->add_option("--draft", d->draft, "draft model")->capture_default_str();
+  decode->add_option("--draft", d->draft, "draft model (see `speclab models`)")
+      ->capture_default_str();
   decode->add_option("--gamma", d->gamma, "draft lengths to measure, e.g. --gamma 1,2,4")
       ->delimiter(',')
       ->capture_default_str();

@@ -23,6 +23,7 @@
 #include "core/stats/stats.hpp"
 #include "core/verify/synthetic_batch.hpp"
 #include "core/verify/verify_chain.hpp"
+#include "experiments/out_dir.hpp"
 
 namespace speclab::cli {
 namespace {
@@ -216,7 +217,6 @@ void write_demo_attributes(Hdf5Writer& out, const DemoOptions& o, const DemoResu
 // OUT/demo.h5, which Hdf5Writer fills under its partial_path() name and renames on commit, so a
 // failure leaves no half file.
 std::filesystem::path write_demo(const DemoOptions& o, const DemoResult& d) {
-  std::filesystem::create_directories(o.out);
   const std::filesystem::path path = std::filesystem::path(o.out) / "demo.h5";
   Hdf5Writer out(path);
   write_demo_datasets(out, o, d);
@@ -270,6 +270,7 @@ void print_demo_summary(const DemoOptions& o, const DemoResult& d,
 
 void run_demo(const DemoOptions& o) {
   check_demo_options(o);
+  experiments::prepare_out_dir(o.out, "--out", "results directory");
   DemoResult d;
   d.started = utc_now();
   ChainBatchData data = make_synthetic_batch({.batch = o.batch,

@@ -1,5 +1,7 @@
 // `speclab merge DIR... -o OUT`: gathers the result files of several run directories (the shards
-// of a sweep) into OUT and writes OUT/summary.csv over all of them.
+// of a sweep) into OUT and writes OUT/summary.csv over all of them. A sweep with missing points
+// (by the sweep size every result file records) is merged, warned about, and exits 3 unless
+// --allow-incomplete.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -15,7 +17,11 @@ namespace {
 struct MergeArgs {
   std::vector<std::string> inputs;
   std::string out;
+  bool allow_incomplete = false;
 };
+
+// Merged, but some sweep lacks points (a shard not run, or not passed to merge).
+constexpr int kIncompleteStatus = 3;
 
 void merge(const MergeArgs& args) {
   const std::vector<std::filesystem::path> inputs(args.inputs.begin(), args.inputs.end());
@@ -26,6 +32,16 @@ void merge(const MergeArgs& args) {
       static_cast<long long>(report.files), static_cast<long long>(report.copied),
       static_cast<long long>(report.duplicates), static_cast<long long>(report.partials),
       report.summary.string().c_str());
+  std::fflush(stdout);
+  for (const std::string& line : report.incomplete) {
+    std::fprintf(stderr, "speclab merge: warning: incomplete: %s\n", line.c_str());
+  }
+  if (!report.incomplete.empty() && !args.allow_incomplete) {
+    std::fprintf(stderr,
+                 "speclab merge: the merged summary lacks those points; run their shards and merge "
+                 "again, or pass --allow-incomplete to accept a partial merge (exit status 3)\n");
+    throw ExitStatus{kIncompleteStatus};
+  }
 }
 
 void setup_merge(CLI::App& app) {
@@ -34,6 +50,8 @@ void setup_merge(CLI::App& app) {
   auto args = std::make_shared<MergeArgs>();
   cmd->add_option("dirs", args->inputs, "results directories")->required();
   cmd->add_option("-o,--out", args->out, "output directory (may be one of the inputs)")->required();
+  cmd->add_flag("--allow-incomplete", args->allow_incomplete,
+                "exit 0 even when a sweep's points are missing (otherwise warn and exit 3)");
   cmd->callback([args] { merge(*args); });
 }
 

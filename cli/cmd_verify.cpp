@@ -1,6 +1,8 @@
 // `speclab verify --config CONFIG.toml`: distributional equivalence of the configured model pair,
 // verifier and sampling against the target's exact law (core/stats/verify_distribution.hpp).
-// Exit 0 when no difference is found, 1 when one is, 2 for bad input.
+// Exit 0 when no difference is found, 1 when one is, 2 for bad input, 3 when the check was
+// vacuous (no draft token tested, so only the target's sampling was checked) unless
+// --allow-vacuous. Progress goes to stderr as `speclab run`'s does (experiments/progress.hpp).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -13,6 +15,8 @@
 #include "core/models/model_registry.hpp"
 #include "core/stats/verify_distribution.hpp"
 #include "experiments/config.hpp"
+#include "experiments/out_dir.hpp"
+#include "experiments/progress.hpp"
 #include "experiments/runner.hpp"
 #include "experiments/sweep.hpp"
 
@@ -25,12 +29,13 @@ struct VerifyCliOptions {
   VerifyOptions check;
   std::string out;
   bool json = false;
+  bool allow_vacuous = false;
 };
 
-void write_report(const std::filesystem::path& path, const experiments::SweepPoint& point,
-                  const VerifyReport& r) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  Hdf5Writer out(path);
+// A check whose draft never proposed a token tested only the target's own sampling.
+constexpr int kVacuousStatus = 3;
+
+void write_report(Hdf5Writer& out, const experiments::SweepPoint& point, const VerifyReport& r) {
   const int64_t shape[] = {static_cast<int64_t>(r.observed.size())};
   std::vector<int32_t> observed(r.observed.begin(), r.observed.end());
   out.write("observed", std::span<const int32_t>(observed), shape);
@@ -46,6 +51,7 @@ void write_report(const std::filesystem::path& path, const experiments::SweepPoi
   out.write_int64_attribute("length", r.length);
   out.write_int64_attribute("support", r.support);
   out.write_int64_attribute("draft_exercised", r.draft_exercised ? 1 : 0);
+  out.write_int64_attribute("tested_positions", r.tested_positions);
   out.write_double_attribute("epsilon_detectable", r.epsilon_detectable);
   out.write_double_attribute("tv_estimate", r.tv_estimate);
   out.write_double_attribute("tv_upper_99", r.tv_upper);
@@ -53,9 +59,75 @@ void write_report(const std::filesystem::path& path, const experiments::SweepPoi
   out.commit();
 }
 
+void print_json(const experiments::SweepPoint& point, const VerifyReport& r,
+                const std::filesystem::path& report_path) {
+  std::printf(
+      "{\"point\": \"%s\", \"pass\": %s, \"p_value\": %.6g, \"samples\": %lld, "
+      "\"bins\": %lld, \"length\": %lld, \"epsilon_detectable\": %.6g, \"tv_estimate\": "
+      "%.6g, \"tv_upper_99\": %.6g, \"plain_p_value\": %.6g, \"support\": %lld, "
+      "\"draft_exercised\": %s, \"tested_positions\": %lld, \"seconds\": %.3f, "
+      "\"report\": \"%s\"}\n",
+      point.id.c_str(), r.pass ? "true" : "false", r.p_value, static_cast<long long>(r.samples),
+      static_cast<long long>(r.bins), static_cast<long long>(r.length), r.epsilon_detectable,
+      r.tv_estimate, r.tv_upper, r.plain_p_value, static_cast<long long>(r.support),
+      r.draft_exercised ? "true" : "false", static_cast<long long>(r.tested_positions), r.seconds,
+      report_path.string().c_str());
+}
+
+void print_text(const experiments::SweepPoint& point, const VerifyReport& r,
+                const VerifyCliOptions& o, const std::filesystem::path& report_path) {
+  const auto& s = point.settings;
+  std::printf("speclab verify: %s (target %s, draft %s, verifier %s)\n", point.id.c_str(),
+              s.target_model.c_str(), s.draft_model.c_str(), std::string(s.verifier()).c_str());
+  std::printf(
+      "  joint law of the first %lld tokens: %lld sequences of positive probability (%lld "
+      "outcomes), %lld χ² bins%s\n",
+      static_cast<long long>(r.length), static_cast<long long>(r.support),
+      static_cast<long long>(r.outcomes), static_cast<long long>(r.bins),
+      r.memoised ? "; rows computed once per prefix" : "");
+  if (!r.draft_exercised) {
+    std::printf(
+        "  vacuous: the draft is not exercised (no draft token was tested; at L = 1, γ_b = "
+        "min(γ, L − 1) = 0), so this checks only the target's own sampling; pass --length ≥ 2 "
+        "(shrinking the support with sampling.top_k if needed)%s\n",
+        o.allow_vacuous ? "" : "; exit status 3 unless --allow-vacuous");
+  }
+  std::printf(
+      "  N = %lld samples, p-value %.4g (level %.0e), detects TV ≥ %.4f at power "
+      "%.2f\n",
+      static_cast<long long>(r.samples), r.p_value, o.check.alpha, r.epsilon_detectable,
+      o.check.power);
+  std::printf(
+      "  TV(observed, exact) = %.4f, 99%% upper bound %.4f; plain decoding control "
+      "p-value %.4g\n",
+      r.tv_estimate, r.tv_upper, r.plain_p_value);
+  if (r.impossible_outcome >= 0) {
+    std::printf("  an outcome of probability 0 was sampled (index %lld)\n",
+                static_cast<long long>(r.impossible_outcome));
+  }
+  std::printf("  verdict: %s (%.1f s); report %s\n",
+              r.pass ? "PASS, no difference from the target's distribution"
+                     : "FAIL, the output distribution differs from the target's",
+              r.seconds, report_path.string().c_str());
+}
+
 void run_verify(const VerifyCliOptions& o) {
   const experiments::Sweep sweep = experiments::load_sweep(o.config, o.sets);
-  bool all_pass = true;
+  const bool several = sweep.points.size() > 1;
+  // A bad --out fails now, not after minutes of sampling.
+  if (several && !o.out.empty()) {
+    experiments::prepare_out_dir(o.out, "--out", "report directory");
+  }
+  experiments::Progress progress(static_cast<int64_t>(sweep.points.size()), 0,
+                                 experiments::Progress::for_stderr());
+  VerifyOptions check = o.check;
+  bool planned = false;  // the point's samples are known only once its support is
+  check.progress = [&](const VerifyProgress& p) {
+    if (!planned) progress.add_work(p.planned_tokens);
+    planned = true;
+    progress.add(p.tokens, p.accepted_positions, p.tested_positions);
+  };
+  bool all_pass = true, all_exercised = true;
   for (const auto& point : sweep.points) {
     const auto& s = point.settings;
     if (!s.speculative()) {
@@ -65,67 +137,36 @@ void run_verify(const VerifyCliOptions& o) {
     auto target = make_model(s.target_model);
     auto draft = make_model(s.draft_model);
     const auto prompt = experiments::make_prompts(s, target->vocab()).front();
-    const VerifyReport r =
-        verify_distribution(*target, *draft, prompt, experiments::decode_config(s, 0), o.check);
     const std::filesystem::path report_path =
-        o.out.empty()
-            ? std::filesystem::path(point.id + ".verify.h5")
-            : (sweep.points.size() == 1 ? std::filesystem::path(o.out)
-                                        : std::filesystem::path(o.out) / (point.id + ".verify.h5"));
-    write_report(report_path, point, r);
+        o.out.empty() ? std::filesystem::path(point.id + ".verify.h5")
+                      : (several ? std::filesystem::path(o.out) / (point.id + ".verify.h5")
+                                 : std::filesystem::path(o.out));
+    Hdf5Writer report(report_path);  // opened first, so that an unwritable place fails at once
+    planned = false;
+    const VerifyReport r =
+        verify_distribution(*target, *draft, prompt, experiments::decode_config(s, 0), check);
+    progress.point_finished(0, 0);
+    write_report(report, point, r);
     all_pass = all_pass && r.pass;
+    all_exercised = all_exercised && r.draft_exercised;
+    progress.clear();
     if (o.json) {
-      std::printf(
-          "{\"point\": \"%s\", \"pass\": %s, \"p_value\": %.6g, \"samples\": %lld, "
-          "\"bins\": %lld, \"length\": %lld, \"epsilon_detectable\": %.6g, \"tv_estimate\": "
-          "%.6g, \"tv_upper_99\": %.6g, \"plain_p_value\": %.6g, \"support\": %lld, "
-          "\"draft_exercised\": %s, \"seconds\": %.3f, \"report\": \"%s\"}\n",
-          point.id.c_str(), r.pass ? "true" : "false", r.p_value, static_cast<long long>(r.samples),
-          static_cast<long long>(r.bins), static_cast<long long>(r.length), r.epsilon_detectable,
-          r.tv_estimate, r.tv_upper, r.plain_p_value, static_cast<long long>(r.support),
-          r.draft_exercised ? "true" : "false", r.seconds, report_path.string().c_str());
-      continue;
+      print_json(point, r, report_path);
+    } else {
+      print_text(point, r, o, report_path);
     }
-    std::printf("speclab verify: %s (target %s, draft %s, verifier %s)\n", point.id.c_str(),
-                s.target_model.c_str(), s.draft_model.c_str(), std::string(s.verifier()).c_str());
-    std::printf(
-        "  joint law of the first %lld tokens: %lld sequences of positive probability (%lld "
-        "outcomes), %lld χ² bins%s\n",
-        static_cast<long long>(r.length), static_cast<long long>(r.support),
-        static_cast<long long>(r.outcomes), static_cast<long long>(r.bins),
-        r.memoised ? "; rows computed once per prefix" : "");
-    if (!r.draft_exercised) {
-      std::printf(
-          "  note: at L = 1 the draft is not exercised (γ_b = min(γ, L − 1) = 0), so this checks "
-          "only the target's own sampling; pass --length ≥ 2 (shrinking the support with "
-          "sampling.top_k if needed)\n");
-    }
-    std::printf(
-        "  N = %lld samples, p-value %.4g (level %.0e), detects TV ≥ %.4f at power "
-        "%.2f\n",
-        static_cast<long long>(r.samples), r.p_value, o.check.alpha, r.epsilon_detectable,
-        o.check.power);
-    std::printf(
-        "  TV(observed, exact) = %.4f, 99%% upper bound %.4f; plain decoding control "
-        "p-value %.4g\n",
-        r.tv_estimate, r.tv_upper, r.plain_p_value);
-    if (r.impossible_outcome >= 0) {
-      std::printf("  an outcome of probability 0 was sampled (index %lld)\n",
-                  static_cast<long long>(r.impossible_outcome));
-    }
-    std::printf("  verdict: %s (%.1f s); report %s\n",
-                r.pass ? "PASS, no difference from the target's distribution"
-                       : "FAIL, the output distribution differs from the target's",
-                r.seconds, report_path.string().c_str());
+    std::fflush(stdout);
   }
+  progress.finish();
   if (!all_pass) throw ExitStatus{1};
+  if (!all_exercised && !o.allow_vacuous) throw ExitStatus{kVacuousStatus};
 }
 
 void setup_verify(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "verify",
       "Test that speculative decoding's output distribution equals the target's (χ² against "
-      "the exact joint law); exit 0 pass, 1 fail");
+      "the exact joint law); exit 0 pass, 1 fail, 3 vacuous (the draft was never exercised)");
   auto o = std::make_shared<VerifyCliOptions>();
   cmd->add_option("--config", o->config, "experiment config (TOML)")->required();
   cmd->add_option("--set", o->sets, "override a key, KEY=VALUE (VALUE parsed as TOML)");
@@ -138,6 +179,8 @@ void setup_verify(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", o->out, "report HDF5 (default: POINT_ID.verify.h5)");
   cmd->add_flag("--json", o->json, "print one JSON object per point");
+  cmd->add_flag("--allow-vacuous", o->allow_vacuous,
+                "exit 0 even when no draft token was tested (e.g. --length 1)");
   cmd->callback([o] { run_verify(*o); });
 }
 

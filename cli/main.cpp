@@ -4,9 +4,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "cli/command.hpp"
 #include "core/base/error.hpp"
+#include "core/base/suggest.hpp"
+#include "experiments/build_info.hpp"
 
 namespace speclab::cli {
 std::vector<CommandEntry>& command_registry() {
@@ -14,6 +18,27 @@ std::vector<CommandEntry>& command_registry() {
   return registry;
 }
 }  // namespace speclab::cli
+
+namespace {
+
+// CLI11 answers a misspelt command with "A subcommand is required", naming neither the word nor
+// the commands; the first word that is not an option is checked here instead.
+bool refuse_unknown_command(int argc, char** argv,
+                            const std::vector<speclab::cli::CommandEntry>& registry) {
+  if (argc < 2 || argv[1][0] == '-') return false;
+  const std::string word = argv[1];
+  std::vector<std::string> names;
+  for (const auto& entry : registry) names.push_back(entry.name);
+  if (std::find(names.begin(), names.end(), word) != names.end()) return false;
+  std::string list;
+  for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+  std::fprintf(stderr,
+               "speclab: error: unknown command '%s'%s; the commands are %s (speclab --help)\n",
+               word.c_str(), speclab::did_you_mean(word, names).c_str(), list.c_str());
+  return true;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -24,6 +49,10 @@ int main(int argc, char** argv) {
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   for (auto& entry : registry) entry.setup(app);
+  const auto& build = speclab::experiments::build_info();
+  app.set_version_flag("--version", "speclab " + build.version + " (git " + build.git_commit + ")",
+                       "print the version and the git commit the binary was built from");
+  if (refuse_unknown_command(argc, argv, registry)) return 2;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

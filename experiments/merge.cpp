@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,27 @@
 namespace speclab::experiments {
 namespace fs = std::filesystem;
 
+namespace {
+
+// "sweep 'NAME' (N points): K merged, missing index 3, 7" when points are missing (the first
+// few indices named); nothing when the set is whole or the files predate n_points.
+std::vector<std::string> missing_points(const std::string& name, int64_t n_points,
+                                        const std::set<int64_t>& indices) {
+  if (n_points <= 0 || static_cast<int64_t>(indices.size()) >= n_points) return {};
+  constexpr size_t kNamed = 8;
+  std::vector<int64_t> missing;
+  for (int64_t i = 0; i < n_points && missing.size() < kNamed; ++i) {
+    if (!indices.contains(i)) missing.push_back(i);
+  }
+  const int64_t n_missing = n_points - static_cast<int64_t>(indices.size());
+  std::string listed = fmt::format("{}", fmt::join(missing, ", "));
+  if (n_missing > static_cast<int64_t>(missing.size())) listed += ", …";
+  return {fmt::format("sweep '{}' ({} points): {} merged, {} missing (index {})", name, n_points,
+                      indices.size(), n_missing, listed)};
+}
+
+}  // namespace
+
 MergeReport merge_results(std::span<const fs::path> inputs, const fs::path& out) {
   if (inputs.empty()) throw InvalidInput("merge: no input directory; expected DIR... -o OUT");
   MergeReport report;
@@ -25,6 +47,7 @@ MergeReport merge_results(std::span<const fs::path> inputs, const fs::path& out)
     SummaryRow row;
     std::string name;
     int64_t index = 0;
+    int64_t n_points = 0;
   };
   std::map<std::string, Found> by_id;
   std::error_code ec;
@@ -53,7 +76,7 @@ MergeReport merge_results(std::span<const fs::path> inputs, const fs::path& out)
           ++report.duplicates;
           continue;
         }
-        Found found{file, std::move(row), {}, 0};
+        Found found{file, std::move(row), {}, 0, read_sweep_size(file)};
         for (const auto& [column, cell] : found.row) {
           if (column == "name") found.name = cell;
           if (column == "index") found.index = std::stoll(cell);
@@ -109,6 +132,13 @@ MergeReport merge_results(std::span<const fs::path> inputs, const fs::path& out)
     rows.push_back(f->row);
   }
   report.files = static_cast<int64_t>(rows.size());
+  std::map<std::pair<std::string, int64_t>, std::set<int64_t>> sweeps;  // (name, size) -> indices
+  for (const Found* f : found) sweeps[{f->name, f->n_points}].insert(f->index);
+  for (const auto& [sweep, indices] : sweeps) {
+    for (std::string& line : missing_points(sweep.first, sweep.second, indices)) {
+      report.incomplete.push_back(std::move(line));
+    }
+  }
   report.summary = out / kSummaryFile;
   try {
     write_summary_csv(report.summary, rows);

@@ -26,7 +26,7 @@ std::string format_duration(double seconds) {
 }
 
 Progress::Progress(int64_t points, int64_t work, Options options)
-    : options_(std::move(options)), points_(points), work_(std::max<int64_t>(work, 1)) {
+    : options_(std::move(options)), points_(points), work_(std::max<int64_t>(work, 0)) {
   if (!options_.clock) options_.clock = steady_seconds;
   start_ = options_.clock();
   last_report_ = start_;
@@ -47,6 +47,11 @@ void Progress::add(int64_t tokens, int64_t accepted, int64_t tested) {
   maybe_report_locked();
 }
 
+void Progress::add_work(int64_t work) {
+  const std::lock_guard lock(mutex_);
+  work_ += std::max<int64_t>(work, 0);
+}
+
 void Progress::point_finished(int64_t planned_work, int64_t reported_work) {
   const std::lock_guard lock(mutex_);
   ++points_done_;
@@ -61,7 +66,8 @@ std::string Progress::line() const {
 
 std::string Progress::line_locked(double now) const {
   const double elapsed = now - start_;
-  const double fraction = std::min(1.0, static_cast<double>(work_done_) / work_);
+  const double fraction =
+      std::min(1.0, static_cast<double>(work_done_) / std::max<int64_t>(work_, 1));
   std::string text = fmt::format("point {}/{}  {:5.1f}%", std::min(points_done_ + 1, points_),
                                  points_, 100.0 * fraction);
   if (elapsed > 0) text += fmt::format("  {:.0f} tok/s", tokens_ / elapsed);
@@ -81,10 +87,11 @@ void Progress::maybe_report_locked() {
     if (now - last_report_ < options_.redraw_seconds) return;
     std::fprintf(options_.out, "\r%s\x1b[K", line_locked(now).c_str());
     std::fflush(options_.out);
+    shown_ = true;
   } else {
     const bool due = now - last_report_ >= options_.log_seconds ||
                      static_cast<double>(work_done_ - last_work_reported_) >=
-                         options_.log_fraction * static_cast<double>(work_);
+                         options_.log_fraction * static_cast<double>(std::max<int64_t>(work_, 1));
     if (!due) return;
     last_work_reported_ = work_done_;
     std::fprintf(options_.out, "speclab: %s\n", line_locked(now).c_str());
@@ -94,11 +101,23 @@ void Progress::maybe_report_locked() {
   ++lines_written_;
 }
 
+void Progress::clear() {
+  const std::lock_guard lock(mutex_);
+  clear_locked();
+}
+
+void Progress::clear_locked() {
+  if (options_.out == nullptr || !shown_) return;
+  std::fprintf(options_.out, "\r\x1b[K");
+  std::fflush(options_.out);
+  shown_ = false;
+}
+
 void Progress::finish() {
   const std::lock_guard lock(mutex_);
   if (options_.out == nullptr || points_ == 0) return;
   const double elapsed = options_.clock() - start_;
-  if (options_.terminal && lines_written_ > 0) std::fprintf(options_.out, "\r\x1b[K");
+  clear_locked();
   std::string text = fmt::format("speclab: {} of {} points in {}", points_done_, points_,
                                  format_duration(elapsed));
   if (elapsed > 0 && tokens_ > 0) text += fmt::format(", {:.0f} tok/s", tokens_ / elapsed);

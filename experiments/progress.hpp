@@ -30,8 +30,14 @@ class Progress {
 
   /// Thread-safe updates: `tokens` decoded, of which `accepted` of `tested` draft positions.
   void add(int64_t tokens, int64_t accepted, int64_t tested);
+  /// Work that became known after the start (`speclab verify` sizes each point's samples only
+  /// when it reaches it).
+  void add_work(int64_t work);
   /// A point finished: its unreported planned work (EOS stops early) counts as done.
   void point_finished(int64_t planned_work, int64_t reported_work);
+  /// Removes the redrawn line from a terminal, so that other output can follow; the next update
+  /// draws it again. Does nothing elsewhere.
+  void clear();
   /// Ends the line on a terminal and prints a final report.
   void finish();
 
@@ -42,6 +48,7 @@ class Progress {
  private:
   std::string line_locked(double now) const;
   void maybe_report_locked();
+  void clear_locked();
 
   Options options_;
   int64_t points_, work_;
@@ -50,6 +57,7 @@ class Progress {
   double start_, last_report_;
   int64_t last_work_reported_ = 0;
   int64_t lines_written_ = 0;
+  bool shown_ = false;  ///< a redrawn line is on the terminal
 };
 
 /// "1h02m", "3m05s", "42s".

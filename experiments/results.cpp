@@ -19,11 +19,7 @@
 #include "core/io/hdf5_file.hpp"
 #include "core/io/partial_path.hpp"
 #include "core/stats/stats.hpp"
-
-// The project version; the build may define it from CMake's PROJECT_VERSION.
-#ifndef SPECLAB_VERSION
-#define SPECLAB_VERSION "0.1.0"
-#endif
+#include "experiments/build_info.hpp"
 
 namespace speclab::experiments {
 namespace fs = std::filesystem;
@@ -69,27 +65,6 @@ constexpr MetricSpec kMetrics[] = {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double ratio(double a, double b) { return b > 0 ? a / b : kNaN; }
-
-std::string shell_output(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {};
-  std::string out;
-  char buffer[256];
-  while (const size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  if (pclose(pipe) != 0) return {};
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
-std::string git_commit() {
-  // The source tree this file was compiled from; a copied binary may find none.
-  const fs::path root = fs::path(__FILE__).parent_path().parent_path();
-  std::error_code ec;
-  if (!fs::exists(root / ".git", ec)) return "unknown";
-  const std::string commit =
-      shell_output(fmt::format("git -C '{}' rev-parse HEAD 2>/dev/null", root.string()));
-  return commit.size() == 40 ? commit : "unknown";
-}
 
 // Writes `total` int64 entries named `name` from a vector (the fixed-size curves).
 void write_int64(Hdf5Writer& file, std::string_view name, const std::vector<int64_t>& values) {
@@ -177,14 +152,14 @@ class AtomicFile {
 const RunMetadata& run_metadata() {
   static const RunMetadata metadata = [] {
     RunMetadata m;
-    m.git_commit = git_commit();
+    m.git_commit = build_info().git_commit;
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "unknown");
     m.host = host;
     unsigned major = 0, minor = 0, release = 0;
     H5get_libversion(&major, &minor, &release);
     m.hdf5_version = fmt::format("{}.{}.{}", major, minor, release);
-    m.speclab_version = SPECLAB_VERSION;
+    m.speclab_version = build_info().version;
     m.library_versions = fmt::format(
         "hdf5 {}; toml++ {}.{}.{}; fmt {}.{}.{}", m.hdf5_version, TOML_LIB_MAJOR, TOML_LIB_MINOR,
         TOML_LIB_PATCH, FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
@@ -442,6 +417,11 @@ std::string read_result_id(const fs::path& path) {
                                    path.string(), version, kRunSchemaVersion));
   }
   return reader.read_string_attribute("id");
+}
+
+int64_t read_sweep_size(const fs::path& path) {
+  const Hdf5Reader reader(path);
+  return reader.has_attribute("n_points") ? reader.read_int64_attribute("n_points") : 0;
 }
 
 SummaryRow read_summary_row(const fs::path& path) {

@@ -27,7 +27,7 @@ inline constexpr std::string_view kSummaryFile = "summary.csv";
 
 /// Facts about the build and machine recorded in every file.
 struct RunMetadata {
-  std::string git_commit;  ///< `git rev-parse HEAD` of the source tree, or "unknown"
+  std::string git_commit;  ///< the commit the binary was built from (build_info.hpp)
   std::string host;
   std::string hdf5_version;
   std::string speclab_version;
@@ -99,6 +99,10 @@ SummaryRow read_summary_row(const std::filesystem::path& path);
 /// The id attribute of a finished result file; throws InvalidInput naming the file (and saying
 /// what is wrong) when it is missing, corrupt or of another schema.
 std::string read_result_id(const std::filesystem::path& path);
+
+/// The size of the sweep a result file belongs to (root attribute n_points), or 0 when the
+/// file does not record it.
+int64_t read_sweep_size(const std::filesystem::path& path);
 
 /// Writes rows as CSV (header = the union of columns in first-seen order) atomically: PATH.partial,
 /// fsync, rename. Throws IoError on failure.

@@ -1,19 +1,16 @@
 // The experiment runner (see runner.hpp).
 #include "experiments/runner.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/base/error.hpp"
@@ -22,6 +19,7 @@
 #include "core/io/partial_path.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
+#include "experiments/out_dir.hpp"
 #include "experiments/results.hpp"
 #include "experiments/workload.hpp"
 
@@ -31,28 +29,6 @@ namespace {
 
 int64_t planned_work(const RunSettings& s) {
   return s.sequences * s.decode.max_new_tokens * (s.baseline ? 2 : 1);
-}
-
-// Creates the directory and proves it writable, so that a bad --out fails before any work.
-void prepare_out_dir(const fs::path& out) {
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec || !fs::is_directory(out)) {
-    throw InvalidInput(
-        fmt::format("--out {}: cannot create the results directory ({}); choose "
-                    "another --out",
-                    out.string(), ec ? ec.message() : "exists and is a file"));
-  }
-  const fs::path probe = out / fmt::format(".speclab-write-test-{}", ::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw InvalidInput(
-        fmt::format("--out {}: the directory is not writable ({}); choose another "
-                    "--out",
-                    out.string(), std::strerror(errno)));
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
 }
 
 // One worker's models, built with make_model and reused while consecutive points use them.
@@ -181,6 +157,63 @@ void refuse_corrupt(const std::vector<std::string>& corrupt) {
       "run {} again",
       corrupt.size(), corrupt.size() == 1 ? "" : "s", fmt::join(corrupt, "\n"),
       corrupt.size() == 1 ? "it" : "them", corrupt.size() == 1 ? "its point" : "their points"));
+}
+
+// The cell of a summary row's column, or "" when it has none.
+std::string cell(const SummaryRow& row, std::string_view column) {
+  for (const auto& [name, value] : row) {
+    if (name == column) return value;
+  }
+  return {};
+}
+
+// "decode.max_new_tokens = 12 (now 10)" for every key outside the sweep's axes whose value in a
+// result file's row differs from the sweep's; "" when none does.
+std::string changed_keys(const SummaryRow& row, const Sweep& sweep) {
+  std::vector<std::string> changed;
+  const toml::table config = toml::parse(sweep.points.front().config_toml);  // outlives the nodes
+  for (const auto& [key, node] : flatten_table(config)) {
+    if (key == "name" || std::ranges::find(sweep.swept_keys, key) != sweep.swept_keys.end()) {
+      continue;
+    }
+    const std::string then = cell(row, key), now = plain_value(*node);
+    if (then != now) changed.push_back(fmt::format("{} = {} (now {})", key, then, now));
+  }
+  return fmt::format("{}", fmt::join(changed, ", "));
+}
+
+// --resume continues the sweep its files came from. A result file of this sweep's name whose point
+// is not in the sweep was run with another config (a changed key outside the axes changes every
+// point's id): resuming would rewrite the summary without it, or mix two configurations in one
+// table, so it is refused, naming the keys that changed, before anything is written.
+void refuse_other_configs(const Sweep& sweep, const fs::path& out) {
+  std::set<std::string> ids;
+  for (const SweepPoint& p : sweep.points) ids.insert(p.id);
+  std::vector<std::string> stray;
+  std::string changed;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out, ec)) {
+    if (entry.path().extension() != ".h5" || ids.contains(entry.path().stem().string())) continue;
+    SummaryRow row;
+    try {
+      row = read_summary_row(entry.path());
+    } catch (const Error&) {
+      continue;  // not a result file of speclab's, or not ours to judge
+    }
+    if (ids.contains(cell(row, "id")) || cell(row, "name") != sweep.name) continue;
+    stray.push_back(entry.path().filename().string());
+    if (changed.empty()) changed = changed_keys(row, sweep);
+  }
+  if (stray.empty()) return;
+  std::sort(stray.begin(), stray.end());
+  throw InvalidInput(fmt::format(
+      "--resume: --out {} holds {} result file(s) of sweep '{}' that are not points of this "
+      "config ({}): {}; resuming would rewrite the summary without them or mix two "
+      "configurations in it. Restore the config, or run into another --out (nothing was "
+      "changed)",
+      out.string(), stray.size(), sweep.name, describe(stray),
+      changed.empty() ? std::string("their points are no longer in the sweep")
+                      : "changed since: " + changed));
 }
 
 // What OUT already holds of the shard's points: without --resume any finished point, stale
@@ -335,7 +368,8 @@ RunReport run_sweep(const Sweep& sweep, const RunOptions& options) {
   if (options.jobs < 1) {
     throw InvalidInput(fmt::format("--jobs is {}; expected ≥ 1", options.jobs));
   }
-  prepare_out_dir(out);
+  prepare_out_dir(out, "--out", "results directory");
+  if (options.resume) refuse_other_configs(sweep, out);
   const std::vector<const SweepPoint*> points = shard_points(sweep, options.shard);
   const fs::path summary = out / summary_file_name(options.shard);
   RunReport report;

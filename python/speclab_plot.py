@@ -121,11 +121,28 @@ def load_plan(directory):
         return json.load(f)
 
 
+class ResultError(Exception):
+    """A result file or summary that cannot be read (truncated, corrupt, of another schema):
+    `speclab plot` prints the message, which names the file, and exits with status 2."""
+
+
 def load_runs(directory, df=None):
-    """Every point of a run directory: (summary DataFrame, list of load_run dicts in row order)."""
+    """Every point of a run directory: (summary DataFrame, list of load_run dicts in row order).
+    Raises ResultError naming the file that cannot be read."""
     if df is None:
-        df = speclab_io.load_summary(directory)
-    return df, [speclab_io.load_run(os.path.join(directory, f)) for f in df["file"]]
+        try:
+            df = speclab_io.load_summary(directory)
+        except (OSError, ValueError) as e:
+            raise ResultError(f"{directory}: cannot read its summary ({e})") from e
+    runs = []
+    for f in df["file"]:
+        path = os.path.join(directory, f)
+        try:
+            runs.append(speclab_io.load_run(path))
+        except (OSError, KeyError, ValueError) as e:
+            raise ResultError(f"{path}: cannot be read as a speclab result ({e}); rerun its "
+                              f"point (`speclab run ... --resume` after deleting it)") from e
+    return df, runs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -628,7 +645,12 @@ def render(results_dir, figdir, log=print):
                     save(fig_alpha_vs_temperature(sdf), f"{name}_alpha_vs_temperature")
             if sdf["decode.batch_size"].nunique() > 1 and sdf["speedup"].notna().any():
                 save(fig_speedup_vs_batch(sdf, sruns, load_plan(d)), f"{name}_speedup_vs_batch")
-    reports = [load_verify(p) for p in verify_reports(results_dir)]
+    reports = []
+    for p in verify_reports(results_dir):
+        try:
+            reports.append(load_verify(p))
+        except (OSError, KeyError, ValueError) as e:
+            raise ResultError(f"{p}: cannot be read as a `speclab verify` report ({e})") from e
     if reports:
         save(fig_verification(reports), "verification")
     return written
@@ -662,8 +684,23 @@ def main(argv):
               "(scripts/install-deps.sh) or set SPECLAB_PYTHON", file=sys.stderr)
         return 1
     matplotlib.use("Agg")
-    print(f"speclab plot: figures of {results} -> {args.out}")
-    written = render(results, args.out)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(f"speclab plot: -o {out} is a file; expected a figure directory (created when "
+              f"missing)", file=sys.stderr)
+        return 2
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"speclab plot: -o {out}: cannot create the figure directory ({e.strerror}); "
+              f"choose another -o", file=sys.stderr)
+        return 2
+    print(f"speclab plot: figures of {results} -> {out}")
+    try:
+        written = render(results, out)
+    except ResultError as e:
+        print(f"speclab plot: {e}", file=sys.stderr)
+        return 2
     print(f"speclab plot: {len(written)} figures")
     return 0
 

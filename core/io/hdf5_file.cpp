@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <system_error>
@@ -135,6 +136,47 @@ struct OpenDataset {
 
 enum class ElementKind { kFloat32, kFloatAny, kInteger };
 
+// No filter speclab reads expands data more than deflate's bound of about 1032:1.
+constexpr uint64_t kMaxExpansion = 1100;
+
+// A dataset's values must be stored in the file, written: values that would come from elsewhere
+// (an external file, a virtual mapping), from the fill value (never written), or that the file
+// is too small to hold, are refused before anything is allocated for them, so that a small
+// damaged or hostile file cannot make the reader allocate without bound.
+void check_storage(const std::string& file_name, const OpenDataset& open, std::string_view name) {
+  if (open.count == 0) return;
+  const hid_t dataset = open.dataset.get();
+  const Hdf5Handle dcpl(H5Dget_create_plist(dataset), H5Pclose);
+  if (!dcpl.valid()) {
+    throw InvalidInput(fmt::format("{}: cannot read the storage of dataset '{}'{}", file_name, name,
+                                   hdf5_detail()));
+  }
+  if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL || H5Pget_external_count(dcpl.get()) > 0) {
+    throw InvalidInput(fmt::format(
+        "{}: dataset '{}' keeps its values outside the file (a virtual or external dataset); "
+        "expected them stored in the file",
+        file_name, name));
+  }
+  // H5Dget_space_status cannot tell: it calls a compressed dataset "partly allocated".
+  const uint64_t stored = H5Dget_storage_size(dataset);
+  if (stored == 0) {
+    throw InvalidInput(
+        fmt::format("{}: dataset '{}' of {} values was never written; expected its values stored",
+                    file_name, name, open.count));
+  }
+  std::error_code ec;
+  const uint64_t file_size = std::filesystem::file_size(file_name, ec);
+  const uint64_t element = H5Tget_size(open.type.get());
+  const bool too_large = element == 0 || open.count > UINT64_MAX / element ||
+                         open.count * element / kMaxExpansion > std::min(stored, file_size);
+  if (!ec && (stored > file_size || too_large)) {
+    throw InvalidInput(fmt::format(
+        "{}: dataset '{}' declares {} values of {} bytes but the file of {} bytes stores {} bytes "
+        "of them; the file is damaged",
+        file_name, name, open.count, element, file_size, stored));
+  }
+}
+
 OpenDataset open_dataset(const Hdf5Reader& reader, hid_t file, std::string_view name,
                          ElementKind kind, std::string_view expected_type, int expected_rank,
                          std::string_view dims_hint) {
@@ -147,13 +189,14 @@ OpenDataset open_dataset(const Hdf5Reader& reader, hid_t file, std::string_view 
   OpenDataset open;
   open.dataset = Hdf5Handle(H5Dopen2(file, c_name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!open.dataset.valid()) {
-    throw IoError(fmt::format("{}: cannot open dataset '{}'{}", file_name, name, hdf5_detail()));
+    throw InvalidInput(
+        fmt::format("{}: cannot open dataset '{}'{}", file_name, name, hdf5_detail()));
   }
   Hdf5Handle space(H5Dget_space(open.dataset.get()), H5Sclose);
   open.type = Hdf5Handle(H5Dget_type(open.dataset.get()), H5Tclose);
   if (!space.valid() || !open.type.valid()) {
-    throw IoError(fmt::format("{}: cannot read the dataspace or type of dataset '{}'{}", file_name,
-                              name, hdf5_detail()));
+    throw InvalidInput(fmt::format("{}: cannot read the dataspace or type of dataset '{}'{}",
+                                   file_name, name, hdf5_detail()));
   }
   // The type first: a dataset of the wrong kind (token ids given as probabilities) is the more
   // telling mistake, whatever its rank.
@@ -170,7 +213,7 @@ OpenDataset open_dataset(const Hdf5Reader& reader, hid_t file, std::string_view 
   }
   const int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank < 0) {
-    throw IoError(
+    throw InvalidInput(
         fmt::format("{}: cannot read the rank of dataset '{}'{}", file_name, name, hdf5_detail()));
   }
   if (expected_rank != kAnyRank && rank != expected_rank) {
@@ -178,11 +221,26 @@ OpenDataset open_dataset(const Hdf5Reader& reader, hid_t file, std::string_view 
                                    name, rank, expected_rank, with_hint(dims_hint)));
   }
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  if (rank > 0 && H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
+    throw InvalidInput(
+        fmt::format("{}: cannot read the shape of dataset '{}'{}", file_name, name, hdf5_detail()));
+  }
+  // The element count as a product that must fit int64, so that no later size computation over
+  // the shape can overflow.
+  uint64_t count = 1;
+  for (const hsize_t d : dims) {
+    if (d > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+        (d != 0 && count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / d)) {
+      throw InvalidInput(
+          fmt::format("{}: dataset '{}' has {} dimensions whose product exceeds "
+                      "2^63; the file is damaged",
+                      file_name, name, rank));
+    }
+    count *= d;
+  }
   open.shape.assign(dims.begin(), dims.end());
-  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
-  open.count = points > 0 ? static_cast<size_t>(points) : 0;
-
+  open.count = static_cast<size_t>(count);
+  check_storage(file_name, open, name);
   return open;
 }
 
@@ -197,7 +255,7 @@ Hdf5Array<T> read_integer(const Hdf5Reader& reader, hid_t file, std::string_view
   std::vector<int64_t> wide(open.count);
   if (open.count > 0 && H5Dread(open.dataset.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                 wide.data()) < 0) {
-    throw IoError(
+    throw InvalidInput(
         fmt::format("{}: cannot read dataset '{}'{}", reader.path().string(), name, hdf5_detail()));
   }
   Hdf5Array<T> array{std::move(open.shape), std::vector<T>(open.count)};
@@ -228,14 +286,14 @@ OpenAttribute open_attribute(const Hdf5Reader& reader, hid_t file, std::string_v
   OpenAttribute open;
   open.attribute = Hdf5Handle(H5Aopen(file, c_name.c_str(), H5P_DEFAULT), H5Aclose);
   if (!open.attribute.valid()) {
-    throw IoError(
+    throw InvalidInput(
         fmt::format("{}: cannot open root attribute '{}'{}", file_name, name, hdf5_detail()));
   }
   open.type = Hdf5Handle(H5Aget_type(open.attribute.get()), H5Tclose);
   Hdf5Handle space(H5Aget_space(open.attribute.get()), H5Sclose);
   if (!open.type.valid() || !space.valid()) {
-    throw IoError(fmt::format("{}: cannot read the type of root attribute '{}'{}", file_name, name,
-                              hdf5_detail()));
+    throw InvalidInput(fmt::format("{}: cannot read the type of root attribute '{}'{}", file_name,
+                                   name, hdf5_detail()));
   }
   const hssize_t points = H5Sget_simple_extent_npoints(space.get());
   if (points != 1) {
@@ -248,8 +306,8 @@ OpenAttribute open_attribute(const Hdf5Reader& reader, hid_t file, std::string_v
 void read_attribute_value(const Hdf5Reader& reader, const OpenAttribute& open,
                           std::string_view name, hid_t memory_type, void* out) {
   if (H5Aread(open.attribute.get(), memory_type, out) < 0) {
-    throw IoError(fmt::format("{}: cannot read root attribute '{}'{}", reader.path().string(), name,
-                              hdf5_detail()));
+    throw InvalidInput(fmt::format("{}: cannot read root attribute '{}'{}", reader.path().string(),
+                                   name, hdf5_detail()));
   }
 }
 
@@ -352,8 +410,8 @@ std::vector<int64_t> Hdf5Reader::dataset_shape(std::string_view name) const {
   Hdf5Handle space(dataset.valid() ? H5Dget_space(dataset.get()) : H5I_INVALID_HID, H5Sclose);
   const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 0) {
-    throw IoError(fmt::format("{}: cannot read the shape of dataset '{}'{}", path_.string(), name,
-                              hdf5_detail()));
+    throw InvalidInput(fmt::format("{}: cannot read the shape of dataset '{}'{}", path_.string(),
+                                   name, hdf5_detail()));
   }
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
   if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
@@ -376,7 +434,7 @@ Hdf5Array<T> Hdf5Reader::read(std::string_view name, int expected_rank,
     Hdf5Array<T> array{std::move(open.shape), std::vector<T>(open.count)};
     if (open.count > 0 && H5Dread(open.dataset.get(), type.native, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                   array.values.data()) < 0) {
-      throw IoError(
+      throw InvalidInput(
           fmt::format("{}: cannot read dataset '{}'{}", path_.string(), name, hdf5_detail()));
     }
     return array;
@@ -388,6 +446,11 @@ namespace {
 herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* client) {
   if (info->type == H5O_TYPE_DATASET)
     static_cast<std::vector<std::string>*>(client)->push_back(name);
+  return 0;
+}
+
+herr_t collect_link(hid_t, const char* name, const H5L_info_t*, void* client) {
+  static_cast<std::vector<std::string>*>(client)->push_back(name);
   return 0;
 }
 
@@ -403,7 +466,7 @@ std::vector<std::string> Hdf5Reader::dataset_names() const {
   std::vector<std::string> names;
   if (H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names, H5O_INFO_BASIC) <
       0) {
-    throw IoError(fmt::format("{}: cannot list datasets{}", path_.string(), hdf5_detail()));
+    throw InvalidInput(fmt::format("{}: cannot list datasets{}", path_.string(), hdf5_detail()));
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -421,8 +484,8 @@ Hdf5DatasetInfo Hdf5Reader::dataset_info(std::string_view name) const {
   Hdf5Handle dcpl(dataset.valid() ? H5Dget_create_plist(dataset.get()) : H5I_INVALID_HID, H5Pclose);
   const int rank = space.valid() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 0 || !type.valid() || !dcpl.valid()) {
-    throw IoError(fmt::format("{}: cannot read the layout of dataset '{}'{}", path_.string(), name,
-                              hdf5_detail()));
+    throw InvalidInput(fmt::format("{}: cannot read the layout of dataset '{}'{}", path_.string(),
+                                   name, hdf5_detail()));
   }
   std::vector<hsize_t> dims(static_cast<size_t>(rank)), max_dims(static_cast<size_t>(rank));
   if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), max_dims.data());
@@ -444,15 +507,36 @@ Hdf5DatasetInfo Hdf5Reader::dataset_info(std::string_view name) const {
   return info;
 }
 
-std::vector<std::string> Hdf5Reader::attribute_names() const {
+namespace {
+
+// The names an HDF5 iteration over the root group reports, sorted; `iterate(names)` runs it and
+// returns its status.
+template <typename Iterate>
+std::vector<std::string> sorted_names(const fs::path& path, std::string_view what,
+                                      Iterate iterate) {
   silence_hdf5_errors();
   std::vector<std::string> names;
-  hsize_t index = 0;
-  if (H5Aiterate2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &names) < 0) {
-    throw IoError(fmt::format("{}: cannot list root attributes{}", path_.string(), hdf5_detail()));
+  if (iterate(names) < 0) {
+    throw InvalidInput(fmt::format("{}: cannot list {}{}", path.string(), what, hdf5_detail()));
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+}  // namespace
+
+std::vector<std::string> Hdf5Reader::root_names() const {
+  return sorted_names(path_, "the root group", [&](std::vector<std::string>& names) {
+    hsize_t index = 0;
+    return H5Literate(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_link, &names);
+  });
+}
+
+std::vector<std::string> Hdf5Reader::attribute_names() const {
+  return sorted_names(path_, "root attributes", [&](std::vector<std::string>& names) {
+    hsize_t index = 0;
+    return H5Aiterate2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &names);
+  });
 }
 
 Hdf5AttributeKind Hdf5Reader::attribute_kind(std::string_view name) const {
@@ -558,11 +642,15 @@ Hdf5Writer::Hdf5Writer(fs::path path) : path_(std::move(path)) {
   }
   const Hdf5Handle fapl = file_access_properties();
   const std::string partial = partial_path().string();
+  errno = 0;
   file_ = Hdf5Handle(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT,
                                fapl.valid() ? fapl.get() : H5P_DEFAULT),
                      H5Fclose);
   if (!file_.valid()) {
-    throw IoError(fmt::format("{}: cannot create '{}'{}", name, partial, hdf5_detail()));
+    // The place the caller named cannot take a file (no permission, a read-only or full
+    // filesystem): bad input to the command, which exits 2, not an internal failure.
+    throw InvalidInput(fmt::format("{}: cannot create '{}'{}{}; choose a writable path", name,
+                                   partial, system_detail(), hdf5_detail()));
   }
 }
 

@@ -88,7 +88,8 @@ concept Hdf5Values = std::ranges::contiguous_range<R> && std::ranges::sized_rang
     Hdf5Element<std::ranges::range_value_t<R>>;
 
 /// An existing HDF5 file opened read-only. Every error names the file (as given) and the dataset
-/// or attribute.
+/// or attribute, and is InvalidInput: a file HDF5 opens but cannot read (truncated, corrupt,
+/// hostile) is bad input to the command that reads it.
 class Hdf5Reader {
  public:
   /// Throws InvalidInput "PATH: no such file" or "PATH: not an HDF5 file".
@@ -134,6 +135,9 @@ class Hdf5Reader {
   std::vector<std::string> dataset_names() const;
   /// Shape, type and storage of a dataset; throws InvalidInput when it is missing.
   Hdf5DatasetInfo dataset_info(std::string_view name) const;
+  /// Names of the root group's links (datasets, groups, ...), sorted: unlike dataset_names() it
+  /// opens no object, so a damaged object cannot stop the listing.
+  std::vector<std::string> root_names() const;
   /// Names of the root group's attributes, sorted.
   std::vector<std::string> attribute_names() const;
   /// Throws InvalidInput when the attribute is missing.
@@ -171,8 +175,8 @@ struct Hdf5WriteOptions {
 /// PATH.partial, so a crash or an error never leaves a half-written file under the real name.
 class Hdf5Writer {
  public:
-  /// Creates (truncating) PATH.partial. Throws InvalidInput when the directory does not exist,
-  /// IoError when the file cannot be created.
+  /// Creates (truncating) PATH.partial. Throws InvalidInput when the directory does not exist or
+  /// the file cannot be created there (permissions, a read-only filesystem), naming the reason.
   explicit Hdf5Writer(std::filesystem::path path);
   Hdf5Writer(const Hdf5Writer&) = delete;
   Hdf5Writer& operator=(const Hdf5Writer&) = delete;

@@ -91,17 +91,45 @@ std::unique_ptr<LanguageModel> make_smollm2_ngram(int order) {
 
 }  // namespace
 
+std::vector<ModelInfo> model_catalog() {
+  std::vector<ModelInfo> models;
+  for (const auto& preset : linear_softmax_presets()) {
+    const LinearSoftmaxConfig& c = preset.config;
+    const bool full = preset.rank == 0 || preset.rank >= c.hidden;
+    models.push_back(
+        {preset.name, c.vocab,
+         full ? fmt::format("LinearSoftmax target, family {} (d = {})", c.family, c.hidden)
+              : fmt::format("LinearSoftmax draft: rank {} of family {} (d = {})", preset.rank,
+                            c.family, c.hidden)});
+  }
+  for (const auto& name : ngram_model_presets()) {
+    models.push_back(
+        {name, 256,
+         name.starts_with("ngram-")
+             ? fmt::format("byte-level Kneser–Ney, order {}, on data/corpus", name.substr(6))
+             : std::string("prompt lookup over bytes (q one-hot)")});
+  }
+  const std::string fetch = fmt::format("; needs `speclab fetch-model {}`", kSmolLM2);
+  models.push_back(
+      {std::string(kSmolLM2), kSmolLM2Vocab, "SmolLM2-135M-Instruct (GGUF, Q4_1 weights)" + fetch});
+  models.push_back({std::string(kSmolLM2Fp32), kSmolLM2Vocab,
+                    "SmolLM2-135M-Instruct, weights dequantised to fp32 at load" + fetch});
+  models.push_back({std::string(kSmolLM2PromptLookup), kSmolLM2Vocab,
+                    "prompt lookup over SmolLM2's tokens (q one-hot)" + fetch});
+  for (int n = kSmolLM2NGramMinOrder; n <= kSmolLM2NGramMaxOrder; ++n) {
+    models.push_back({smollm2_ngram_name(n), kSmolLM2Vocab,
+                      fmt::format("Kneser–Ney over SmolLM2's tokens, order {}", n) + fetch});
+  }
+  models.push_back({std::string(kLayerSkipPrefix) + "10-25", kSmolLM2Vocab,
+                    "layerskip:SPEC, SmolLM2-135M with the layers of SPEC skipped (e.g. "
+                    "layerskip:4,6,8-11, layerskip:attn12-20,ffn20-27)" +
+                        fetch});
+  return models;
+}
+
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
-  for (const auto& preset : linear_softmax_presets()) names.push_back(preset.name);
-  for (const auto& name : ngram_model_presets()) names.push_back(name);
-  names.emplace_back(kSmolLM2);
-  names.emplace_back(kSmolLM2Fp32);
-  names.emplace_back(kSmolLM2PromptLookup);
-  for (int n = kSmolLM2NGramMinOrder; n <= kSmolLM2NGramMaxOrder; ++n) {
-    names.push_back(smollm2_ngram_name(n));
-  }
-  names.emplace_back("layerskip:10-25");
+  for (ModelInfo& model : model_catalog()) names.push_back(std::move(model.name));
   return names;
 }
 

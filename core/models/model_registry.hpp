@@ -13,6 +13,7 @@
 //                           `layerskip:attn12-20,ffn20-27` (core/models/layer_skip.hpp).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -23,7 +24,17 @@
 
 namespace speclab {
 
-/// All model names, in a stable order (`layerskip:SPEC` appears as one example).
+/// A named model as `speclab models` lists it, known without building the model.
+struct ModelInfo {
+  std::string name;
+  int64_t vocab = 0;
+  std::string description;  ///< one line: what it is, and the file it needs if any
+};
+
+/// Every named model, in a stable order (`layerskip:SPEC` appears as one example).
+std::vector<ModelInfo> model_catalog();
+
+/// The names of model_catalog().
 std::vector<std::string> model_names();
 
 /// True when make_model accepts `name` without loading anything: a listed name, or `layerskip:`

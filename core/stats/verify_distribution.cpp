@@ -83,12 +83,13 @@ std::string too_large(const LanguageModel& target, const SamplingParams& s, int6
                         "sampling.top_k or sampling.top_p"));
 }
 
-// Counts per category; category `outside` takes any sequence not in the support.
+// Counts per category; category `outside` takes any sequence not in the support. Adds the
+// draft positions tested to `tested` and reports each decode call to options.progress.
 std::vector<int64_t> sample_counts(LanguageModel& target, LanguageModel* draft,
                                    const std::vector<int32_t>& prompt, DecodeConfig config,
                                    int64_t samples, int64_t length,
                                    const std::map<std::vector<int32_t>, int64_t>& category,
-                                   int64_t outside) {
+                                   int64_t outside, const VerifyOptions& options, int64_t& tested) {
   std::vector<int64_t> counts(outside + 1, 0);
   config.max_new_tokens = length;
   const uint64_t base_seed = config.seed;
@@ -104,6 +105,13 @@ std::vector<int64_t> sample_counts(LanguageModel& target, LanguageModel* draft,
     for (const auto& tokens : result.tokens) {
       const auto it = category.find(tokens);
       ++counts[it == category.end() ? outside : it->second];
+    }
+    tested += result.metrics.tested_positions;
+    if (options.progress) {
+      options.progress({.planned_tokens = 2 * samples * length,
+                        .tokens = result.metrics.tokens,
+                        .accepted_positions = result.metrics.accepted_positions,
+                        .tested_positions = result.metrics.tested_positions});
     }
   }
   return counts;
@@ -152,7 +160,6 @@ VerifyReport verify_distribution(LanguageModel& target_model, LanguageModel& dra
     }
     if (report.length == 0) throw InvalidInput(too_large(target_model, config.sampling, 1));
   }
-  report.draft_exercised = report.length >= 2;
   report.support = static_cast<int64_t>(nodes.size());
   // All V^L sequences (L = 1 with EOS too): the dense indexing, nothing outside.
   int64_t all = 1;
@@ -177,9 +184,12 @@ VerifyReport verify_distribution(LanguageModel& target_model, LanguageModel& dra
                        : chi_square_sample_size(std::max<int64_t>(report.support, 2),
                                                 options.epsilon, options.alpha, options.power);
   report.observed = sample_counts(target, &draft, prompt, config, report.samples, report.length,
-                                  category, report.support);
-  std::vector<int64_t> plain = sample_counts(target, nullptr, prompt, config, report.samples,
-                                             report.length, category, report.support);
+                                  category, report.support, options, report.tested_positions);
+  int64_t plain_tested = 0;
+  std::vector<int64_t> plain =
+      sample_counts(target, nullptr, prompt, config, report.samples, report.length, category,
+                    report.support, options, plain_tested);
+  report.draft_exercised = report.tested_positions > 0;
   if (complete && report.observed.back() == 0 && plain.back() == 0) {
     // Nothing can fall outside all V^L sequences (the engine emitted exactly L tokens each time).
     report.observed.pop_back();

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@
 
 namespace speclab {
 
+/// What one decode call of the check did, for a progress display.
+struct VerifyProgress {
+  int64_t planned_tokens = 0;  ///< 2·N·L: the speculative samples and the plain control
+  int64_t tokens = 0;          ///< tokens decoded by this call
+  int64_t accepted_positions = 0, tested_positions = 0;  ///< its draft positions (0 for plain)
+};
+
 struct VerifyOptions {
   int64_t samples = 0;    ///< 0: the N that reaches power 0.99 at `epsilon`
   double epsilon = 0.02;  ///< total-variation distance to detect when samples = 0
@@ -27,6 +35,8 @@ struct VerifyOptions {
   double power = 0.99;
   /// tokens per sample; 0: the most whose support has ≤ 4096 sequences (at least 1, at most 16)
   int64_t length = 0;
+  /// Called after every decode call (a chunk of samples); may be empty.
+  std::function<void(const VerifyProgress&)> progress;
 };
 
 struct VerifyReport {
@@ -38,9 +48,10 @@ struct VerifyReport {
   int64_t outcomes = 0;  ///< categories: the support, plus one outside it unless that is empty
   int64_t support = 0;   ///< sequences of positive exact probability
   int64_t length = 0;
-  /// Whether speculative decoding drafts at all: γ_b = min(γ, L − 1), so not at L = 1, where the
-  /// check only tests the target's own sampling.
+  /// Whether the verifier tested any draft token: γ_b = min(γ, L − 1), so not at L = 1, nor when
+  /// every sample ends in EOS at once; the check then tests only the target's own sampling.
   bool draft_exercised = false;
+  int64_t tested_positions = 0;     ///< draft positions the verifier tested over the N samples
   bool memoised = false;            ///< rows were computed once per prefix (models with V > 4096)
   double epsilon_detectable = 0.0;  ///< TV distance detected with the stated power at N
   double tv_estimate = 0.0, tv_upper = 0.0;

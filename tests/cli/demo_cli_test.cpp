@@ -55,6 +55,19 @@ TEST(DemoCli, BadOptionExitsTwoAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir / "demo.h5"));
 }
 
+TEST(DemoCli, OutNamingAFileExitsTwoAndKeepsTheFile) {
+  const auto dir = fresh_dir("demo-file");
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "not-a-directory";
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  std::fputs("keep me", f);
+  std::fclose(f);
+  const CliRun r = run_cli("demo --out '" + file.string() + "' --batch 4 --vocab 16 --steps 1");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot create the results directory"));
+  EXPECT_EQ(std::filesystem::file_size(file), 7u);
+}
+
 TEST(BenchCli, JsonReportsTimeBesideFloorAndPeer) {
   const CliRun r = run_cli("bench verify --batch 2 --gamma 2 --vocab 2000 --repeats 1 --json");
   ASSERT_EQ(r.status, 0) << r.output;

@@ -1,11 +1,13 @@
 // `speclab plot RESULTS_DIR -o FIGDIR`, run as a user runs it: the figures of a fresh run, and
-// exit 2 for a missing directory or one without runs. Skips where /usr/bin/python3 or its
+// exit 2, never a Python traceback, for a missing directory, one without runs, a truncated result
+// file, or -o naming a file. Skips where /usr/bin/python3 or its
 // matplotlib is missing (the command needs them; scripts/install-deps.sh installs them).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/support/cli_run.hpp"
@@ -15,6 +17,7 @@ namespace {
 
 using testing::CliRun;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::run_cli;
 
 namespace fs = std::filesystem;
@@ -46,9 +49,8 @@ TEST(PlotCli, DirectoryWithoutRunsExitsTwo) {
   EXPECT_THAT(r.output, HasSubstr("holds no runs"));
 }
 
-TEST(PlotCli, RendersTheStandardFiguresOfARun) {
-  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
-  const auto dir = fresh_dir("plot-run");
+// A small run of the quickstart sweep into DIR/results.
+void run_quickstart(const fs::path& dir) {
   const std::string config =
       std::string(SPECLAB_SOURCE_DIR) + "/experiments/configs/quickstart.toml";
   const CliRun run =
@@ -57,6 +59,42 @@ TEST(PlotCli, RendersTheStandardFiguresOfARun) {
               "--set 'sweep.decode.gamma=[1,3]' --out '" +
               (dir / "results").string() + "'");
   ASSERT_EQ(run.status, 0) << run.output;
+}
+
+TEST(PlotCli, OutNamingAFileExitsTwo) {
+  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
+  const auto dir = fresh_dir("plot-out-file");
+  run_quickstart(dir);
+  { std::ofstream(dir / "figs") << "keep me"; }
+  const CliRun r =
+      run_cli("plot '" + (dir / "results").string() + "' -o '" + (dir / "figs").string() + "'");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("-o " + (dir / "figs").string() + " is a file"));
+  EXPECT_THAT(r.output, Not(HasSubstr("Traceback")));
+  EXPECT_EQ(fs::file_size(dir / "figs"), 7u);
+}
+
+TEST(PlotCli, TruncatedResultFileExitsTwoNamingIt) {
+  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
+  const auto dir = fresh_dir("plot-truncated");
+  run_quickstart(dir);
+  fs::path victim;
+  for (const auto& e : fs::directory_iterator(dir / "results")) {
+    if (e.path().extension() == ".h5") victim = e.path();
+  }
+  ASSERT_FALSE(victim.empty());
+  fs::resize_file(victim, 2000);  // as a copy cut short leaves it
+  const CliRun r =
+      run_cli("plot '" + (dir / "results").string() + "' -o '" + (dir / "figs").string() + "'");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(victim.string() + ": cannot be read as a speclab result"));
+  EXPECT_THAT(r.output, Not(HasSubstr("Traceback")));
+}
+
+TEST(PlotCli, RendersTheStandardFiguresOfARun) {
+  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
+  const auto dir = fresh_dir("plot-run");
+  run_quickstart(dir);
   const CliRun r =
       run_cli("plot '" + (dir / "results").string() + "' -o '" + (dir / "figs").string() + "'");
   ASSERT_EQ(r.status, 0) << r.output;

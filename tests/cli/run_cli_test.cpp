@@ -1,7 +1,7 @@
 // The experiment commands run as a user runs them (docs/architecture.md "experiments/"): every
 // shipped config validates and expands, a small sweep runs end to end, and a run survives SIGKILL,
 // SIGINT and a full disk with every finished point intact, no half file under a final name, and
-// --resume completing the set.
+// --resume completing the set; --resume refuses a changed config, and merge flags missing shards.
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -270,6 +270,49 @@ TEST(RunCli, ShardsRunSeparatelyAndMergeIntoOneSummary) {
   const std::string summary = read_text(dir / "shared" / "summary.csv");
   EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 5);
   EXPECT_EQ(run_cli("merge " + quoted(dir / "nowhere") + " -o " + quoted(dir / "m")).status, 2);
+}
+
+TEST(RunCli, MergeOfAnIncompleteShardSetWarnsAndExitsThree) {
+  const fs::path dir = fresh_test_dir();
+  const fs::path config = write_text(dir / "tiny.toml", kTinySweep);
+  for (const char* shard : {"1/3", "3/3"}) {  // shard 2/3 (point index 1) never ran
+    const CliRun run =
+        run_cli("run " + quoted(config) + " --out " + quoted(dir / "shared") + " --shard " + shard);
+    ASSERT_EQ(run.status, 0) << run.output;
+  }
+  const std::string merge = "merge " + quoted(dir / "shared") + " -o " + quoted(dir / "merged");
+  const CliRun incomplete = run_cli(merge);
+  EXPECT_EQ(incomplete.status, 3) << incomplete.output;
+  EXPECT_THAT(incomplete.output,
+              HasSubstr("warning: incomplete: sweep 'tiny' (4 points): 3 merged, 1 missing "
+                        "(index 1)"));
+  EXPECT_THAT(incomplete.output, HasSubstr("--allow-incomplete"));
+  const std::string summary = read_text(dir / "merged" / "summary.csv");
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 4);  // what there is, merged
+  const CliRun allowed = run_cli(merge + " --allow-incomplete");
+  EXPECT_EQ(allowed.status, 0) << allowed.output;
+  EXPECT_THAT(allowed.output, HasSubstr("1 missing"));
+}
+
+TEST(RunCli, ResumeAfterChangingANonSweptKeyIsRefused) {
+  const fs::path dir = fresh_test_dir();
+  const fs::path config = write_text(dir / "tiny.toml", kTinySweep);
+  const std::string run = "run " + quoted(config) + " --out " + quoted(dir / "out");
+  ASSERT_EQ(run_cli(run).status, 0);
+  const std::string summary = read_text(dir / "out" / "summary.csv");
+  // A key outside the sweep's axes changes every point's id, so none of the files is skipped and
+  // the summary would be rewritten without them.
+  const CliRun changed = run_cli(run + " --resume --set decode.max_new_tokens=10");
+  EXPECT_EQ(changed.status, 2) << changed.output;
+  EXPECT_THAT(changed.output, HasSubstr("holds 4 result file(s) of sweep 'tiny' that are not "
+                                        "points of this config"));
+  EXPECT_THAT(changed.output, HasSubstr("decode.max_new_tokens = 12 (now 10)"));
+  EXPECT_EQ(read_text(dir / "out" / "summary.csv"), summary);
+  EXPECT_EQ(with_suffix(dir / "out", ".h5").size(), 4u);
+  // Unchanged, --resume still has nothing to do.
+  const CliRun same = run_cli(run + " --resume");
+  EXPECT_EQ(same.status, 0) << same.output;
+  EXPECT_THAT(same.output, HasSubstr("ran 0, skipped 4"));
 }
 
 TEST(RunCli, ReadmeAnnotatedExampleValidates) {

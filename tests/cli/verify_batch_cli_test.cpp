@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/io/hdf5_file.hpp"
@@ -67,6 +68,8 @@ struct Input {
   std::optional<std::vector<int64_t>> probs_target_shape;
   std::optional<std::vector<int64_t>> draft_tokens_shape;
   bool write_probs_draft = true;
+  std::vector<std::pair<std::string, double>> extra_attributes;  // e.g. a misspelt "lenency"
+  std::vector<std::string> extra_datasets;                       // int32 [B], e.g. "n_drafts"
 };
 
 std::vector<float> random_rows(int64_t rows, int64_t vocab, std::mt19937_64& rng) {
@@ -117,6 +120,12 @@ void write_input(const fs::path& path, const Input& input) {
   writer.write_uint64_attribute("seed", input.seed);
   if (input.leniency) writer.write_double_attribute("leniency", *input.leniency);
   if (input.step) writer.write_uint64_attribute("step", *input.step);
+  for (const auto& [name, value] : input.extra_attributes) {
+    writer.write_double_attribute(name, value);
+  }
+  for (const std::string& name : input.extra_datasets) {
+    writer.write(name, std::vector<int32_t>(b, 1), std::vector<int64_t>{b});
+  }
   writer.commit();
 }
 
@@ -272,6 +281,51 @@ TEST(VerifyBatchCli, FailedRunLeavesExistingOutputByteIdentical) {
   EXPECT_EQ(second.status, 2) << second.output;
   EXPECT_EQ(read_bytes(dir / "OUT.h5"), before);
   EXPECT_FALSE(fs::exists(dir / "OUT.h5.partial"));
+}
+
+TEST(VerifyBatchCli, UnwritableOutputExits2) {
+  // /proc takes no new file, whoever runs the test (root included).
+  const fs::path dir = test_dir();
+  write_input(dir / "IN.h5", make_input());
+  const CliRun run = run_verify_batch(dir / "IN.h5", "/proc/OUT.h5");
+  EXPECT_EQ(run.status, 2) << run.output;
+  EXPECT_TRUE(contains(run.output, "/proc/OUT.h5: cannot create '/proc/OUT.h5.partial'"))
+      << run.output;
+  EXPECT_TRUE(contains(run.output, "choose a writable path")) << run.output;
+}
+
+TEST(VerifyBatchCli, MisspeltAttributeIsRefusedWithASuggestion) {
+  // "lenency" used to be ignored, running method "lenient" at leniency 1.
+  Input input = make_input();
+  input.method = "lenient";
+  input.extra_attributes = {{"lenency", 0.5}};
+  expect_rejected(input, {"IN.h5: unknown root attribute(s) 'lenency' (did you mean "
+                          "\"leniency\"?); expected only method, seed, leniency, step"});
+}
+
+TEST(VerifyBatchCli, MisspeltDatasetIsRefusedWithASuggestion) {
+  Input input = make_input();
+  input.n_draft.clear();
+  input.extra_datasets = {"n_drafts"};
+  expect_rejected(input, {"unknown dataset(s) 'n_drafts' (did you mean \"n_draft\"?)"});
+}
+
+TEST(VerifyBatchCli, OutputNamingTheInputIsRefusedAndTheInputKept) {
+  const fs::path dir = test_dir();
+  write_input(dir / "IN.h5", make_input());
+  const std::string before = read_bytes(dir / "IN.h5");
+  fs::create_directories(dir / "sub");
+  fs::create_symlink(dir / "IN.h5", dir / "link.h5");
+  fs::create_hard_link(dir / "IN.h5", dir / "hard.h5");
+  // The same path, another spelling of it, a symbolic and a hard link.
+  for (const fs::path& out :
+       {dir / "IN.h5", dir / "sub" / ".." / "IN.h5", dir / "link.h5", dir / "hard.h5"}) {
+    SCOPED_TRACE(out);
+    const CliRun run = run_verify_batch(dir / "IN.h5", out);
+    EXPECT_EQ(run.status, 2) << run.output;
+    EXPECT_TRUE(contains(run.output, "is the input file")) << run.output;
+    EXPECT_EQ(read_bytes(dir / "IN.h5"), before);
+  }
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // `speclab verify`: passes the shipped lossless config, catches the lossy variant, enumerates only
-// the support under top-k, says when L = 1 leaves the draft out, rejects bad input with exit
-// status 2.
+// the support under top-k, exits 3 when L = 1 leaves the draft out, shows progress, rejects bad
+// input (an unusable --out included) with exit status 2.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/support/cli_run.hpp"
@@ -13,6 +14,7 @@ namespace speclab {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::run_cli;
 
 std::string config() {
@@ -59,10 +61,43 @@ TEST(VerifyCli, TopKEnumeratesOnlyTheSupport) {
   EXPECT_THAT(r.output, HasSubstr("\"support\": 4096,"));
 }
 
-TEST(VerifyCli, LengthOneSaysTheDraftIsNotExercised) {
-  const auto r = run_cli("verify " + config() + " --length 1 --samples 2000" + out("one.h5"));
+// At L = 1 no draft token is ever tested: a pass says nothing of the verifier, so it is not exit 0.
+TEST(VerifyCli, LengthOneIsVacuousUnlessAllowed) {
+  auto r = run_cli("verify " + config() + " --length 1 --samples 2000" + out("one.h5"));
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("vacuous: the draft is not exercised"));
+  EXPECT_THAT(r.output, HasSubstr("exit status 3 unless --allow-vacuous"));
+  r = run_cli("verify " + config() + " --length 1 --samples 2000 --allow-vacuous --json" +
+              out("one.h5"));
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("the draft is not exercised"));
+  EXPECT_THAT(r.output, HasSubstr("\"draft_exercised\": false, \"tested_positions\": 0"));
+}
+
+TEST(VerifyCli, ShowsProgressOnStderr) {
+  // Not a terminal here, so the periodic lines of `speclab run` (experiments/progress.hpp).
+  const auto r = run_cli("verify " + config() + " --length 2 --samples 60000" + out("p.h5"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("speclab: point 1/1"));
+  EXPECT_THAT(r.output, HasSubstr("acceptance"));
+  EXPECT_THAT(r.output, HasSubstr("speclab: 1 of 1 points in"));
+}
+
+TEST(VerifyCli, UnusableOutExitsTwoBeforeSampling) {
+  const auto dir = std::filesystem::path(SPECLAB_BINARY_DIR) / "test-output" / "verify";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "a-file";
+  { std::ofstream(file) << "keep me"; }
+  // Several points write DIR/POINT.verify.h5: a file where DIR should be is bad input.
+  auto r = run_cli("verify " + config() + " --set 'sweep.decode.gamma=[1,2]' --length 2 --out '" +
+                   file.string() + "'");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cannot create the report directory"));
+  EXPECT_EQ(std::filesystem::file_size(file), 7u);
+  // One point into a place that takes no file.
+  r = run_cli("verify " + config() + " --length 2 --out /proc/report.h5");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("choose a writable path"));
+  EXPECT_THAT(r.output, Not(HasSubstr("speclab: point")));  // refused before any sampling
 }
 
 TEST(VerifyCli, BadInputExitsTwo) {

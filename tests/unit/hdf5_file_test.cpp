@@ -395,5 +395,69 @@ TEST(Hdf5File, ListsAttributesWithTheirKinds) {
   EXPECT_THROW(reader.attribute_kind("missing"), InvalidInput);
 }
 
+// A chunked float32 dataset NAME of `dims` created but never written (its values would be the
+// fill value), in a file of a few hundred bytes.
+void write_unwritten_dataset(const fs::path& path, std::vector<hsize_t> dims) {
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  std::vector<hsize_t> chunk(dims.size(), 1);
+  H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
+  const hid_t set = H5Dcreate2(file, "x", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  ASSERT_GE(set, 0);
+  H5Dclose(set);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  H5Fclose(file);
+}
+
+// Found by tests/fuzz/verify_batch_fuzz: a few hundred bytes declaring 2^60 values made the
+// reader allocate for them (std::length_error, an internal error) instead of refusing the file.
+TEST(Hdf5File, UnwrittenDatasetIsRefusedBeforeAllocating) {
+  const fs::path dir = test_dir();
+  write_unwritten_dataset(dir / "f.h5", {hsize_t{1} << 20, hsize_t{1} << 20, hsize_t{1} << 20});
+  const Hdf5Reader reader(dir / "f.h5");
+  expect_error<InvalidInput>([&] { reader.read_float("x"); },
+                             {"f.h5: dataset 'x' of 1152921504606846976 values was never written"});
+}
+
+TEST(Hdf5File, ShapeWhoseProductOverflowsIsRefused) {
+  const fs::path dir = test_dir();
+  write_unwritten_dataset(dir / "f.h5", {hsize_t{1} << 40, hsize_t{1} << 40});
+  const Hdf5Reader reader(dir / "f.h5");
+  expect_error<InvalidInput>([&] { reader.read_float("x"); },
+                             {"dataset 'x' has 2 dimensions whose product exceeds 2^63"});
+}
+
+// Found by the fuzzer: HDF5 failing on a damaged part of a file it opened escaped as IoError (an
+// internal error, exit 1). A damaged input is bad input.
+TEST(Hdf5File, DamagedCompressedDataIsInvalidInput) {
+  const fs::path dir = test_dir();
+  const std::vector<float> values(4096, 0.25f);
+  {
+    Hdf5Writer writer(dir / "f.h5");
+    writer.write("x", values, std::vector<int64_t>{4096}, {.deflate_level = 4});
+    writer.commit();
+  }
+  // Overwrite the one compressed chunk with bytes that are no deflate stream.
+  haddr_t address = 0;
+  hsize_t size = 0;
+  {
+    const hid_t file = H5Fopen((dir / "f.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t set = H5Dopen2(file, "x", H5P_DEFAULT);
+    const hsize_t origin[1] = {0};
+    uint32_t mask = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(set, origin, &mask, &address, &size), 0);
+    H5Dclose(set);
+    H5Fclose(file);
+  }
+  std::string bytes = read_bytes(dir / "f.h5");
+  ASSERT_LE(address + size, bytes.size());
+  for (hsize_t i = 0; i < size; ++i) bytes[address + i] = '\xff';
+  write_bytes(dir / "f.h5", bytes);
+  const Hdf5Reader reader(dir / "f.h5");
+  expect_error<InvalidInput>([&] { reader.read_float("x"); }, {"f.h5: cannot read dataset 'x'"});
+}
+
 }  // namespace
 }  // namespace speclab

@@ -1,0 +1,188 @@
+// The files of `speclab verify-batch` (see verify_batch_io.hpp).
+#include "experiments/verify_batch_io.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/base/error.hpp"
+#include "core/base/suggest.hpp"
+
+namespace speclab::experiments {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::string_view kAttributes[] = {"method", "seed", "leniency", "step"};
+constexpr std::string_view kDatasets[] = {"probs_target", "probs_draft", "draft_tokens", "n_draft"};
+
+// Every name of the file not in `known`, each with its nearest known name, in one message.
+void refuse_unknown(const std::string& file, std::string_view what,
+                    const std::vector<std::string>& names,
+                    std::span<const std::string_view> known) {
+  const std::vector<std::string> candidates(known.begin(), known.end());
+  std::vector<std::string> unknown;
+  for (const std::string& name : names) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      unknown.push_back(fmt::format("'{}'{}", name, did_you_mean(name, candidates)));
+    }
+  }
+  if (unknown.empty()) return;
+  throw InvalidInput(fmt::format("{}: unknown {} {}; expected only {}", file, what,
+                                 fmt::join(unknown, ", "), fmt::join(known, ", ")));
+}
+
+// A dataset whose shape disagrees with probs_target: the message names both datasets and shapes.
+void check_shape(const Hdf5Reader& reader, std::string_view name, const std::vector<int64_t>& shape,
+                 const std::vector<int64_t>& expected, std::string_view dims,
+                 const std::vector<int64_t>& target_shape) {
+  if (shape != expected) {
+    throw InvalidInput(fmt::format(
+        "{}: dataset '{}' has shape {}; expected {} = {} to agree with 'probs_target' shape {} "
+        "[B, γ+1, V]",
+        reader.path().string(), name, format_shape(shape), dims, format_shape(expected),
+        format_shape(target_shape)));
+  }
+}
+
+ChainParams read_params(const Hdf5Reader& reader) {
+  const std::string file = reader.path().string();
+  ChainParams params;
+  if (!reader.has_attribute("method")) {
+    throw InvalidInput(fmt::format(
+        "{}: root attribute 'method' is missing; expected \"token\", \"greedy\" or \"lenient\"",
+        file));
+  }
+  const std::string method = reader.read_string_attribute("method");
+  try {
+    params.method = parse_chain_method(method);
+  } catch (const InvalidInput& e) {
+    throw InvalidInput(fmt::format("{}: root attribute {}", file, e.what()));
+  }
+  if (!reader.has_attribute("seed")) {
+    throw InvalidInput(
+        fmt::format("{}: root attribute 'seed' is missing; expected an unsigned integer", file));
+  }
+  params.seed = reader.read_uint64_attribute("seed");
+  if (reader.has_attribute("leniency")) {
+    params.leniency = reader.read_double_attribute("leniency");
+    if (params.method != ChainMethod::kLenient && params.leniency != 1.0) {
+      throw InvalidInput(fmt::format(
+          "{}: root attribute 'leniency' is {} with method \"{}\"; leniency applies to method "
+          "\"lenient\" only (remove it or set it to 1)",
+          file, params.leniency, method));
+    }
+  }
+  if (reader.has_attribute("step")) {
+    const uint64_t step = reader.read_uint64_attribute("step");
+    if (step > std::numeric_limits<uint32_t>::max()) {
+      throw InvalidInput(fmt::format("{}: root attribute 'step' is {}; expected a value ≤ {}", file,
+                                     step, std::numeric_limits<uint32_t>::max()));
+    }
+    params.step = static_cast<uint32_t>(step);
+  }
+  return params;
+}
+
+VerifyBatchInput read_arrays(const Hdf5Reader& reader, ChainParams params) {
+  const std::string file = reader.path().string();
+  VerifyBatchInput input;
+  input.params = params;
+  input.probs_target = reader.read_float("probs_target", 3, "[B, γ+1, V]");
+  const std::vector<int64_t>& target_shape = input.probs_target.shape;
+  if (target_shape[1] < 1) {
+    throw InvalidInput(
+        fmt::format("{}: dataset 'probs_target' has shape {}; expected [B, γ+1, V] with γ+1 ≥ 1",
+                    file, format_shape(target_shape)));
+  }
+  input.batch = target_shape[0];
+  input.gamma = target_shape[1] - 1;
+  input.vocab = target_shape[2];
+  const int64_t b = input.batch, g = input.gamma, v = input.vocab;
+
+  input.draft_tokens = reader.read_int32("draft_tokens", 2, "[B, γ]");
+  check_shape(reader, "draft_tokens", input.draft_tokens.shape, {b, g}, "[B, γ]", target_shape);
+
+  const bool greedy = params.method == ChainMethod::kGreedy;
+  if (!greedy || reader.has_dataset("probs_draft")) {
+    input.probs_draft = reader.read_float("probs_draft", 3, "[B, γ, V]");
+    check_shape(reader, "probs_draft", input.probs_draft->shape, {b, g, v}, "[B, γ, V]",
+                target_shape);
+  }
+  if (reader.has_dataset("n_draft")) {
+    input.n_draft = reader.read_int32("n_draft", 1, "[B]");
+    check_shape(reader, "n_draft", input.n_draft->shape, {b}, "[B]", target_shape);
+  }
+  return input;
+}
+
+}  // namespace
+
+ChainBatch VerifyBatchInput::view() const {
+  ChainBatch view;
+  view.batch = batch;
+  view.gamma = gamma;
+  view.vocab = vocab;
+  view.probs_target = probs_target.values;
+  if (probs_draft) view.probs_draft = probs_draft->values;
+  view.draft_tokens = draft_tokens.values;
+  if (n_draft) view.n_draft = n_draft->values;
+  return view;
+}
+
+std::span<const std::string_view> verify_batch_input_attributes() { return kAttributes; }
+std::span<const std::string_view> verify_batch_input_datasets() { return kDatasets; }
+
+VerifyBatchInput read_verify_batch_input(const fs::path& path) {
+  const Hdf5Reader reader(path);
+  const std::string file = reader.path().string();
+  refuse_unknown(file, "root attribute(s)", reader.attribute_names(), kAttributes);
+  refuse_unknown(file, "dataset(s)", reader.root_names(), kDatasets);
+  VerifyBatchInput input = read_arrays(reader, read_params(reader));
+  try {
+    // The fast path checks only the values it reads; a file is checked whole, so that a NaN in a
+    // row this draw happened not to need is still reported (docs/verifiers.md "Bad input").
+    validate_chain_batch(input.view(), input.params);
+  } catch (const InvalidInput& e) {
+    throw InvalidInput(fmt::format("{}: {}", file, e.what()));
+  }
+  return input;
+}
+
+void write_verify_batch_output(const fs::path& out, const fs::path& source,
+                               const VerifyBatchInput& input, const ChainResult& result) {
+  const int64_t b = input.batch, g = input.gamma;
+  Hdf5Writer writer(out);
+  writer.write("emitted_tokens", result.emitted_tokens, std::vector<int64_t>{b, g + 1});
+  writer.write("n_accepted", result.n_accepted, std::vector<int64_t>{b});
+  writer.write("accept_mask", result.accept_mask, std::vector<int64_t>{b, g});
+  writer.write("residual_fallback", result.residual_fallback, std::vector<int64_t>{b});
+  writer.write_string_attribute("schema", kVerifyBatchSchema);
+  writer.write_int64_attribute("schema_version", kVerifyBatchSchemaVersion);
+  writer.write_string_attribute("method", to_string(input.params.method));
+  writer.write_double_attribute("leniency", input.params.leniency);
+  writer.write_uint64_attribute("seed", input.params.seed);
+  writer.write_uint64_attribute("step", input.params.step);
+  writer.write_int64_attribute("lossy", result.lossy ? 1 : 0);
+  writer.write_int64_attribute("residual_fallbacks", result.residual_fallbacks);
+  writer.write_int64_attribute("batch", b);
+  writer.write_int64_attribute("gamma", g);
+  writer.write_int64_attribute("vocab", input.vocab);
+  writer.write_string_attribute("source", source.string());
+  writer.commit();
+}
+
+void check_distinct_output(const fs::path& in, const fs::path& out) {
+  std::error_code ec;
+  if (fs::equivalent(in, out, ec) && !ec) {
+    throw InvalidInput(fmt::format(
+        "--out {} is the input file {}; writing it would replace the batch being verified, so "
+        "choose another --out",
+        out.string(), in.string()));
+  }
+}
+
+}  // namespace speclab::experiments

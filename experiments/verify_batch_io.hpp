@@ -1,0 +1,56 @@
+// The files of `speclab verify-batch` (docs/hdf5.md, the verify-batch sections): reading and
+// validating a batch of draft chains a user dumped to HDF5, and writing the verified step. The
+// command and the libFuzzer target tests/fuzz/verify_batch_fuzz.cpp share the reader, so what the
+// fuzzer proves of it holds for the command.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "core/io/hdf5_file.hpp"
+#include "core/verify/verify_chain.hpp"
+
+namespace speclab::experiments {
+
+inline constexpr std::string_view kVerifyBatchSchema = "speclab.verify_batch";
+inline constexpr int64_t kVerifyBatchSchemaVersion = 1;
+
+/// Everything read from IN.h5, owned here because ChainBatch only borrows.
+struct VerifyBatchInput {
+  Hdf5Array<float> probs_target;                ///< [B, γ+1, V]
+  std::optional<Hdf5Array<float>> probs_draft;  ///< [B, γ, V]; may be absent for greedy
+  Hdf5Array<int32_t> draft_tokens;              ///< [B, γ]
+  std::optional<Hdf5Array<int32_t>> n_draft;    ///< [B]
+  ChainParams params;
+  int64_t batch = 0;
+  int64_t gamma = 0;
+  int64_t vocab = 0;
+
+  /// The arrays as verify_chain takes them (borrowed from this object).
+  ChainBatch view() const;
+};
+
+/// The root attributes and datasets an input may hold; anything else is refused with a
+/// suggestion, so that a misspelt `lenency` cannot silently run at the default.
+std::span<const std::string_view> verify_batch_input_attributes();
+std::span<const std::string_view> verify_batch_input_datasets();
+
+/// Reads IN.h5 and validates all of it (shapes against probs_target, every row of
+/// docs/verifiers.md "Bad input"). Throws InvalidInput naming the file, the dataset or attribute
+/// and the location, and nothing else for any file content.
+VerifyBatchInput read_verify_batch_input(const std::filesystem::path& path);
+
+/// Writes the step's output as OUT.partial and renames it onto `out` (schema speclab.verify_batch).
+/// `source` is recorded as the input's path.
+void write_verify_batch_output(const std::filesystem::path& out,
+                               const std::filesystem::path& source, const VerifyBatchInput& input,
+                               const ChainResult& result);
+
+/// InvalidInput when `out` names the same file as `in` (through any path, link or hard link):
+/// the output would replace the only copy of the input.
+void check_distinct_output(const std::filesystem::path& in, const std::filesystem::path& out);
+
+}  // namespace speclab::experiments
