@@ -177,8 +177,10 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
         betas[i] =
             overlap(&probs_target[(k * width + node) * v], &probs_draft[(k * width + node) * v], v);
       }
+      // The models scored every branch under one sequence id and last saw whichever node came
+      // last, so only the context before the tree is known to be theirs and the accepted path's.
       run.commit(active[k], tree_depth[k], n, betas, verdict.residual_fallback[k] != 0,
-                 std::span<const int32_t>(verdict.emitted_tokens).subspan(k * width, width));
+                 std::span<const int32_t>(verdict.emitted_tokens).subspan(k * width, width), 0);
     }
   }
   return run.finish();
