@@ -228,6 +228,32 @@ TEST(DecodeEngine, TreeStepLeavesTheCacheOnTheAcceptedPath) {
   }
 }
 
+TEST(DecodeEngine, TreeSworStopsDrawingSiblingsWhenNoFixedPointMassIsLeft) {
+  // A peaked draft: after its favourite token, every weight is 1e-20 < 2⁻⁵⁸, zero in the
+  // sampler's fixed point, so no second sibling can be drawn. The drafter stops there, each node
+  // has one child, and that tree is V1 on a chain with the same uniforms: the tokens must be the
+  // token verifier's at γ = depth, a lossless verifier.
+  constexpr int64_t kVocab = 5;
+  std::vector<double> peaked(kVocab * kVocab, 1e-20);
+  for (int64_t r = 0; r < kVocab; ++r) peaked[r * kVocab + (2 * r + 1) % kVocab] = 1.0 - 4e-20;
+  MarkovModel draft("peaked", kVocab, 1, peaked);
+  auto target = random_markov("target", kVocab, 1, 91);
+  const auto ps = prompts(5, kVocab);
+  for (const std::vector<int64_t>& branches : {std::vector<int64_t>{3, 2}, {2, 4, 3}}) {
+    const int64_t depth = static_cast<int64_t>(branches.size());
+    const DecodeConfig tree{
+        .max_new_tokens = 30, .seed = 5, .verifier = make_verifier("tree-swor", branches)};
+    const DecodeConfig chain{
+        .max_new_tokens = 30, .seed = 5, .gamma = depth, .verifier = make_verifier("token")};
+    const auto swor = speculative_decode(target, draft, ps, tree);
+    const auto v1 = speculative_decode(target, draft, ps, chain);
+    EXPECT_EQ(swor.tokens, v1.tokens) << "depth " << depth;
+    EXPECT_EQ(swor.metrics.step_accepted, v1.metrics.step_accepted) << "depth " << depth;
+    // One child per node: the target scored the chain's γ_b + 1 rows per step, no more.
+    EXPECT_EQ(swor.metrics.target.positions, v1.metrics.target.positions) << "depth " << depth;
+  }
+}
+
 }  // namespace
 }  // namespace speclab
 
