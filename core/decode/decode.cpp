@@ -124,7 +124,8 @@ int64_t SpeculativeRun::tokens_left(int64_t b) const {
 }
 
 void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<const double> betas,
-                            bool residual_fallback, std::span<const int32_t> emitted) {
+                            bool residual_fallback, std::span<const int32_t> emitted,
+                            int64_t models_hold) {
   DecodeMetrics& m = result_.metrics;
   for (int64_t i = 0; i < drafted; ++i) m.position_offered[i] += 1;
   for (size_t i = 0; i < betas.size(); ++i) {
@@ -138,11 +139,16 @@ void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<con
   m.residual_fallbacks += residual_fallback;
 
   std::vector<int32_t>& seq = sequences_[b];
+  const int64_t verified = static_cast<int64_t>(seq.size());
   bool eos = false;
   const int64_t appended = append_until_eos(seq, emitted.first(n + 1), target_.eos_token(), eos);
   result_.tokens[b].insert(result_.tokens[b].end(), seq.end() - appended, seq.end());
-  target_.truncate(b, static_cast<int64_t>(seq.size()));
-  draft_.truncate(b, static_cast<int64_t>(seq.size()));
+  // The verified length, not the new one: at position `verified + n` the models hold the rejected
+  // draft x_{n+1} (or nothing), not the token emitted there, and a model may reuse whatever a
+  // truncate leaves without looking (docs/architecture.md, core/models/model.hpp).
+  const int64_t keep = verified + std::min({models_hold, n, appended});
+  target_.truncate(b, keep);
+  draft_.truncate(b, keep);
   finished_[b] = eos || tokens_left(b) <= 0;
   m.steps += 1;
   m.tokens += appended;
@@ -333,7 +339,7 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
       run.sequence(b).resize(run.sequence(b).size() - n_draft[k]);
       run.commit(
           b, n_draft[k], n, betas, verdict.residual_fallback[k] != 0,
-          std::span<const int32_t>(verdict.emitted_tokens).subspan(k * (gamma + 1), gamma + 1));
+          std::span<const int32_t>(verdict.emitted_tokens).subspan(k * (gamma + 1), gamma + 1), n);
     }
   }
   return run.finish();

@@ -35,10 +35,13 @@ class SpeculativeRun {
 
   /// Records request b's verified step: `drafted` positions offered, `n` accepted, `betas` the
   /// Σ min(p, q) of the tested positions (min(n + 1, drafted) of them), and appends
-  /// emitted[0..n] (cut after EOS) to its sequence, which must hold only the verified prefix;
-  /// then rolls both models back to the new length.
+  /// emitted[0..n] (cut after EOS) to its sequence, which must hold only the verified prefix.
+  /// Rolls both models back to the verified prefix plus the first `models_hold` ≤ n accepted
+  /// tokens, the ones every model has scored right after it (a chain step: n; a tree step, whose
+  /// models last saw some other branch: 0) — never to the new length, whose last token the models
+  /// hold only as the rejected draft, if at all.
   void commit(int64_t b, int64_t drafted, int64_t n, std::span<const double> betas,
-              bool residual_fallback, std::span<const int32_t> emitted);
+              bool residual_fallback, std::span<const int32_t> emitted, int64_t models_hold);
 
   /// Releases the requests' model state and fills in model counters and wall time.
   DecodeResult finish();

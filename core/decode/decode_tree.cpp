@@ -43,10 +43,12 @@ std::vector<int32_t> draw_children(std::span<const float> q, int64_t k, TreeMeth
     const uint32_t bits = philox_bits(address);
     ++address.index;
     if (method == TreeMethod::kSwor) {
-      // Without replacement: stop early when the draft has no mass left for another sibling.
-      if (std::none_of(remaining.begin(), remaining.end(), [](float w) { return w > 0.0f; })) {
-        break;
-      }
+      // Without replacement: stop when no undrawn token has weight in the sampler's 2^-58 fixed
+      // point (a float sum is not the test: weights below 2^-58 are positive yet undrawable).
+      // That is an exact sampler of this law running out of support, so the node keeps fewer
+      // than k children; verification needs nothing more (proofs/v6_tree.md §1: the number of
+      // siblings may depend on the siblings drawn before).
+      if (fixed_point_total(remaining) == 0) break;
       const int32_t c = sample_categorical(remaining, bits);
       remaining[c] = 0.0f;
       children.push_back(c);
@@ -177,8 +179,10 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
         betas[i] =
             overlap(&probs_target[(k * width + node) * v], &probs_draft[(k * width + node) * v], v);
       }
+      // The models scored every branch under one sequence id and last saw whichever node came
+      // last, so only the context before the tree is known to be theirs and the accepted path's.
       run.commit(active[k], tree_depth[k], n, betas, verdict.residual_fallback[k] != 0,
-                 std::span<const int32_t>(verdict.emitted_tokens).subspan(k * width, width));
+                 std::span<const int32_t>(verdict.emitted_tokens).subspan(k * width, width), 0);
     }
   }
   return run.finish();

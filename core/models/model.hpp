@@ -47,7 +47,11 @@ class LanguageModel {
   std::vector<float> score(std::span<const ScoreRequest> requests, const SamplingParams& sampling);
 
   /// Forgets everything past the first `length` tokens of a sequence (the accepted prefix).
-  /// Stateless models ignore it; stateful ones (a KV cache) must roll back.
+  /// Stateless models ignore it; stateful ones (a KV cache) must roll back. The engines promise
+  /// that the first `length` tokens the model has seen for the sequence are the sequence's own,
+  /// so a model may reuse their state without comparing tokens; what it sees after a truncate
+  /// (drafts, the branches of a tree, all under one sequence id) may be replaced by the next
+  /// call, so it must match those tokens against each request or recompute them.
   virtual void truncate(int64_t sequence_id, int64_t length) {
     (void)sequence_id;
     (void)length;

@@ -262,6 +262,13 @@ void validate_probability_row(std::span<const float> row, const RowLocation& whe
   }
 }
 
+uint64_t fixed_point_total(std::span<const float> weights) {
+  uint64_t total = 0;
+#pragma omp simd reduction(+ : total)
+  for (size_t i = 0; i < weights.size(); ++i) total += to_fixed(weights[i]);
+  return total;
+}
+
 int32_t sample_categorical(std::span<const float> weights, uint32_t bits) {
   // Fixed-point sums per chunk of kChunkTokens weights (a vectorised pass), then the chunk that
   // holds the target, then the token inside it: the same token as a serial scan, since integer

@@ -50,8 +50,12 @@ void validate_probability_value(float value, int64_t token, const RowLocation& w
 
 /// The token that inverse-CDF sampling picks for the uniform (bits + 1/2) / 2^32 over
 /// non-negative weights (need not sum to 1). Uses the exact fixed-point rule of
-/// core/base/rules.hpp. Throws InvalidInput when every weight is zero.
+/// core/base/rules.hpp. Throws InvalidInput when every weight is zero in that fixed point
+/// (fixed_point_total is 0), which positive weights below 2^-58 are.
 int32_t sample_categorical(std::span<const float> weights, uint32_t bits);
+
+/// Σ to_fixed(w): the total sample_categorical draws from; 0 means it has nothing to draw.
+uint64_t fixed_point_total(std::span<const float> weights);
 
 /// Argmax with ties broken by the lowest token id (docs/verifiers.md V2).
 int32_t argmax_lowest(std::span<const float> row);

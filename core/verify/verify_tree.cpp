@@ -11,7 +11,6 @@
 #include "core/base/error.hpp"
 #include "core/base/mutants.hpp"
 #include "core/base/philox.hpp"
-#include "core/base/rules.hpp"
 #include "core/sampling/sampling.hpp"
 
 namespace speclab {
@@ -232,13 +231,8 @@ namespace {
 
 // Draws one token for `weights` (≥ 0, any total) through fixed point; returns -1 for zero mass.
 int32_t sample_double_weights(const std::vector<double>& weights, uint32_t bits) {
-  std::vector<float> as_float(weights.size());
-  uint64_t total = 0;
-  for (size_t t = 0; t < weights.size(); ++t) {
-    as_float[t] = static_cast<float>(weights[t]);
-    total += to_fixed(as_float[t]);
-  }
-  if (total == 0) return -1;
+  const std::vector<float> as_float(weights.begin(), weights.end());
+  if (fixed_point_total(as_float) == 0) return -1;
   return sample_categorical(as_float, bits);
 }
 

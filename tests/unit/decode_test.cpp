@@ -1,6 +1,8 @@
 // core/decode: plain and speculative decoding engines on table models.
 #include "core/decode/decode.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,12 +11,14 @@
 #include "core/base/error.hpp"
 #include "tests/support/error_of.hpp"
 #include "tests/support/markov_models.hpp"
+#include "tests/support/trusting_model.hpp"
 
 namespace speclab {
 namespace {
 
 using ::testing::HasSubstr;
 using testing::random_markov;
+using testing::TrustingModel;
 
 std::vector<std::vector<int32_t>> prompts(int64_t n, int64_t vocab) {
   std::vector<std::vector<int32_t>> out;
@@ -162,6 +166,92 @@ TEST(DecodeEngine, RejectsBadInput) {
               HasSubstr("prompt 0 is empty"));
   EXPECT_THAT(error_of([&] { plain_decode(target, ps, {.max_new_tokens = 0}); }),
               HasSubstr("decode.max_new_tokens is 0"));
+}
+
+TEST(TrustingModel, ComputesRowsFromTheTokensTruncateVouchedFor) {
+  // The premise of the cache tests below: a truncate that keeps a stale token changes the rows.
+  TrustingModel model(random_markov("m", 5, 2, 81));
+  auto table = random_markov("m", 5, 2, 81);
+  const std::vector<int32_t> scored{0, 1, 2}, asked{0, 1, 3};
+  model.score(std::vector<ScoreRequest>{{scored, 1, 7}}, {});
+  model.truncate(7, 3);  // wrong: the sequence now ends in 3, not 2
+  const auto wrong = model.score(std::vector<ScoreRequest>{{asked, 1, 7}}, {});
+  EXPECT_EQ(model.stale_tokens(), 1);
+  EXPECT_EQ(wrong, table.score(std::vector<ScoreRequest>{{scored, 1, 0}}, {}));
+  model.truncate(7, 2);  // right: only the common prefix
+  const auto right = model.score(std::vector<ScoreRequest>{{asked, 1, 7}}, {});
+  EXPECT_EQ(model.stale_tokens(), 1);
+  EXPECT_EQ(right, table.score(std::vector<ScoreRequest>{{asked, 1, 0}}, {}));
+  EXPECT_EQ(model.cached(7), asked);
+}
+
+// Decodes with caching models that trust truncate() and with the stateless tables they wrap: the
+// same seed must give the same tokens and steps, and no trusted cached token may be stale.
+void expect_cache_follows_the_sequence(const DecodeConfig& config, const std::string& what) {
+  const auto ps = prompts(6, 5);
+  auto target = random_markov("target", 5, 2, 83);
+  auto draft = random_markov("draft", 5, 2, 84);
+  TrustingModel cached_target(target), cached_draft(draft);
+  const auto expected = speculative_decode(target, draft, ps, config);
+  const auto actual = speculative_decode(cached_target, cached_draft, ps, config);
+  EXPECT_EQ(cached_target.stale_tokens(), 0) << what;
+  EXPECT_EQ(cached_draft.stale_tokens(), 0) << what;
+  // Booleans: a mismatch of 150 tokens says nothing the stale counts above do not.
+  EXPECT_TRUE(actual.tokens == expected.tokens) << what << ": other tokens";
+  EXPECT_TRUE(actual.metrics.step_accepted == expected.metrics.step_accepted)
+      << what << ": other accepted lengths";
+}
+
+TEST(DecodeEngine, ChainStepLeavesNoRejectedDraftInTheCache) {
+  for (const VerifierEntry& entry : verifier_registry()) {
+    if (entry.family == VerifierFamily::kTree) continue;
+    for (int64_t gamma : {1, 3}) {
+      const DecodeConfig config{.max_new_tokens = 25,
+                                .sampling = {.temperature = entry.name == "greedy" ? 0.0 : 1.0},
+                                .seed = 9,
+                                .gamma = gamma,
+                                .verifier = make_verifier(entry.name)};
+      expect_cache_follows_the_sequence(config, fmt::format("{} with γ = {}", entry.name, gamma));
+    }
+  }
+}
+
+TEST(DecodeEngine, TreeStepLeavesTheCacheOnTheAcceptedPath) {
+  for (const VerifierEntry& entry : verifier_registry()) {
+    if (entry.family != VerifierFamily::kTree) continue;
+    for (const std::vector<int64_t>& branches : {std::vector<int64_t>{3, 2}, {2, 2, 2}}) {
+      const DecodeConfig config{
+          .max_new_tokens = 25, .seed = 9, .verifier = make_verifier(entry.name, branches)};
+      expect_cache_follows_the_sequence(
+          config, fmt::format("{} with branches [{}]", entry.name, fmt::join(branches, ", ")));
+    }
+  }
+}
+
+TEST(DecodeEngine, TreeSworStopsDrawingSiblingsWhenNoFixedPointMassIsLeft) {
+  // A peaked draft: after its favourite token, every weight is 1e-20 < 2⁻⁵⁸, zero in the
+  // sampler's fixed point, so no second sibling can be drawn. The drafter stops there, each node
+  // has one child, and that tree is V1 on a chain with the same uniforms: the tokens must be the
+  // token verifier's at γ = depth, a lossless verifier.
+  constexpr int64_t kVocab = 5;
+  std::vector<double> peaked(kVocab * kVocab, 1e-20);
+  for (int64_t r = 0; r < kVocab; ++r) peaked[r * kVocab + (2 * r + 1) % kVocab] = 1.0 - 4e-20;
+  MarkovModel draft("peaked", kVocab, 1, peaked);
+  auto target = random_markov("target", kVocab, 1, 91);
+  const auto ps = prompts(5, kVocab);
+  for (const std::vector<int64_t>& branches : {std::vector<int64_t>{3, 2}, {2, 4, 3}}) {
+    const int64_t depth = static_cast<int64_t>(branches.size());
+    const DecodeConfig tree{
+        .max_new_tokens = 30, .seed = 5, .verifier = make_verifier("tree-swor", branches)};
+    const DecodeConfig chain{
+        .max_new_tokens = 30, .seed = 5, .gamma = depth, .verifier = make_verifier("token")};
+    const auto swor = speculative_decode(target, draft, ps, tree);
+    const auto v1 = speculative_decode(target, draft, ps, chain);
+    EXPECT_EQ(swor.tokens, v1.tokens) << "depth " << depth;
+    EXPECT_EQ(swor.metrics.step_accepted, v1.metrics.step_accepted) << "depth " << depth;
+    // One child per node: the target scored the chain's γ_b + 1 rows per step, no more.
+    EXPECT_EQ(swor.metrics.target.positions, v1.metrics.target.positions) << "depth " << depth;
+  }
 }
 
 }  // namespace

@@ -154,6 +154,16 @@ TEST(Sampling, CategoricalNeverPicksZeroWeight) {
               HasSubstr("all 2 weights are zero"));
 }
 
+TEST(Sampling, FixedPointTotalIsWhatCategoricalDrawsFrom) {
+  // Weights below 2^-58 are positive floats but zero in the fixed point: a row of them has
+  // nothing to draw, which the tree-swor drafter checks before asking for another sibling.
+  const std::vector<float> tiny = {1e-20f, 0.0f, 3e-18f};
+  EXPECT_EQ(fixed_point_total(tiny), 0u);
+  EXPECT_THAT(error_of([&] { sample_categorical(tiny, 5); }), HasSubstr("all 3 weights are zero"));
+  EXPECT_EQ(fixed_point_total(std::vector<float>{0.5f, 0.25f, -1.0f, 1e-20f}), 3ull << 56);
+  EXPECT_EQ(fixed_point_total(std::vector<float>{}), 0u);
+}
+
 TEST(Sampling, ArgmaxTakesLowestIdOnTies) {
   EXPECT_EQ(argmax_lowest(std::vector<float>{0.2f, 0.4f, 0.4f}), 1);
   EXPECT_EQ(argmax_lowest(std::vector<float>{0.7f}), 0);

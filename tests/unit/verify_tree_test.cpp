@@ -175,5 +175,28 @@ TEST(VerifyTree, RowErrorsNameTheNode) {
   EXPECT_EQ(error_of(b), "(no error)");
 }
 
+TEST(VerifyTree, SworNodeWithFewerChildrenThanBranchesIsV1) {
+  // What the tree-swor drafter leaves when q's other weights are zero in fixed point: one child
+  // although K = 3 were asked for. The batch carries no K, so the node is valid, and with one
+  // sibling q⁽¹⁾ = q: the same tokens as the i.i.d. rule, V1 with one candidate.
+  OwnedTreeBatch b(1, 1, 4);
+  const std::vector<float> peaked = {1.0f, 1e-20f, 1e-20f, 1e-20f};
+  std::copy(peaked.begin(), peaked.end(), b.draft_row(0, 0));
+  fill_row(b.target_row(0, 0), {1, 2, 0, 1});
+  fill_row(b.target_row(0, 1), {1, 1, 1, 1});
+  b.parents = {-1, 0};
+  b.tokens = {0, 0};
+  std::vector<int> first(4, 0);
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    const auto swor = verify_tree(b.view(), {.method = TreeMethod::kSwor, .seed = seed});
+    const auto iid = verify_tree(b.view(), {.method = TreeMethod::kIid, .seed = seed});
+    ASSERT_EQ(swor.emitted_tokens, iid.emitted_tokens) << "seed " << seed;
+    ++first[swor.emitted_tokens[0]];
+  }
+  EXPECT_EQ(first[2], 0);  // p(2) = 0: never emitted, though q(2) > 0
+  EXPECT_GT(first[0], 0);  // accepted with probability p(0)/q(0) = 1/4
+  EXPECT_GT(first[1], first[3]);
+}
+
 }  // namespace
 }  // namespace speclab
