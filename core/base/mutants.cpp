@@ -1,7 +1,33 @@
 // Mutant names and the process-wide switch of mutant test builds (see mutants.hpp).
 #include "core/base/mutants.hpp"
 
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "core/base/error.hpp"
+
 namespace speclab {
+
+namespace {
+
+constexpr std::array kAllMutants{
+    Mutant::kResidualFromTarget,  Mutant::kDraftWarpingMismatch, Mutant::kMissingBonus,
+    Mutant::kReusedUniform,       Mutant::kBlockFirstFailure,    Mutant::kTopkSoftmaxQ,
+    Mutant::kAcceptedOffByOne,    Mutant::kBonusWithoutStep,     Mutant::kSworUnnormalisedResidual,
+    Mutant::kSworLastSiblingOnly, Mutant::kTypicalThresholdOnce, Mutant::kPlainUniformWithoutIndex,
+};
+
+std::string known_names() {
+  std::string names = "none";
+  for (Mutant m : kAllMutants) names += fmt::format(", {}", to_string(m));
+  return names;
+}
+
+}  // namespace
 
 std::string_view to_string(Mutant mutant) {
   switch (mutant) {
@@ -21,13 +47,53 @@ std::string_view to_string(Mutant mutant) {
       return "topk-softmax-q";
     case Mutant::kAcceptedOffByOne:
       return "accepted-off-by-one";
+    case Mutant::kBonusWithoutStep:
+      return "bonus-without-step";
+    case Mutant::kSworUnnormalisedResidual:
+      return "swor-unnormalised-residual";
+    case Mutant::kSworLastSiblingOnly:
+      return "swor-last-sibling-only";
+    case Mutant::kTypicalThresholdOnce:
+      return "typical-threshold-once";
+    case Mutant::kPlainUniformWithoutIndex:
+      return "plain-uniform-without-index";
   }
   return "unknown";
 }
 
+std::span<const Mutant> all_mutants() { return kAllMutants; }
+
+Mutant parse_mutant(std::string_view name) {
+  if (name == to_string(Mutant::kNone)) return Mutant::kNone;
+  for (Mutant m : kAllMutants) {
+    if (name == to_string(m)) return m;
+  }
+  throw InvalidInput(
+      fmt::format("mutant \"{}\" is unknown; expected one of {}", name, known_names()));
+}
+
 #ifdef SPECLAB_MUTANTS
+namespace {
+
+// SPECLAB_MUTANT at start-up: the regular test executables built against the mutant libraries run
+// whole against one mutant (scripts/mutant_sweep.sh). Said on stderr, so a log shows which.
+Mutant mutant_from_environment() {
+  const char* name = std::getenv("SPECLAB_MUTANT");
+  if (name == nullptr || *name == '\0') return Mutant::kNone;
+  try {
+    const Mutant m = parse_mutant(name);
+    std::fprintf(stderr, "speclab: mutant %s active (SPECLAB_MUTANT)\n", name);
+    return m;
+  } catch (const InvalidInput& e) {
+    std::fprintf(stderr, "speclab: SPECLAB_MUTANT: %s\n", e.what());
+    std::exit(2);
+  }
+}
+
+}  // namespace
+
 Mutant& active_mutant() {
-  static Mutant active = Mutant::kNone;
+  static Mutant active = mutant_from_environment();
   return active;
 }
 #endif

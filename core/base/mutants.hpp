@@ -1,29 +1,49 @@
 // Deliberately broken variants of the verifiers and the engine (docs/testing.md "Mutants"). They
-// are compiled in only when SPECLAB_MUTANTS is defined, which only the mutant test library
-// speclab_core_mutants does; in every other build mutant() is a constant false and costs nothing.
-// The equivalence suite must reject each one (tests/mutant/).
+// are compiled in only when SPECLAB_MUTANTS is defined, which only the mutant libraries
+// speclab_verify_mutants / speclab_core_mutants do; in every other build mutant() is a constant
+// false and costs nothing. The regular stat and property tests, built a second time against those
+// libraries, must reject each one (scripts/mutant_sweep.sh); tests/mutant/ keeps one bespoke check
+// per mutant as documentation.
 #pragma once
 
+#include <span>
 #include <string_view>
 
 namespace speclab {
 
 enum class Mutant {
   kNone,
-  kResidualFromTarget,    ///< V1 residual drawn from p instead of norm(max(0, p − q))
-  kDraftWarpingMismatch,  ///< the engine verifies with q at T = 1 while the draft sampled at
-                          ///< its own temperature
-  kMissingBonus,          ///< no bonus token when every draft is accepted
-  kReusedUniform,         ///< one accept-test uniform for every position of a step
-  kBlockFirstFailure,     ///< V5 τ = last position before the first failure, not the last pass
-  kTopkSoftmaxQ,          ///< tree-topk verified with the draft softmax as q
-  kAcceptedOffByOne,      ///< the rejected draft token is emitted as if accepted
+  kResidualFromTarget,        ///< V1 residual drawn from p instead of norm(max(0, p − q))
+  kDraftWarpingMismatch,      ///< the engine verifies with q at T = 1 while the draft sampled at
+                              ///< its own temperature
+  kMissingBonus,              ///< no bonus token when every draft is accepted
+  kReusedUniform,             ///< one accept-test uniform for every position of a step
+  kBlockFirstFailure,         ///< V5 τ = last position before the first failure, not the last pass
+  kTopkSoftmaxQ,              ///< tree-topk verified with the draft softmax as q
+  kAcceptedOffByOne,          ///< the rejected draft token is emitted as if accepted
+  kBonusWithoutStep,          ///< the bonus uniform addressed without the step, so shared by a
+                              ///< request's steps (V1 reference and fast path, V5, V6)
+  kSworUnnormalisedResidual,  ///< tree-swor's residual p⁽ʲ⁺¹⁾ subtracts q restricted to the
+                              ///< undrawn tokens but not renormalised
+  kSworLastSiblingOnly,       ///< tree-swor's q⁽ʲ⁾ excludes only the last drawn sibling
+  kTypicalThresholdOnce,      ///< V4's threshold computed once per request, from position 1's row
+  kPlainUniformWithoutIndex,  ///< plain decoding's uniform addressed without the token index
 };
 
 std::string_view to_string(Mutant mutant);
 
+/// Every mutant but kNone, in declaration order.
+std::span<const Mutant> all_mutants();
+
+/// The mutant named `name` (to_string's spelling, "none" included); throws InvalidInput naming
+/// the known names otherwise.
+Mutant parse_mutant(std::string_view name);
+
 #ifdef SPECLAB_MUTANTS
-/// The mutant in force (process-wide; tests switch it with ScopedMutant).
+/// The mutant in force (process-wide; tests switch it with ScopedMutant). It starts as the one
+/// named by the environment variable SPECLAB_MUTANT (e.g. SPECLAB_MUTANT=reused-uniform), read on
+/// first use, so that a whole regular test executable runs against one mutant; an unknown name
+/// ends the process with status 2 and the list of names.
 Mutant& active_mutant();
 inline bool mutant(Mutant m) { return active_mutant() == m; }
 

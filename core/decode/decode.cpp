@@ -215,7 +215,10 @@ DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int3
     const std::vector<float> probs = model.score(requests, config.sampling);
     for (size_t k = 0; k < active.size(); ++k) {
       const int64_t b = active[k];
-      const RandomAddress a{config.seed, static_cast<uint32_t>(b), static_cast<uint32_t>(t),
+      // Mutant: the token index dropped from the address, so a request reuses one uniform.
+      const uint32_t index =
+          mutant(Mutant::kPlainUniformWithoutIndex) ? 0u : static_cast<uint32_t>(t);
+      const RandomAddress a{config.seed, static_cast<uint32_t>(b), index,
                             0,           Purpose::kPlainSample,    0};
       const int32_t token =
           sample_categorical(std::span<const float>(probs).subspan(k * v, v), philox_bits(a));

@@ -37,6 +37,15 @@ BlockWeights block_weights(const ChainBatch& batch, int64_t r) {
   return out;
 }
 
+std::vector<uint64_t> block_residual_weights(float weight, std::span<const float> probs_target,
+                                             std::span<const float> probs_draft) {
+  std::vector<uint64_t> weights(probs_target.size());
+  for (size_t t = 0; t < weights.size(); ++t) {
+    weights[t] = block_residual_fixed(weight, probs_target[t], probs_draft[t]);
+  }
+  return weights;
+}
+
 namespace {
 
 void verify_request(const ChainBatch& batch, const BlockParams& params, int64_t r,
@@ -66,17 +75,14 @@ void verify_request(const ChainBatch& batch, const BlockParams& params, int64_t 
   int32_t last = 0;
   if (tau == n_draft) {
     address.purpose = Purpose::kBonusSample;
+    if (mutant(Mutant::kBonusWithoutStep)) address.step = 0;
     last = sample_categorical(p, philox_bits(address));
   } else {
     address.purpose = Purpose::kResidualSample;
-    const auto q = detail::draft_row(batch, r, tau);
-    const float w = static_cast<float>(weights.w[tau]);
-    std::vector<uint64_t> residual(batch.vocab);
+    const std::vector<uint64_t> residual = block_residual_weights(
+        static_cast<float>(weights.w[tau]), p, detail::draft_row(batch, r, tau));
     uint64_t mass = 0;
-    for (int64_t t = 0; t < batch.vocab; ++t) {
-      residual[t] = block_residual_fixed(w, p[t], q[t]);
-      mass += residual[t];
-    }
+    for (uint64_t w : residual) mass += w;
     if (mass == 0) {
       out.residual_fallback[r] =
           1;  // rounding only: docs/verifiers.md V5 says sample p and count it

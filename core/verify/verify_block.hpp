@@ -30,6 +30,14 @@ struct BlockWeights {
 /// w and h of request r for its first n_draft[r] positions. The batch must be valid.
 BlockWeights block_weights(const ChainBatch& batch, int64_t r);
 
+/// V5's residual row at τ < γ_b as verify_block samples it: weight t is
+/// block_residual_fixed(w, p(t), q(t)) = to_fixed((w·p(t) − q(t))⁺) with w = float(w_τ)
+/// (core/base/rules.hpp), so the law is norm((w·p − q)⁺) up to float rounding and the 2^-58 grid;
+/// at w = 1 it is V1's chain_residual_weights bit for bit. A pure function, checked against the
+/// rational formula (VerifyBlockProperty.ResidualRowMatchesRationalFormula).
+std::vector<uint64_t> block_residual_weights(float weight, std::span<const float> probs_target,
+                                             std::span<const float> probs_draft);
+
 /// Checks the batch as validate_chain_batch does for V1 (shapes, γ, tokens, every row used).
 void validate_block_batch(const ChainBatch& batch);
 

@@ -176,19 +176,16 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
   } else if (n == n_draft) {
     if (mutant(Mutant::kMissingBonus) && n > 0) return;
     address.purpose = Purpose::kBonusSample;
+    if (mutant(Mutant::kBonusWithoutStep)) address.step = 0;
     last = sample_categorical(p, philox_bits(address));
   } else {
     address.purpose = Purpose::kResidualSample;
-    const auto q = detail::draft_row(batch, r, n);
     const float leniency =
         params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
-    std::vector<uint64_t> residual(batch.vocab);
+    const std::vector<uint64_t> residual =
+        chain_residual_weights(p, detail::draft_row(batch, r, n), leniency);
     uint64_t mass = 0;
-    for (int64_t t = 0; t < batch.vocab; ++t) {
-      residual[t] = mutant(Mutant::kResidualFromTarget) ? to_fixed(p[t])
-                                                        : residual_fixed(p[t], q[t], leniency);
-      mass += residual[t];
-    }
+    for (uint64_t w : residual) mass += w;
     if (mass == 0) {
       // Rounding left no residual mass although a rejection happened: docs/verifiers.md V1 says
       // sample p and count the event.
@@ -208,6 +205,17 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
 }
 
 }  // namespace
+
+std::vector<uint64_t> chain_residual_weights(std::span<const float> probs_target,
+                                             std::span<const float> probs_draft, float leniency) {
+  std::vector<uint64_t> weights(probs_target.size());
+  for (size_t t = 0; t < weights.size(); ++t) {
+    weights[t] = mutant(Mutant::kResidualFromTarget)
+                     ? to_fixed(probs_target[t])
+                     : residual_fixed(probs_target[t], probs_draft[t], leniency);
+  }
+  return weights;
+}
 
 ChainResult verify_chain_reference(const ChainBatch& batch, const ChainParams& params) {
   validate_chain_batch(batch, params);

@@ -79,6 +79,13 @@ void validate_chain_index_sizes(const ChainBatch& batch);
 /// V3's leniency in (0, 1] (and representable as a positive float) for kLenient.
 void validate_chain_params(const ChainParams& params);
 
+/// V1/V3's residual row as the reference samples it: weight t is residual_fixed(p(t), q(t), l) =
+/// to_fixed((p(t) − l·q(t))⁺) (core/base/rules.hpp), so the law is norm((p − l·q)⁺) up to the float
+/// rounding of the difference and the 2^-58 grid. A pure function, checked against the rational
+/// formula (VerifyChainProperty.ResidualRowMatchesRationalFormula); l = 1 for V1.
+std::vector<uint64_t> chain_residual_weights(std::span<const float> probs_target,
+                                             std::span<const float> probs_draft, float leniency);
+
 /// The reference: written to be obviously correct, validates everything first.
 ChainResult verify_chain_reference(const ChainBatch& batch, const ChainParams& params);
 

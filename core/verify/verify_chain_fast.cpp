@@ -196,6 +196,7 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
       if (!bonus) validate_probability_row(detail::draft_row(batch, r, n), draft_where(n));
     }
     address.purpose = bonus ? Purpose::kBonusSample : Purpose::kResidualSample;
+    if (bonus && mutant(Mutant::kBonusWithoutStep)) address.step = 0;
     const uint32_t bits = philox_bits(address);
     if (!bonus && pass.total == 0) {
       out.residual_fallback[r] = 1;  // docs/verifiers.md V1: sample p and count the event

@@ -227,6 +227,66 @@ double kseq_rho(std::span<const float> probs_target, std::span<const float> prob
   return hi;
 }
 
+TreeNodeLaws tree_node_laws(TreeMethod method, std::span<const float> probs_target,
+                            std::span<const float> probs_draft,
+                            std::span<const int32_t> candidates) {
+  const int64_t vocab = static_cast<int64_t>(probs_target.size());
+  const int64_t k = static_cast<int64_t>(candidates.size());
+  TreeNodeLaws laws;
+  laws.residual.emplace_back(probs_target.begin(), probs_target.end());
+  laws.mass.push_back(1.0);
+  std::vector<char> drawn(vocab, 0);  // c_1..c_{j−1}
+  for (int64_t j = 0; j < k; ++j) {
+    const int32_t c = candidates[j];
+    std::vector<double> law(vocab, 0.0);
+    std::vector<double> subtracted;  // what the residual update subtracts: q⁽ʲ⁾ (mutants aside)
+    switch (method) {
+      case TreeMethod::kIid:
+      case TreeMethod::kTopkSoftmaxQ:
+      case TreeMethod::kKseq:
+        law.assign(probs_draft.begin(), probs_draft.end());
+        break;
+      case TreeMethod::kSwor: {
+        if (mutant(Mutant::kSworLastSiblingOnly)) {
+          std::fill(drawn.begin(), drawn.end(), 0);
+          if (j > 0) drawn[candidates[j - 1]] = 1;
+        }
+        double remaining = 0.0;
+        for (int64_t t = 0; t < vocab; ++t) remaining += drawn[t] ? 0.0 : probs_draft[t];
+        for (int64_t t = 0; t < vocab; ++t) law[t] = drawn[t] ? 0.0 : probs_draft[t] / remaining;
+        if (mutant(Mutant::kSworUnnormalisedResidual)) {
+          subtracted.resize(vocab);
+          for (int64_t t = 0; t < vocab; ++t) subtracted[t] = drawn[t] ? 0.0 : probs_draft[t];
+        }
+        break;
+      }
+      case TreeMethod::kTopk:
+        law[c] = 1.0;
+        break;
+    }
+    if (subtracted.empty()) subtracted = law;
+    std::vector<double> next = laws.residual.back();
+    double next_mass = laws.mass.back();
+    if (method != TreeMethod::kKseq) {  // K-SEQ keeps p for every candidate
+      std::vector<double> updated(vocab);
+      double updated_mass = 0.0;
+      for (int64_t t = 0; t < vocab; ++t) {
+        updated[t] = std::max(0.0, next[t] - next_mass * subtracted[t]);
+        updated_mass += updated[t];
+      }
+      if (updated_mass > 0.0) {
+        next = std::move(updated);
+        next_mass = updated_mass;
+      }  // else p⁽ʲ⁾ ≤ q⁽ʲ⁾ up to rounding: keep p⁽ʲ⁾ (only the lossy variant reaches this)
+    }
+    laws.draft.push_back(std::move(law));
+    laws.residual.push_back(std::move(next));
+    laws.mass.push_back(next_mass);
+    drawn[c] = 1;  // after the update: q⁽ʲ⁾ is the law before c_j was drawn
+  }
+  return laws;
+}
+
 namespace {
 
 // Draws one token for `weights` (≥ 0, any total) through fixed point; returns -1 for zero mass.
@@ -251,63 +311,32 @@ void verify_request(const TreeBatch& batch, const TreeParams& params, int64_t r,
     address.index = 0;
     if (kids.empty()) {  // a leaf: the bonus token from the leaf's p
       address.purpose = Purpose::kBonusSample;
+      if (mutant(Mutant::kBonusWithoutStep)) address.step = 0;
       out.emitted_tokens[r * width + n_accepted] = sample_categorical(p, philox_bits(address));
       break;
     }
     const int64_t k = static_cast<int64_t>(kids.size());
     std::span<const float> q;
     if (needs_draft_probs(method)) q = draft_row(batch, r, node);
-    // p⁽ʲ⁾ = residual / mass, kept unnormalised (mass 1 for p⁽¹⁾ = p, the row as given).
-    std::vector<double> residual(p.begin(), p.end());
-    double mass = 1.0;
-    std::vector<char> drawn(batch.vocab, 0);
+    std::vector<int32_t> candidates(k);
+    for (int64_t j = 0; j < k; ++j) candidates[j] = batch.tokens[r * width + kids[j]];
+    const TreeNodeLaws laws = tree_node_laws(method, p, q, candidates);
     const double rho = method == TreeMethod::kKseq ? kseq_rho(p, q, k) : 1.0;
     int32_t accepted = -1;
     address.purpose = Purpose::kAcceptTest;
-    for (int64_t j = 0; j < k && accepted < 0; ++j) {
-      const int32_t c = batch.tokens[r * width + kids[j]];
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t c = candidates[j];
       address.index = static_cast<uint32_t>(j);
       const double u = philox_uniform(address);
-      // q⁽ʲ⁾ as a row (only entries read below): draft_j(t) for token t.
-      double remaining = 1.0;
-      if (method == TreeMethod::kSwor) {
-        remaining = 0.0;
-        for (int64_t t = 0; t < batch.vocab; ++t) remaining += drawn[t] ? 0.0 : q[t];
-      }
-      const auto draft_j = [&](int64_t t) -> double {
-        switch (method) {
-          case TreeMethod::kIid:
-          case TreeMethod::kTopkSoftmaxQ:
-          case TreeMethod::kKseq:
-            return q[t];
-          case TreeMethod::kSwor:
-            return drawn[t] ? 0.0 : q[t] / remaining;
-          case TreeMethod::kTopk:
-            return t == c ? 1.0 : 0.0;
-        }
-        return 0.0;
-      };
-      const double q_c = draft_j(c);
-      const bool accept = method == TreeMethod::kKseq
-                              ? q_c > 0.0 && u * rho * q_c <= static_cast<double>(p[c])
-                              : q_c > 0.0 && u * q_c * mass <= residual[c];  // u ≤ p⁽ʲ⁾(c)/q⁽ʲ⁾(c)
+      const double q_c = laws.draft[j][c];
+      const bool accept =
+          method == TreeMethod::kKseq
+              ? q_c > 0.0 && u * rho * q_c <= static_cast<double>(p[c])
+              : q_c > 0.0 && u * q_c * laws.mass[j] <= laws.residual[j][c];  // u ≤ p⁽ʲ⁾/q⁽ʲ⁾
       if (accept) {
         accepted = kids[j];
         break;
       }
-      if (method != TreeMethod::kKseq) {  // K-SEQ keeps p for every candidate
-        std::vector<double> next(batch.vocab);
-        double next_mass = 0.0;
-        for (int64_t t = 0; t < batch.vocab; ++t) {
-          next[t] = std::max(0.0, residual[t] - mass * draft_j(t));
-          next_mass += next[t];
-        }
-        if (next_mass > 0.0) {
-          residual = std::move(next);
-          mass = next_mass;
-        }  // else p⁽ʲ⁾ ≤ q⁽ʲ⁾ up to rounding: keep p⁽ʲ⁾ (only the lossy variant reaches this)
-      }
-      drawn[c] = 1;  // after the update: q⁽ʲ⁾ is the law before c_j was drawn
     }
     if (accepted >= 0) {
       out.accepted_nodes[r * width + n_accepted] = accepted;
@@ -317,6 +346,7 @@ void verify_request(const TreeBatch& batch, const TreeParams& params, int64_t r,
       continue;
     }
     // All k rejected: one token from p⁽ᵏ⁺¹⁾, or K-SEQ's p_res ∝ p − min(q, p/ρ)·(1−(1−β)^k)/β.
+    std::vector<double> residual = laws.residual[k];
     if (method == TreeMethod::kKseq) {
       double beta = 0.0;
       for (int64_t t = 0; t < batch.vocab; ++t) {

@@ -78,6 +78,27 @@ struct TreeResult {
 /// InvalidInput naming the argument, request, node and value.
 void validate_tree_batch(const TreeBatch& batch, const TreeParams& params);
 
+/// The laws of docs/verifiers.md V6 step 1 at one node whose children hold the tokens c_1..c_k
+/// (`candidates`, in draw order), in double: what verify_tree's accept tests and residual read.
+struct TreeNodeLaws {
+  /// [k][V] q⁽ʲ⁾, the law c_j was drawn from given c_1..c_{j−1}: q (tree-iid, K-SEQ and, wrongly
+  /// on purpose, tree-topk-softmax-q), q on the tokens not drawn yet renormalised (tree-swor),
+  /// one-hot(c_j) (tree-topk).
+  std::vector<std::vector<double>> draft;
+  /// [k+1][V] p⁽ʲ⁾·mass[j], unnormalised: p⁽¹⁾ = p as given (mass 1) and p⁽ʲ⁺¹⁾ ∝ (p⁽ʲ⁾ − q⁽ʲ⁾)⁺;
+  /// where that has no mass (rounding, or the lossy variant) p⁽ʲ⁾ is kept. K-SEQ keeps p throughout
+  /// (its residual is p_res, computed by the verifier).
+  std::vector<std::vector<double>> residual;
+  std::vector<double> mass;  ///< [k+1] Σ residual[j]
+};
+
+/// A pure function, checked against the rational recursion
+/// (VerifyTreeProperty.NodeLawsMatchRationalRecursion). probs_draft is not read for tree-topk and
+/// may then be empty. The tokens must satisfy the sibling rules validate_tree_batch checks.
+TreeNodeLaws tree_node_laws(TreeMethod method, std::span<const float> probs_target,
+                            std::span<const float> probs_draft,
+                            std::span<const int32_t> candidates);
+
 /// The reference verifier. Walks from the root: at each node its children are tested in order
 /// (docs/verifiers.md V6 step 1; for K-SEQ u_j ≤ min(1, p(c_j)/(ρ·q(c_j))) with p fixed); the first
 /// accepted child becomes the next node; if all are rejected one token is drawn from p⁽ᵏ⁺¹⁾ (K-SEQ:

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/base/error.hpp"
+#include "core/base/mutants.hpp"
 #include "core/base/philox.hpp"
 #include "core/sampling/sampling.hpp"
 #include "core/verify/verify_chain_detail.hpp"
@@ -52,10 +53,18 @@ ChainResult verify_typical(const ChainBatch& batch, const TypicalParams& params)
   for (int64_t r = 0; r < batch.batch; ++r) {
     const int64_t n_draft = detail::draft_count(batch, r);
     int64_t n = 0;
+    // Mutant: one threshold per request, from position 1's row, instead of one per position.
+    const double first_threshold =
+        mutant(Mutant::kTypicalThresholdOnce)
+            ? typical_threshold(detail::target_row(batch, r, 0), params.epsilon, params.delta)
+            : 0.0;
     for (; n < n_draft; ++n) {
       const auto p = detail::target_row(batch, r, n);
       const int32_t x = batch.draft_tokens[r * g + n];
-      if (!(static_cast<double>(p[x]) > typical_threshold(p, params.epsilon, params.delta))) break;
+      const double threshold = mutant(Mutant::kTypicalThresholdOnce)
+                                   ? first_threshold
+                                   : typical_threshold(p, params.epsilon, params.delta);
+      if (!(static_cast<double>(p[x]) > threshold)) break;
       result.accept_mask[r * g + n] = 1;
       result.emitted_tokens[r * (g + 1) + n] = x;
     }

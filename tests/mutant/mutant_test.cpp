@@ -100,10 +100,12 @@ ChiSquareResult one_step_joint(StepVerifier verifier, uint64_t seed) {
   return chi_square_test(observed, probs);
 }
 
-// χ² of 4-token engine streams after token 0 on a Markov pair against the target chain.
-ChiSquareResult stream(DecodeConfig config, uint64_t seed) {
-  const int weights_target[3][3] = {{1, 2, 3}, {0, 1, 1}, {4, 1, 0}};
-  const int weights_draft[3][3] = {{3, 2, 1}, {1, 1, 2}, {1, 1, 1}};
+// χ² of 4-token engine streams after token 0 on a Markov pair against the target chain (plain
+// decoding's streams when `plain`). Rows sum to 8; in every context the residual (p − q)⁺ has
+// support 2 ((2, 1, 0), (0, 2, 2), (2, 0, 4) / 8), so its shape matters, not only its support.
+ChiSquareResult stream(DecodeConfig config, uint64_t seed, bool plain = false) {
+  const int weights_target[3][3] = {{4, 3, 1}, {0, 5, 3}, {3, 0, 5}};
+  const int weights_draft[3][3] = {{2, 2, 4}, {4, 3, 1}, {1, 6, 1}};
   std::vector<double> t_table, d_table;
   exact::MarkovChain chain{3, {}};
   for (int a = 0; a < 3; ++a) {
@@ -120,7 +122,8 @@ ChiSquareResult stream(DecodeConfig config, uint64_t seed) {
   config.max_new_tokens = 4;
   config.seed = seed;
   const std::vector<std::vector<int32_t>> prompts(120000, std::vector<int32_t>{0});
-  const DecodeResult result = speculative_decode(target, draft, prompts, config);
+  const DecodeResult result = plain ? plain_decode(target, prompts, config)
+                                    : speculative_decode(target, draft, prompts, config);
   const auto law = exact::chain_distribution(chain, 0, 4);
   std::vector<double> probs(81, 0.0);
   for (const auto& [sequence, q] : law) {
@@ -151,12 +154,12 @@ void expect_step_caught(Mutant m, StepVerifier verifier) {
   EXPECT_TRUE(rejects(r)) << to_string(m) << " was not caught";
 }
 
-void expect_stream_caught(Mutant m, const DecodeConfig& config) {
-  const ChiSquareResult control = stream(config, 12);
+void expect_stream_caught(Mutant m, const DecodeConfig& config, bool plain = false) {
+  const ChiSquareResult control = stream(config, 12, plain);
   report("control", control);
   ASSERT_FALSE(rejects(control)) << "the check rejects the correct engine";
   const ScopedMutant scoped(m);
-  const ChiSquareResult r = stream(config, 12);
+  const ChiSquareResult r = stream(config, 12, plain);
   report(std::string(to_string(m)).c_str(), r);
   EXPECT_TRUE(rejects(r)) << to_string(m) << " was not caught";
 }
@@ -194,6 +197,17 @@ TEST(Mutant, TopkSoftmaxQIsCaughtByStream) {
 
 TEST(Mutant, ResidualFromTargetIsCaughtByStream) {
   expect_stream_caught(Mutant::kResidualFromTarget, {.gamma = 2});
+}
+
+TEST(Mutant, BonusWithoutStepIsCaughtByStream) {
+  // γ = 1: a 4-token stream can hold the bonus tokens of two steps, which the mutant draws with one
+  // uniform.
+  expect_stream_caught(Mutant::kBonusWithoutStep, {.gamma = 1});
+}
+
+TEST(Mutant, PlainUniformWithoutIndexIsCaughtByStream) {
+  // Plain decoding with one uniform for all four tokens of a request.
+  expect_stream_caught(Mutant::kPlainUniformWithoutIndex, {}, /*plain=*/true);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -388,22 +390,116 @@ RC_GTEST_PROP(Exact, BlockStreamMatchesTargetChain, ()) {
   RC_ASSERT(enumerate_stream(target, draft, start, gamma, length, BlockMethod{}, capped) == plain);
 }
 
+// V5 written from docs/verifiers.md V5 steps 1-4 as a StepLaw of its own, with τ chosen either
+// as the largest passing i (V5) or as the last i before the first failing one (the mutant of
+// docs/testing.md "Mutants"), so that the mutant's law is enumerated, not argued about. Drafts
+// x_i ~ q_i are walked one position at a time; at γ the weights w_i, h_i are computed in
+// rationals, the law of τ follows from independent η_i, and τ emits x_1..x_τ plus the bonus
+// (τ = γ) or one token of norm((w_τ·p_{τ+1} − q_{τ+1})⁺) (p_{τ+1} when that has no mass).
+StepLaw block_law_with_tau(bool first_failure) {
+  return [first_failure](const RowAt& target, const RowAt& draft, int gamma, int previous,
+                         const EmitLeaf& emit) {
+    Sequence drafts;
+    std::function<void(int, const Q&)> walk = [&](int before, const Q& mass) {
+      const int i = static_cast<int>(drafts.size());
+      if (i < gamma) {
+        const Row& q = draft(i, before);
+        for (size_t x = 0; x < q.size(); ++x) {
+          if (q[x] == 0) continue;
+          drafts.push_back(static_cast<int>(x));
+          walk(static_cast<int>(x), Q(mass * q[x]));
+          drafts.pop_back();
+        }
+        return;
+      }
+      // p_{i+1}, q_{i+1} (0-based index i) read after x_i; x_0 is the context.
+      const auto before_of = [&](int index) { return index == 0 ? previous : drafts[index - 1]; };
+      std::vector<Q> w(gamma + 1, Q(1)), h(gamma + 1, Q(1));
+      for (int k = 1; k <= gamma; ++k) {
+        const Row& p = target(k - 1, before_of(k - 1));
+        const Row& q = draft(k - 1, before_of(k - 1));
+        const int x = drafts[k - 1];
+        w[k] = q[x] == 0 ? Q(0) : std::min(Q(1), Q(w[k - 1] * p[x] / q[x]));
+      }
+      for (int k = 1; k < gamma; ++k) {
+        const Row& p = target(k, before_of(k));
+        const Row& q = draft(k, before_of(k));
+        Q z = 0;
+        for (size_t a = 0; a < p.size(); ++a) z += std::max(Q(0), Q(w[k] * p[a] - q[a]));
+        const Q den = z + 1 - w[k];
+        h[k] = den == 0 ? Q(1) : Q(z / den);
+      }
+      if (gamma > 0) h[gamma] = w[gamma];
+      for (int tau = 0; tau <= gamma; ++tau) {
+        Q p_tau = 1;  // P(τ = tau) for independent η_i ~ U(0, 1)
+        if (first_failure) {
+          for (int k = 1; k <= tau; ++k) p_tau *= h[k];
+          if (tau < gamma) p_tau *= 1 - h[tau + 1];
+        } else {
+          if (tau > 0) p_tau *= h[tau];
+          for (int k = tau + 1; k <= gamma; ++k) p_tau *= 1 - h[k];
+        }
+        if (p_tau == 0) continue;
+        const Row& p = target(tau, before_of(tau));
+        Row last = p;
+        if (tau < gamma) {
+          const Row& q = draft(tau, before_of(tau));
+          Q total = 0;
+          for (size_t a = 0; a < p.size(); ++a) {
+            last[a] = std::max(Q(0), Q(w[tau] * p[a] - q[a]));
+            total += last[a];
+          }
+          if (total == 0) {
+            last = p;
+          } else {
+            for (Q& x : last) x /= total;
+          }
+        }
+        Sequence emitted(drafts.begin(), drafts.begin() + tau);
+        for (size_t a = 0; a < last.size(); ++a) {
+          if (last[a] == 0) continue;
+          emitted.push_back(static_cast<int>(a));
+          emit(emitted, tau, Q(mass * p_tau * last[a]));
+          emitted.pop_back();
+        }
+      }
+    };
+    walk(previous, Q(1));
+  };
+}
+
 TEST(Exact, FirstFailureInsteadOfLastPassIsLossy) {
   // The mutant of docs/testing.md "Mutants": τ = the last i before the first failing η_i, instead
-  // of the last passing i. On the test vector every block starting with x_1 = 0 has h_1 = 0
-  // (checked below), so the mutant stops at τ = 0 there and emits the residual (0, 1); blocks
-  // starting with 1 emit 1 first. The mutant never emits token 0 first: marginal (0, 1) ≠ p. Real
-  // V5 reaches token 0 through the later pass h_2 of blocks (0,0) and (0,1): marginal exactly p.
-  const StepResult block = enumerate_step({kSpecTarget, kSpecTarget, kSpecTarget},
-                                          {kSpecDraft, kSpecDraft}, BlockMethod{});
+  // of the last passing i. The law above with the last pass is the enumerator's V5 law exactly
+  // (so the walk is right); with the first failure it is not the target's. On the test vector a
+  // block starting with x_1 = 0 has h_1 = 0 (Z_1 = 0), so the mutant stops at τ = 0 there and
+  // emits the residual (0, 1); blocks starting with 1 emit 1 first: the mutant never emits token
+  // 0 first, marginal (0, 1) ≠ p = (1/3, 2/3). V5 reaches token 0 through the later pass h_2 of
+  // blocks (0,0) and (0,1).
+  const std::vector<Row> target{kSpecTarget, kSpecTarget, kSpecTarget};
+  const std::vector<Row> draft{kSpecDraft, kSpecDraft};
+  const StepResult block = enumerate_step(target, draft, BlockMethod{});
   EXPECT_EQ(block.first_token_marginal, kSpecTarget);
+  EXPECT_EQ(enumerate_step_with(target, draft, block_law_with_tau(false)).distribution,
+            block.distribution);
+  const StepResult mutant = enumerate_step_with(target, draft, block_law_with_tau(true));
+  EXPECT_EQ(mutant.first_token_marginal, (Row{Q(0), Q(1)}));
+  EXPECT_NE(mutant.distribution, block.distribution);
+  EXPECT_TRUE(find_conditional_violation(mutant, target).has_value());
   EXPECT_EQ(block.distribution.at(Sequence{0, 1, 0}) + block.distribution.at(Sequence{0, 1, 1}),
             Q(2, 9))
       << "block (0,1) has h_1 = 0 but h_2 = 1: V5 keeps both tokens";
-  const Q w1 = std::min(Q(1), Q(kSpecTarget[0] / kSpecDraft[0]));
-  Q z1 = 0;
-  for (int a = 0; a < 2; ++a) z1 += std::max(Q(0), Q(w1 * kSpecTarget[a] - kSpecDraft[a]));
-  EXPECT_EQ(z1, 0) << "Z_1 = 0, so h_1 = 0 after x_1 = 0";
+}
+
+RC_GTEST_PROP(Exact, BlockLawWithLastPassIsTheEnumeratorsV5, ()) {
+  // The walk above, with the last pass, on generated rows: it is the enumerator's V5 law exactly,
+  // so the mutant's law it gives with the first failure is V5 with that one change.
+  const int vocab = *rc::gen::inRange(2, 4);
+  const int gamma = *rc::gen::inRange(0, 4);
+  const std::vector<Row> target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> draft = gen_rows(gamma, vocab);
+  RC_ASSERT(enumerate_step_with(target, draft, block_law_with_tau(false)).distribution ==
+            enumerate_step(target, draft, BlockMethod{}).distribution);
 }
 
 // ---- V4 typical acceptance ----

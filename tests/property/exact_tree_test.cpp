@@ -128,8 +128,54 @@ RC_GTEST_PROP(ExactTree, KseqAcceptsWithOneMinusRejectAllPower, ()) {
   Q reject_all = 1;
   for (int j = 0; j < k; ++j) reject_all *= 1 - beta;
   RC_ASSERT(1 - reject_all <= rho * beta);  // f(ρ) ≤ 0: the residual is non-negative
-  const StepResult step = enumerate_tree_step({p, p}, {q}, TreeMethod::kKseq, k);
-  RC_ASSERT(step.position_accepted[0] == 1 - reject_all);
+  // The enumerator's walk sums (1 − β)^j·β over the candidates, so comparing its acceptance with
+  // 1 − (1 − β)^k alone would be true by its construction. The node is enumerated again here as
+  // the process K-SEQ describes: every k-tuple of i.i.d. candidates c ~ q, each accepted by its
+  // own coin with probability min(1, p(c)/(ρ·q(c))), the first acceptance wins and is followed by
+  // the bonus from the child's row, and no acceptance draws from p_res ∝ p − min(q, p/ρ)·(1 −
+  // (1 − β)^k)/β. Its acceptance must be 1 − (1 − β)^k and its law the walk's, exactly.
+  const Row child = *gen_row(vocab);
+  const StepResult step = enumerate_tree_step({p, child}, {q}, TreeMethod::kKseq, k);
+  Distribution brute;
+  Q accepted = 0;
+  std::vector<int> tuple(k, 0);
+  for (bool more = true; more;) {
+    Q tuple_mass = 1;
+    for (int c : tuple) tuple_mass *= q[c];
+    if (tuple_mass > 0) {
+      Q none_before = 1;  // P(candidates before j all rejected | tuple)
+      for (int j = 0; j < k; ++j) {
+        const int c = tuple[j];
+        const Q accept = std::min(Q(1), Q(p[c] / (rho * q[c])));
+        const Q first = Q(tuple_mass * none_before * accept);
+        accepted += first;
+        for (int b = 0; b < vocab; ++b) {
+          if (first > 0 && child[b] > 0) brute[Sequence{c, b}] += first * child[b];
+        }
+        none_before *= 1 - accept;
+      }
+      if (none_before > 0) {
+        const Q scale = beta == 0 ? Q(0) : Q((1 - reject_all) / beta);
+        Q residual_total = 0;
+        Row residual(vocab);
+        for (int a = 0; a < vocab; ++a) {
+          residual[a] = p[a] - std::min(q[a], Q(p[a] / rho)) * scale;
+          residual_total += residual[a];
+        }
+        RC_ASSERT(residual_total > 0);
+        for (int a = 0; a < vocab; ++a) {
+          const Q mass = Q(tuple_mass * none_before * residual[a] / residual_total);
+          if (mass > 0) brute[Sequence{a}] += mass;
+        }
+      }
+    }
+    int d = 0;  // next tuple in base V
+    while (d < k && ++tuple[d] == vocab) tuple[d++] = 0;
+    more = d < k;
+  }
+  RC_ASSERT(accepted == 1 - reject_all);
+  RC_ASSERT(step.position_accepted[0] == accepted);
+  RC_ASSERT(step.distribution == brute);
   std::vector<float> pf, qf;
   for (const Q& x : p) pf.push_back(x.convert_to<float>());
   for (const Q& x : q) qf.push_back(x.convert_to<float>());

@@ -7,6 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/exact/exact.hpp"
@@ -169,6 +170,42 @@ RC_GTEST_PROP(VerifyBlockProperty, WeightsMatchRationalFormulas, ()) {
       RC_ASSERT(std::abs(weights.h[i] - h.convert_to<double>()) < 1e-9);
     }
     if (n > 0) RC_ASSERT(weights.h[n] == weights.w[n]);
+  }
+}
+
+RC_GTEST_PROP(VerifyBlockProperty, ResidualRowMatchesRationalFormula, ()) {
+  // block_residual_weights, the row verify_block samples at τ < γ_b, against
+  // norm((w·p − q)⁺) (docs/verifiers.md V5 step 4) in rationals. Rows with power-of-two totals and
+  // w = k/16 make every float operation of the rule exact, so the normalised row must agree to
+  // 1e-12 (the fixed-point grid is 2^-58); a row with no exact mass has no fixed-point mass; at
+  // w = 1 it is V1's residual row bit for bit.
+  using exact::Q;
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 9);
+  std::vector<float> p(v), q(v);
+  fill_row(p.data(), testing::gen_dyadic_weights(v));
+  fill_row(q.data(), testing::gen_dyadic_weights(v));
+  const int sixteenths = *rc::gen::inRange(0, 17);
+  const float w = static_cast<float>(sixteenths) / 16.0f;
+  const std::vector<uint64_t> weights = block_residual_weights(w, p, q);
+  RC_ASSERT(weights.size() == static_cast<size_t>(v));
+  std::vector<Q> residual(v);
+  Q mass = 0;
+  uint64_t total = 0;
+  for (int64_t t = 0; t < v; ++t) {
+    residual[t] = std::max(
+        Q(0), Q(Q(sixteenths, 16) * Q(static_cast<double>(p[t])) - Q(static_cast<double>(q[t]))));
+    mass += residual[t];
+    total += weights[t];
+  }
+  if (sixteenths == 16) RC_ASSERT(weights == chain_residual_weights(p, q, 1.0f));
+  if (mass == 0) {
+    RC_ASSERT(total == 0u);
+    return;
+  }
+  RC_ASSERT(std::abs(static_cast<double>(total) / 0x1p58 - mass.convert_to<double>()) < 1e-12);
+  for (int64_t t = 0; t < v; ++t) {
+    const double row = static_cast<double>(weights[t]) / static_cast<double>(total);
+    RC_ASSERT(std::abs(row - Q(residual[t] / mass).convert_to<double>()) < 1e-12);
   }
 }
 

@@ -6,8 +6,10 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
+#include "core/exact/exact.hpp"
 #include "core/sampling/sampling.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/chain_gen.hpp"
@@ -189,12 +191,54 @@ RC_GTEST_PROP(VerifyChainProperty, GreedyEmitsTheArgmaxChain, ()) {
 }
 
 RC_GTEST_PROP(VerifyChainProperty, LenientWithLeniencyOneIsTokenLevel, ()) {
+  // docs/verifiers.md V3: with l = 1 it is V1 bit for bit. The fast path runs one code path for
+  // both (lenient_accepts with l = 1), so comparing it with itself proves nothing; V1 is taken from
+  // the reference, whose V1 branch (token_accepts and its own residual loop) is separate code, and
+  // compared with V3 at l = 1 in the reference and in the fast path.
   auto inst = gen_instance(ChainMethod::kToken);
-  const auto token = verify_chain(inst.batch.view(), inst.params);
+  const auto token = verify_chain_reference(inst.batch.view(), inst.params);
   inst.params.method = ChainMethod::kLenient;
   inst.params.leniency = 1.0;
-  const auto lenient = verify_chain(inst.batch.view(), inst.params);
-  RC_ASSERT(token.emitted_tokens == lenient.emitted_tokens);
+  for (const auto& lenient : {verify_chain_reference(inst.batch.view(), inst.params),
+                              verify_chain(inst.batch.view(), inst.params)}) {
+    RC_ASSERT(token.emitted_tokens == lenient.emitted_tokens);
+    RC_ASSERT(token.n_accepted == lenient.n_accepted);
+    RC_ASSERT(token.residual_fallback == lenient.residual_fallback);
+  }
+}
+
+RC_GTEST_PROP(VerifyChainProperty, ResidualRowMatchesRationalFormula, ()) {
+  // docs/testing.md "A thin random layer over pure functions": chain_residual_weights, the row the
+  // reference samples after a rejection, against norm((p − l·q)⁺) (docs/verifiers.md V1, V3) in
+  // rationals. Rows with power-of-two totals and l ∈ {1/4, 1/2, 3/4, 1} make every float operation
+  // of the rule exact, so the normalised row must agree to 1e-12 (the fixed-point grid is 2^-58),
+  // and a row with no exact mass must have no fixed-point mass.
+  using exact::Q;
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 9);
+  std::vector<float> p(v), q(v);
+  fill_row(p.data(), testing::gen_dyadic_weights(v));
+  fill_row(q.data(), testing::gen_dyadic_weights(v));
+  const double leniency = *rc::gen::element(0.25, 0.5, 0.75, 1.0);
+  const std::vector<uint64_t> weights = chain_residual_weights(p, q, static_cast<float>(leniency));
+  RC_ASSERT(weights.size() == static_cast<size_t>(v));
+  std::vector<Q> residual(v);
+  Q mass = 0;
+  uint64_t total = 0;
+  for (int64_t t = 0; t < v; ++t) {
+    residual[t] = std::max(
+        Q(0), Q(Q(static_cast<double>(p[t])) - Q(leniency) * Q(static_cast<double>(q[t]))));
+    mass += residual[t];
+    total += weights[t];
+  }
+  if (mass == 0) {
+    RC_ASSERT(total == 0u);
+    return;
+  }
+  RC_ASSERT(std::abs(static_cast<double>(total) / 0x1p58 - mass.convert_to<double>()) < 1e-12);
+  for (int64_t t = 0; t < v; ++t) {
+    const double row = static_cast<double>(weights[t]) / static_cast<double>(total);
+    RC_ASSERT(std::abs(row - Q(residual[t] / mass).convert_to<double>()) < 1e-12);
+  }
 }
 
 RC_GTEST_PROP(VerifyChainProperty, FastMatchesReferenceAcrossBlocks, ()) {

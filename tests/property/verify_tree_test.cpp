@@ -8,10 +8,13 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
+#include "core/exact/exact.hpp"
 #include "core/verify/verify_chain.hpp"
 #include "tests/support/chain_fixture.hpp"
+#include "tests/support/chain_gen.hpp"
 #include "tests/support/tree_fixture.hpp"
 
 namespace speclab {
@@ -216,6 +219,107 @@ RC_GTEST_PROP(VerifyTreeProperty, OneBranchIidChainIsTokenLevel, ()) {
   const auto t = verify_tree(tree.view(), {.method = TreeMethod::kIid, .seed = seed});
   RC_ASSERT(c.n_accepted == t.n_accepted);
   RC_ASSERT(c.emitted_tokens == t.emitted_tokens);
+}
+
+RC_GTEST_PROP(VerifyTreeProperty, NodeLawsMatchRationalRecursion, ()) {
+  // docs/testing.md "A thin random layer over pure functions": tree_node_laws, the q⁽ʲ⁾ and p⁽ʲ⁾
+  // that verify_tree's accept tests and residual read, against docs/verifiers.md V6 step 1 in
+  // rationals on the very float rows given: p⁽¹⁾ = p, p⁽ʲ⁺¹⁾ = norm((p⁽ʲ⁾ − q⁽ʲ⁾)⁺), with q⁽ʲ⁾ = q
+  // (i.i.d.; and the lossy softmax-q variant), q on the tokens not drawn yet renormalised (without
+  // replacement), one-hot(c_j) (top-k); K-SEQ keeps p. The recursion runs in double, so every
+  // entry agrees to 1e-12. Candidates follow their law's rules: distinct for top-k and without
+  // replacement (which needs q > 0 on them), the top-k of q for the top-k methods.
+  using exact::Q;
+  // K ≥ 3 in about half the cases: the third sibling is where without replacement's q⁽ʲ⁾ must
+  // exclude more than the last draw.
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 7);
+  const int64_t k = std::min<int64_t>(v, *rc::gen::inRange<int64_t>(1, 5));
+  // Rows with power-of-two totals: Σq is exactly 1 in float, so q⁽¹⁾ = q/Σq is q and p = q cancels
+  // exactly, as in the rationals (with other float rows q/Σq is off by an ulp and p − q⁽¹⁾ leaves
+  // a 1e-8 residue whose normalisation no tolerance survives).
+  const std::vector<float> p = as_row(testing::gen_dyadic_weights(v));
+  std::vector<int> q_weights = testing::gen_dyadic_weights(v);
+  for (int tries = 0;
+       std::count_if(q_weights.begin(), q_weights.end(), [](int w) { return w > 0; }) < k;
+       ++tries) {
+    if (tries == 100) RC_DISCARD("no draft row with support ≥ K");
+    q_weights = testing::gen_dyadic_weights(v);
+  }
+  const std::vector<float> q = as_row(q_weights);
+  std::vector<int32_t> top(v), support;
+  std::iota(top.begin(), top.end(), 0);
+  std::stable_sort(top.begin(), top.end(), [&](int32_t a, int32_t b) { return q[a] > q[b]; });
+  top.resize(k);
+  for (int32_t t = 0; t < v; ++t) {
+    if (q[t] > 0.0f) support.push_back(t);
+  }
+  const auto distinct =
+      *rc::gen::unique<std::vector<int32_t>>(static_cast<size_t>(k), rc::gen::elementOf(support));
+  const auto any = *rc::gen::container<std::vector<int32_t>>(
+      static_cast<size_t>(k), rc::gen::inRange<int32_t>(0, static_cast<int32_t>(v)));
+  // Every method on the same rows, so each case checks the without-replacement recursion.
+  for (const TreeMethod method : {TreeMethod::kIid, TreeMethod::kSwor, TreeMethod::kTopk,
+                                  TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq}) {
+    const std::vector<int32_t>& candidates =
+        method == TreeMethod::kTopk || method == TreeMethod::kTopkSoftmaxQ
+            ? top
+            : (method == TreeMethod::kSwor ? distinct : any);
+    const TreeNodeLaws laws = tree_node_laws(method, p, q, candidates);
+    RC_ASSERT(laws.draft.size() == static_cast<size_t>(k));
+    RC_ASSERT(laws.residual.size() == static_cast<size_t>(k + 1));
+    RC_ASSERT(laws.mass.size() == static_cast<size_t>(k + 1));
+
+    std::vector<Q> pj(v), qrow(v);
+    for (int64_t t = 0; t < v; ++t) {
+      pj[t] = Q(static_cast<double>(p[t]));
+      qrow[t] = Q(static_cast<double>(q[t]));
+    }
+    // q⁽¹⁾..q⁽ᵏ⁾ first: they do not depend on p, so every one is compared.
+    std::vector<std::vector<Q>> qs;
+    std::vector<char> drawn(v, 0);
+    for (int64_t j = 0; j < k; ++j) {
+      std::vector<Q> qj(v, Q(0));
+      switch (method) {
+        case TreeMethod::kIid:
+        case TreeMethod::kTopkSoftmaxQ:
+        case TreeMethod::kKseq:
+          qj = qrow;
+          break;
+        case TreeMethod::kSwor: {
+          Q remaining = 0;
+          for (int64_t t = 0; t < v; ++t) remaining += drawn[t] ? Q(0) : qrow[t];
+          for (int64_t t = 0; t < v; ++t) qj[t] = drawn[t] ? Q(0) : Q(qrow[t] / remaining);
+          break;
+        }
+        case TreeMethod::kTopk:
+          qj[candidates[j]] = 1;
+          break;
+      }
+      for (int64_t t = 0; t < v; ++t) {
+        RC_ASSERT(std::abs(laws.draft[j][t] - qj[t].convert_to<double>()) < 1e-12);
+      }
+      qs.push_back(std::move(qj));
+      drawn[candidates[j]] = 1;
+    }
+    for (int64_t j = 0; j <= k; ++j) {
+      for (int64_t t = 0; t < v; ++t) {
+        RC_ASSERT(std::abs(laws.residual[j][t] / laws.mass[j] - pj[t].convert_to<double>()) <
+                  1e-12);
+      }
+      if (j == k) break;
+      if (method == TreeMethod::kKseq) continue;  // p is not updated between candidates
+      std::vector<Q> next(v);
+      Q mass = 0;
+      for (int64_t t = 0; t < v; ++t) {
+        next[t] = std::max(Q(0), Q(pj[t] - qs[j][t]));
+        mass += next[t];
+      }
+      // p⁽ʲ⁾ ≤ q⁽ʲ⁾ everywhere: c_j is accepted surely and p⁽ʲ⁺¹⁾ is never used (the verifier then
+      // keeps p⁽ʲ⁾); nothing further to compare.
+      if (mass == 0) break;
+      for (int64_t t = 0; t < v; ++t) pj[t] = next[t] / mass;
+    }
+  }
 }
 
 TEST(VerifyTreeProperty, DifferentSeedGivesDifferentStream) {

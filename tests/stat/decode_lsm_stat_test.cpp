@@ -1,7 +1,12 @@
 // The decoding engine on a LinearSoftmax pair (core/decode, core/models/linear_softmax): the joint
 // law of the first two generated tokens equals the target's p(a | prompt)·p(b | prompt, a), for V1
-// at V = 16 (256 joint outcomes), with N, bins, p-value and detectable ε printed.
+// at V = 16 (256 joint outcomes), with N, bins, p-value and detectable ε printed. Each request
+// generates γ + 1 tokens, so its first step drafts the full γ (the engine drafts
+// min(γ, tokens left − 1)): the second token is then an accepted x_2, the residual at position 2
+// or the bonus, not only position 1's bonus.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "core/decode/decode.hpp"
 #include "core/models/model_registry.hpp"
@@ -38,18 +43,23 @@ void check_pair_law(const char* label, const SamplingParams& sampling, int64_t g
     }
   }
 
+  // N = 200k over the ≤ 256 outcomes (bins of expected count ≥ 20) detects ε ≈ 0.016 (printed).
   constexpr int64_t kSamples = 200000;
   const uint64_t seed = stat_seed(label);
   const std::vector<std::vector<int32_t>> prompts(kSamples, prompt);
   const DecodeResult result = speculative_decode(*target, *draft, prompts,
-                                                 {.max_new_tokens = 2,
+                                                 {.max_new_tokens = gamma + 1,
                                                   .sampling = sampling,
                                                   .draft_sampling = sampling,
                                                   .seed = seed,
                                                   .gamma = gamma});
+  // The first step of every request drafted γ tokens: the check exercises positions 2..γ.
+  ASSERT_EQ(
+      *std::max_element(result.metrics.step_drafted.begin(), result.metrics.step_drafted.end()),
+      gamma);
   std::vector<int64_t> observed(v * v, 0);
   for (const auto& tokens : result.tokens) {
-    ASSERT_EQ(tokens.size(), 2u);
+    ASSERT_EQ(tokens.size(), static_cast<size_t>(gamma + 1));
     ++observed[tokens[0] * v + tokens[1]];
   }
   const ChiSquareResult r = chi_square_test(observed, expected);

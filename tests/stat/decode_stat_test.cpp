@@ -1,7 +1,9 @@
-// The decoding engine's random layer end to end (core/decode, docs/testing.md "Statistical
-// checks"): speculative_decode on a context-dependent Markov pair emits length-L sequences whose
-// joint law is the target chain's (V1), or the exact lenient stream's law (V3), computed in
-// rationals by core/exact. Each check prints N, bins, p-value and the ε it detects.
+// The decoding engines' random layer end to end (core/decode, docs/testing.md "Statistical
+// checks"): speculative_decode on context-dependent Markov pairs emits length-L sequences whose
+// joint law is the target chain's (V1, V5, V6), or the exact lenient stream's law (V3), and
+// plain_decode — every experiment's baseline — samples the target chain at its temperature; the
+// laws are computed in rationals by core/exact. Each check prints N, bins, p-value and the ε it
+// detects.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,6 +12,7 @@
 #include "core/exact/exact.hpp"
 #include "core/models/markov.hpp"
 #include "core/verify/verify_tree.hpp"
+#include "tests/support/markov_stream.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {
@@ -19,8 +22,12 @@ using testing::fits;
 using testing::report_chi_square;
 using testing::stat_seed;
 
-// Seven checks in this suite share the 1e-6 budget (Bonferroni).
-const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 7);
+// Fourteen checks in this suite share the 1e-6 budget (Bonferroni):
+// TokenLevelStreamIsTheTargetChain 2, TreeStreamsAreTheTargetChain 4 (the lossy control is no
+// false-failure risk), LenientStreamIsItsExactLossyLaw 1,
+// PlainDecodingIsTheTargetChainAtItsTemperature 2, SpeculativeAtHalfTemperatureIsPlainDecodingsLaw
+// 1, SixTokenStreamsAreTheTargetChain 4.
+const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 14);
 
 constexpr int kVocab = 3;
 constexpr int kLength = 4;
@@ -130,6 +137,98 @@ TEST(DecodeStat, LenientStreamIsItsExactLossyLaw) {
                    (it == expected.end() ? 0.0 : it->second.convert_to<double>()));
   }
   EXPECT_GT(tv / 2, 0.02) << "the lenient law should differ visibly from the target chain";
+}
+
+// ---- Six-token streams over the V = 4 pair of tests/support/markov_stream.hpp ----
+// Its residuals have support ≥ 2 in every context, so the residual's shape matters; six tokens
+// hold up to three steps' bonus tokens (γ = 1, depth-1 trees), so a uniform shared between steps
+// or between the tokens of plain decoding changes the joint law. 4096 sequences (1912 possible
+// at T = 1); N = 300k puts ≈ 1730 in bins of expected count ≥ 20 and detects ε ≈ 0.020 (printed).
+constexpr int kSixLength = 6;
+constexpr int64_t kSixSamples = 300'000;
+
+// The pair's target chain at temperature T = 1/2: the pipeline's softmax(log p / T) is p²
+// renormalised, a rational row again.
+std::vector<std::vector<int>> squared(const std::vector<std::vector<int>>& weights) {
+  std::vector<std::vector<int>> out = weights;
+  for (auto& row : out) {
+    for (int& w : row) w *= w;
+  }
+  return out;
+}
+
+void check_six_token_streams(const char* label, const std::vector<double>& probs,
+                             const std::vector<std::vector<int32_t>>& tokens, uint64_t seed) {
+  std::vector<int64_t> observed(probs.size(), 0);
+  const int64_t malformed = static_cast<int64_t>(probs.size()) - 1;
+  for (const auto& t : tokens) {
+    ++observed[t.size() == static_cast<size_t>(kSixLength)
+                   ? testing::stream_code(t.data(), 4, kSixLength)
+                   : malformed];
+  }
+  const ChiSquareResult r = chi_square_test(observed, probs);
+  report_chi_square(label, r, kAlpha, seed);
+  EXPECT_TRUE(fits(r, kAlpha, seed))
+      << label << " " << testing::impossible_stream(r.impossible_category, 4, kSixLength);
+}
+
+// Plain decoding at T = 1 and T = 1/2 against the target chain at that temperature.
+TEST(DecodeStat, PlainDecodingIsTheTargetChainAtItsTemperature) {
+  const testing::MarkovPair pair = testing::stream_pair_v4();
+  auto target = testing::markov_model("target", pair.target);
+  const std::vector<std::vector<int32_t>> prompts(kSixSamples, std::vector<int32_t>{0});
+  for (const auto& [label, temperature] : {std::pair{"t1", 1.0}, std::pair{"t05", 0.5}}) {
+    const auto weights = temperature == 1.0 ? pair.target : squared(pair.target);
+    const std::vector<double> probs = testing::stream_probs(
+        exact::chain_distribution(testing::exact_chain(weights), 0, kSixLength), 4, kSixLength);
+    const uint64_t seed = stat_seed(label);
+    const DecodeResult result = plain_decode(
+        target, prompts,
+        {.max_new_tokens = kSixLength, .sampling = {.temperature = temperature}, .seed = seed});
+    check_six_token_streams(label, probs, result.tokens, seed);
+  }
+}
+
+// Speculative decoding with target and draft both at T = 1/2 (their rows are p², q² renormalised)
+// has the law of plain decoding at T = 1/2.
+TEST(DecodeStat, SpeculativeAtHalfTemperatureIsPlainDecodingsLaw) {
+  const testing::MarkovPair pair = testing::stream_pair_v4();
+  auto target = testing::markov_model("target", pair.target);
+  auto draft = testing::markov_model("draft", pair.draft);
+  const std::vector<double> probs = testing::stream_probs(
+      exact::chain_distribution(testing::exact_chain(squared(pair.target)), 0, kSixLength), 4,
+      kSixLength);
+  const uint64_t seed = stat_seed("t05-gamma2");
+  const std::vector<std::vector<int32_t>> prompts(kSixSamples, std::vector<int32_t>{0});
+  const DecodeResult result = speculative_decode(target, draft, prompts,
+                                                 {.max_new_tokens = kSixLength,
+                                                  .sampling = {.temperature = 0.5},
+                                                  .draft_sampling = {.temperature = 0.5},
+                                                  .seed = seed,
+                                                  .gamma = 2});
+  check_six_token_streams("t05-gamma2", probs, result.tokens, seed);
+}
+
+TEST(DecodeStat, SixTokenStreamsAreTheTargetChain) {
+  const testing::MarkovPair pair = testing::stream_pair_v4();
+  const std::vector<double> probs = testing::stream_probs(
+      exact::chain_distribution(testing::exact_chain(pair.target), 0, kSixLength), 4, kSixLength);
+  const std::vector<std::vector<int32_t>> prompts(kSixSamples, std::vector<int32_t>{0});
+  const std::vector<std::pair<const char*, DecodeConfig>> configs{
+      {"token-gamma1", {.gamma = 1, .verifier = make_verifier("token")}},
+      {"block-gamma2", {.gamma = 2, .verifier = make_verifier("block")}},
+      {"tree-iid-2", {.verifier = make_verifier("tree-iid", {2})}},
+      {"tree-swor-2-2", {.verifier = make_verifier("tree-swor", {2, 2})}},
+  };
+  for (const auto& [label, base] : configs) {
+    auto target = testing::markov_model("target", pair.target);
+    auto draft = testing::markov_model("draft", pair.draft);
+    DecodeConfig config = base;
+    config.max_new_tokens = kSixLength;
+    config.seed = stat_seed(label);
+    const DecodeResult result = speculative_decode(target, draft, prompts, config);
+    check_six_token_streams(label, probs, result.tokens, config.seed);
+  }
 }
 
 }  // namespace

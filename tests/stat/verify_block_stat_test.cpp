@@ -2,7 +2,7 @@
 // verification, V4 typical acceptance; docs/testing.md "Statistical checks"): verify_block and
 // verify_typical fed with Philox-addressed drafts, against the exact rational laws of
 // core/exact/exact.hpp — the joint emitted sequence of one step, the accepted-length law (11/9 on
-// the test vector) and a Markov stream.
+// the test vector) and Markov streams.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "core/verify/verify_block.hpp"
 #include "core/verify/verify_typical.hpp"
 #include "tests/support/chain_fixture.hpp"
+#include "tests/support/markov_stream.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {
@@ -30,8 +31,9 @@ using testing::OwnedChainBatch;
 using testing::stat_seed;
 
 // Checks in this file share the 1e-6 false-failure budget (Bonferroni): BlockJointMatchesExact 2,
-// BlockAcceptedLengthIsElevenNinths 1, BlockStreamMatchesTargetChain 1, TypicalJointMatchesExact 1.
-constexpr int64_t kChecks = 5;
+// BlockAcceptedLengthIsElevenNinths 1, BlockStreamMatchesTargetChain 1,
+// BlockSixTokenStreamMatchesTargetChain 2, TypicalJointMatchesExact 2.
+constexpr int64_t kChecks = 8;
 const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, kChecks);
 constexpr int64_t kBatch = 4096;
 
@@ -243,18 +245,71 @@ TEST(VerifyBlockStat, BlockStreamMatchesTargetChain) {
   EXPECT_TRUE(fits(r, kAlpha, seed));
 }
 
+// The V = 4 Markov pair of tests/support/markov_stream.hpp (residuals of support ≥ 2 in every
+// context), six tokens after token 0, with block verification at γ = 1 (a stream holds up to three
+// bonus tokens of different steps, so a uniform shared between steps shows) and γ = 2 (the
+// weighted residual of a later position, over several rollbacks). 1912 possible sequences;
+// N = 300k detects ε ≈ 0.020 (printed).
+TEST(VerifyBlockStat, BlockSixTokenStreamMatchesTargetChain) {
+  const testing::MarkovPair pair = testing::stream_pair_v4();
+  constexpr int kStart = 0, kLength = 6;
+  const std::vector<double> probs = testing::stream_probs(
+      exact::chain_distribution(testing::exact_chain(pair.target), kStart, kLength), 4, kLength);
+  for (const int gamma : {1, 2}) {
+    const std::string label = "gamma" + std::to_string(gamma);
+    const uint64_t seed = stat_seed(label);
+    const auto counts = testing::sample_chain_stream(
+        pair, kStart, gamma, kLength, seed, 300'000, [&](const ChainBatch& batch, uint32_t step) {
+          return verify_block(batch, {.seed = seed, .step = step});
+        });
+    const auto r = check(label, counts, probs, seed);
+    EXPECT_TRUE(fits(r, kAlpha, seed))
+        << label << " " << testing::impossible_stream(r.impossible_category, 4, kLength);
+  }
+}
+
+// V = 6, γ = 2 (totals 32, exact in float) where V4's entropy term decides (docs/verifiers.md V4,
+// defaults ε = 0.09, δ = 0.3). p_1 = (8, 7, 6, 6, 3, 2)/32 has H = 1.7019 and δ·e^−H = 0.0547 < ε,
+// so its threshold is the entropy term, and token 5 (p = 0.0625) lies between the two: it passes
+// only because of that term. p_2 = (20, 8, 2, 1, 1, 0)/32 has H = 1.0302, δ·e^−H = 0.1071 > ε, so
+// its threshold is ε = 0.09 and token 2 (p = 0.0625) fails there, though it would pass against
+// position 1's threshold. The drafts propose exactly those tokens often (q_1(5) = 10/32,
+// q_2(2) = 1/2), so a threshold without the entropy term, or one threshold per request, changes
+// the law.
+StepInstance instance_typical_entropy() {
+  return {"v6g2_entropy",
+          6,
+          {{8, 7, 6, 6, 3, 2}, {20, 8, 2, 1, 1, 0}, {4, 4, 4, 4, 8, 8}},
+          {{2, 2, 4, 4, 10, 10}, {4, 4, 16, 4, 4, 0}}};
+}
+
 // V4 is lossy but its law is known exactly: the sampled verifier must realise that law.
-// v3g2 with defaults (ε = 0.09, δ = 0.3); N = 200k over ≤ 39 categories detects ε ≈ 0.011.
+// v3g2 with defaults (every threshold there is ε): N = 200k over ≤ 39 categories detects
+// ε ≈ 0.011. v6g2_entropy (the thresholds above, checked first): N = 200k over the ≤ 258
+// categories of its law detects ε ≈ 0.016 (both printed).
 TEST(VerifyBlockStat, TypicalJointMatchesExact) {
-  const StepInstance inst = instance_v3_g2();
-  const exact::StepResult law = enumerate(inst, exact::TypicalMethod{});
-  const uint64_t seed = stat_seed(inst.name);
-  const StepSamples s = sample_steps(
-      inst, [](const ChainBatch& b, uint64_t sd) { return verify_typical(b, {.seed = sd}); }, seed,
-      200'000);
-  const auto r = check("typical_" + inst.name, s.sequences,
-                       category_probs(law.distribution, inst.vocab, inst.gamma() + 1), seed);
-  EXPECT_TRUE(fits(r, kAlpha, seed));
+  const auto p1 = [] {
+    std::vector<float> row(6);
+    fill_row(row.data(), instance_typical_entropy().target[0]);
+    return row;
+  }();
+  const auto p2 = [] {
+    std::vector<float> row(6);
+    fill_row(row.data(), instance_typical_entropy().target[1]);
+    return row;
+  }();
+  ASSERT_NEAR(typical_threshold(p1, kTypicalEpsilon, kTypicalDelta), 0.0547, 1e-4);
+  ASSERT_EQ(typical_threshold(p2, kTypicalEpsilon, kTypicalDelta), kTypicalEpsilon);
+  for (const StepInstance& inst : {instance_v3_g2(), instance_typical_entropy()}) {
+    const exact::StepResult law = enumerate(inst, exact::TypicalMethod{});
+    const uint64_t seed = stat_seed(inst.name);
+    const StepSamples s = sample_steps(
+        inst, [](const ChainBatch& b, uint64_t sd) { return verify_typical(b, {.seed = sd}); },
+        seed, 200'000);
+    const auto r = check("typical_" + inst.name, s.sequences,
+                         category_probs(law.distribution, inst.vocab, inst.gamma() + 1), seed);
+    EXPECT_TRUE(fits(r, kAlpha, seed)) << inst.name;
+  }
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Statistical layer of the chain verifiers (docs/verifiers.md V1-V3, docs/randomness.md;
-// docs/testing.md "Statistical checks"): verify_chain (the fast path) fed with Philox-addressed
-// drafts, against the exact rational laws of core/exact/exact.hpp — joint emitted sequences of one
-// step, a multi-step Markov stream, the first-token marginal and acceptance at V = 32000, and the
-// acceptance closed forms.
+// docs/testing.md "Statistical checks"): verify_chain (the fast path) and verify_chain_reference
+// fed with Philox-addressed drafts, against the exact rational laws of core/exact/exact.hpp — joint
+// emitted sequences of one step, multi-step Markov streams, the first-token marginal and acceptance
+// at V = 32000, and the acceptance closed forms.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "core/verify/synthetic_batch.hpp"
 #include "core/verify/verify_chain.hpp"
 #include "tests/support/chain_fixture.hpp"
+#include "tests/support/markov_stream.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {
@@ -33,12 +34,13 @@ using testing::OwnedChainBatch;
 using testing::stat_seed;
 
 // The suite may fail falsely with probability ≤ 1e-6 (docs/testing.md); it is split by Bonferroni
-// over every check below, so each runs at alpha = 1e-6 / 21 ≈ 4.8e-8. The count:
-//   TokenJointMatchesExact 2, LenientJointMatchesItsExactLaw 2, LenientFirstTokenIsNotTarget 1
-//   (the positive control; the expected rejection is not a false-failure risk, see there),
-//   GreedyJointMatchesExact 2, TokenStreamMatchesTargetChain 1, LenientStreamMatchesExactStream 1,
+// over every check below, so each runs at alpha = 1e-6 / 25 = 4e-8. The count:
+//   TokenJointMatchesExact 2, ReferenceJointMatchesExact 1, LenientJointMatchesItsExactLaw 2,
+//   LenientFirstTokenIsNotTarget 1 (the positive control; the expected rejection is not a
+//   false-failure risk, see there), GreedyJointMatchesExact 2, TokenStreamMatchesTargetChain 1,
+//   LenientStreamMatchesExactStream 1, SixTokenStreamMatchesTargetChain 3,
 //   LargeVocabMatchesTargetAndClosedForms 6 (χ², 4 Wilson, 1 z), AcceptedLengthMatchesExact 3 × 2.
-constexpr int64_t kSuiteChecks = 21;
+constexpr int64_t kSuiteChecks = 25;
 const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, kSuiteChecks);
 
 // Checks run in this process; an environment compares them with kSuiteChecks at the end, so a
@@ -151,10 +153,19 @@ struct StepSamples {
   std::vector<int64_t> n_accepted;    // [γ+1] histogram of n
 };
 
+// Which implementation of V1-V3 a check samples: the fast path or the reference (both carry the
+// mutant hooks of core/base/mutants.hpp, so both must be sampled).
+enum class Path { kFast, kReference };
+
+ChainResult run_path(Path path, const ChainBatch& batch, const ChainParams& params) {
+  return path == Path::kFast ? verify_chain(batch, params) : verify_chain_reference(batch, params);
+}
+
 // N independent verification steps of `inst`: sample s is request id s (step `params.step`), its
-// drafts x_i ~ q_i come from the kDraftSample uniforms at (seed; s, step, i), and verify_chain
+// drafts x_i ~ q_i come from the kDraftSample uniforms at (seed; s, step, i), and the verifier
 // draws its own uniforms at the same request id, so no uniform is shared between samples.
-StepSamples sample_steps(const StepInstance& inst, const ChainParams& params, int64_t n_samples) {
+StepSamples sample_steps(const StepInstance& inst, const ChainParams& params, int64_t n_samples,
+                         Path path = Path::kFast) {
   const int g = inst.gamma(), v = inst.vocab;
   const SequenceIndex index(v, g + 1);
   OwnedChainBatch batch(kBatch, g, v);
@@ -183,7 +194,7 @@ StepSamples sample_steps(const StepInstance& inst, const ChainParams& params, in
     view.probs_draft = view.probs_draft.first(b * g * v);
     view.draft_tokens = view.draft_tokens.first(b * g);
     view.request_ids = view.request_ids.first(b);
-    const ChainResult res = verify_chain(view, params);
+    const ChainResult res = run_path(path, view, params);
     for (int64_t r = 0; r < b; ++r) {
       const int n = res.n_accepted[r];
       const int32_t* emitted = &res.emitted_tokens[r * (g + 1)];
@@ -206,11 +217,11 @@ ChiSquareResult chi_square_check(const std::string& label, const std::vector<int
 
 // The joint law of the emitted sequence of one step against the exact enumeration.
 void expect_joint_matches(const StepInstance& inst, const ChainParams& base,
-                          const exact::Method& method, int64_t n_samples) {
+                          const exact::Method& method, int64_t n_samples, Path path = Path::kFast) {
   ChainParams params = base;
   params.seed = stat_seed(inst.name);
   const exact::StepResult exact_law = enumerate(inst, method);
-  const StepSamples s = sample_steps(inst, params, n_samples);
+  const StepSamples s = sample_steps(inst, params, n_samples, path);
   const SequenceIndex index(inst.vocab, inst.gamma() + 1);
   const ChiSquareResult r =
       chi_square_check(inst.name, s.sequences, index.probs(exact_law.distribution), params.seed);
@@ -228,6 +239,13 @@ TEST(VerifyChainStat, TokenJointMatchesExact) {
   const ChainParams params{ChainMethod::kToken, 1.0, 0, 0};
   expect_joint_matches(instance_v3_g2(), params, {ChainMethod::kToken, 1}, 600'000);
   expect_joint_matches(instance_v4_g3(), params, {ChainMethod::kToken, 1}, 900'000);
+}
+
+// The same law through verify_chain_reference, whose code paths (token_accepts, the residual
+// loop, the bonus) are its own: v4g3, N = 900k over 50 bins, ε ≈ 0.0059.
+TEST(VerifyChainStat, ReferenceJointMatchesExact) {
+  expect_joint_matches(instance_v4_g3(), {ChainMethod::kToken, 1.0, 0, 0}, {ChainMethod::kToken, 1},
+                       900'000, Path::kReference);
 }
 
 // V3 is lossy: its law is not the target's, but it is a known law, and the random layer must
@@ -409,6 +427,37 @@ TEST(VerifyChainStat, LenientStreamMatchesExactStream) {
   const ChiSquareResult r =
       chi_square_check("stream", counts, stream_probs(lenient, 3, kStreamLength), params.seed);
   EXPECT_TRUE(fits(r, kAlpha, params.seed)) << impossible_stream(r, 3, kStreamLength);
+}
+
+// The V = 4 pair of tests/support/markov_stream.hpp (a residual of support ≥ 2 in every context,
+// so the residual's shape matters, not only its support), six tokens after token 0: at γ = 1 a
+// stream holds up to three bonus tokens of three steps, so a uniform shared between steps (the
+// step left out of an address) changes the joint law; γ = 3 rolls back across several steps. The
+// reference and the fast path are both sampled. 4096 sequences, 1912 possible; N = 300k puts
+// ≈ 1730 of them in bins of expected count ≥ 20 (the rest in the remainder bin) and detects
+// ε ≈ 0.020 (printed).
+TEST(VerifyChainStat, SixTokenStreamMatchesTargetChain) {
+  const testing::MarkovPair pair = testing::stream_pair_v4();
+  constexpr int kStart = 0, kLength = 6;
+  constexpr int64_t kSamples = 300'000;
+  const std::vector<double> probs = testing::stream_probs(
+      exact::chain_distribution(testing::exact_chain(pair.target), kStart, kLength), 4, kLength);
+  for (const auto& [label, gamma, path] : {std::tuple{"fast_gamma1", 1, Path::kFast},
+                                           std::tuple{"reference_gamma1", 1, Path::kReference},
+                                           std::tuple{"fast_gamma3", 3, Path::kFast}}) {
+    const uint64_t seed = stat_seed(label);
+    const ChainParams base{ChainMethod::kToken, 1.0, seed, 0};
+    const auto counts =
+        testing::sample_chain_stream(pair, kStart, gamma, kLength, seed, kSamples,
+                                     [&, path = path](const ChainBatch& batch, uint32_t step) {
+                                       ChainParams params = base;
+                                       params.step = step;
+                                       return run_path(path, batch, params);
+                                     });
+    const ChiSquareResult r = chi_square_check(label, counts, probs, seed);
+    EXPECT_TRUE(fits(r, kAlpha, seed))
+        << label << " " << testing::impossible_stream(r.impossible_category, 4, kLength);
+  }
 }
 
 // E[n], Var[n] of the accepted count from its exact law P(n = k), k = 0..γ.

@@ -1,8 +1,9 @@
 // Statistical layer of tree verification (docs/verifiers.md V6; docs/testing.md "Statistical
-// checks"): complete binary draft trees of depth 2 whose candidates are drawn by each declared law
-// from Philox draft-sample uniforms, verified by verify_tree, against the exact laws of
-// core/exact/exact_tree.hpp — the joint emitted sequence of one step for every method, and the
-// lossy variant's first token detectably away from the target.
+// checks"): complete draft trees of depth 2 whose candidates are drawn by each declared law from
+// Philox draft-sample uniforms, verified by verify_tree, against the exact laws of
+// core/exact/exact_tree.hpp — the joint emitted sequence of one step for every method (binary
+// trees over V = 3 with rows by depth; ternary trees over V = 5 with rows by the node's token), and
+// the lossy variant's first token detectably away from the target.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -23,9 +24,9 @@ using testing::fits;
 using testing::OwnedTreeBatch;
 using testing::stat_seed;
 
-// One χ² per method (5) share the 1e-6 budget; the positive control below is not a risk of false
-// failure (see there).
-constexpr int64_t kChecks = 5;
+// One χ² per method and instance (2 × 5) share the 1e-6 budget; the positive control below is not
+// a risk of false failure (see there).
+constexpr int64_t kChecks = 10;
 const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, kChecks);
 constexpr int64_t kBatch = 2048, kVocab = 3, kDepth = 2, kBranches = 2;
 
@@ -131,6 +132,88 @@ INSTANTIATE_TEST_SUITE_P(Methods, VerifyTreeStat,
                            for (char& c : name) c = c == '-' ? '_' : c;
                            return name;
                          });
+
+// V = 5, K = 3 candidates per node, depth 2 (1 + 3 + 9 nodes), rows chosen by the node's token
+// (a Markov pair, totals 16, exact in float), so every node of a tree has its own p and q and a
+// bug that reads the wrong node's row, or mixes up q⁽ʲ⁾ of later siblings (without replacement:
+// q on the tokens not drawn yet, renormalised), changes the law. Every draft row has support ≥ 3
+// for three draws without replacement. The root follows token 0.
+const std::vector<std::vector<int>> kTargetByToken{
+    {5, 4, 3, 2, 2}, {0, 6, 4, 4, 2}, {3, 3, 0, 6, 4}, {6, 2, 4, 0, 4}, {2, 5, 3, 6, 0}};
+const std::vector<std::vector<int>> kDraftByToken{
+    {2, 6, 2, 4, 2}, {4, 2, 6, 2, 2}, {6, 4, 2, 2, 2}, {2, 2, 2, 4, 6}, {4, 4, 4, 2, 2}};
+constexpr int kWideVocab = 5, kWideBranches = 3, kWideStart = 0;
+constexpr int64_t kWideCategories = 5 + 25 + 125;
+
+int64_t wide_category(const int32_t* tokens, int len) {
+  int64_t offset = 0, power = 1, code = 0;
+  for (int l = 1; l < len; ++l) offset += power *= kWideVocab;
+  for (int k = len - 1; k >= 0; --k) code = code * kWideVocab + tokens[k];
+  return offset + code;
+}
+
+// The exact law of one step by exact::tree_law with rows that depend on the token before a node.
+std::vector<double> wide_exact_probs(TreeMethod method) {
+  std::vector<exact::Row> target, draft;
+  for (int t = 0; t < kWideVocab; ++t) {
+    target.push_back(exact_row(kTargetByToken[t]));
+    draft.push_back(exact_row(kDraftByToken[t]));
+  }
+  const exact::RowAt target_at = [&](int, int before) -> const exact::Row& {
+    return target[before];
+  };
+  const exact::RowAt draft_at = [&](int, int before) -> const exact::Row& { return draft[before]; };
+  std::vector<exact::Q> probs(kWideCategories, exact::Q(0));
+  exact::tree_law(method, kWideBranches)(
+      target_at, draft_at, kDepth, kWideStart,
+      [&](const exact::Sequence& emitted, int, const exact::Q& probability) {
+        const std::vector<int32_t> t(emitted.begin(), emitted.end());
+        probs[wide_category(t.data(), static_cast<int>(t.size()))] += probability;
+      });
+  exact::Q total = 0;
+  for (const exact::Q& x : probs) total += x;
+  EXPECT_EQ(total, 1);
+  std::vector<double> out;
+  for (const exact::Q& x : probs) out.push_back(x.convert_to<double>());
+  return out;
+}
+
+std::vector<int64_t> sample_wide_trees(TreeMethod method, uint64_t seed, int64_t n_samples) {
+  std::vector<std::vector<float>> targets, drafts;
+  for (int t = 0; t < kWideVocab; ++t) {
+    targets.push_back(float_row(kTargetByToken[t]));
+    drafts.push_back(float_row(kDraftByToken[t]));
+  }
+  const int64_t nodes = testing::kary_nodes(kWideBranches, kDepth);
+  OwnedTreeBatch batch(kBatch, nodes, kWideVocab);
+  batch.request_ids.resize(kBatch);
+  std::vector<int64_t> counts(kWideCategories, 0);
+  for (int64_t start = 0; start < n_samples; start += kBatch) {
+    for (int64_t r = 0; r < kBatch; ++r) {
+      const auto id = static_cast<uint32_t>(start + r);
+      batch.request_ids[r] = id;
+      testing::fill_kary_tree(
+          batch, r, method, kWideBranches, kDepth, targets, drafts,
+          [](int32_t token, int64_t) { return token < 0 ? kWideStart : token; }, seed, id, 0);
+    }
+    const TreeResult res = verify_tree(batch.view(), {.method = method, .seed = seed});
+    for (int64_t r = 0; r < kBatch; ++r) {
+      ++counts[wide_category(&res.emitted_tokens[r * (nodes + 1)], res.n_emitted(r))];
+    }
+  }
+  return counts;
+}
+
+// N = 200k per method over the ≤ 155 categories (5 + 25 + 125) detects ε ≈ 0.015 (printed).
+TEST_P(VerifyTreeStat, ContextDependentTernaryJointMatchesExact) {
+  const TreeMethod method = GetParam();
+  const uint64_t seed = stat_seed(to_string(method));
+  const std::vector<double> probs = wide_exact_probs(method);
+  const std::vector<int64_t> counts = sample_wide_trees(method, seed, 200'704);
+  const ChiSquareResult r = chi_square_test(counts, probs);
+  testing::report_chi_square(std::string(to_string(method)) + "_v5k3", r, kAlpha, seed);
+  EXPECT_TRUE(fits(r, kAlpha, seed)) << to_string(method);
+}
 
 // The positive control: the softmax-q variant's first-token law differs from p_1 (exactly, by the
 // enumeration) and 200k samples show it against p_1. The TV distance is printed; a failure to

@@ -3,6 +3,7 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -15,6 +16,23 @@ namespace speclab::testing {
 inline std::vector<int> gen_weights(int64_t vocab) {
   auto w = *rc::gen::container<std::vector<int>>(vocab, rc::gen::inRange(0, 5));
   if (std::accumulate(w.begin(), w.end(), 0) == 0) w[*rc::gen::inRange<int64_t>(0, vocab)] = 1;
+  return w;
+}
+
+/// Integer weights summing to a power of two (8, 16 or 32), zeros frequent: rows w/total are
+/// exact in float, and so are the differences and the products by dyadic factors that the residual
+/// rules compute, so a float rule can be held to the rational formula to 1e-12.
+inline std::vector<int> gen_dyadic_weights(int64_t vocab) {
+  const int total = *rc::gen::element(8, 16, 32);
+  auto cuts = *rc::gen::container<std::vector<int>>(vocab - 1, rc::gen::inRange(0, total + 1));
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<int> w(vocab);
+  int previous = 0;
+  for (int64_t t = 0; t + 1 < vocab; ++t) {
+    w[t] = cuts[t] - previous;
+    previous = cuts[t];
+  }
+  w[vocab - 1] = total - previous;
   return w;
 }
 

@@ -82,25 +82,33 @@ TEST(VerifyBlock, NoDraftsEmitsTheBonus) {
 }
 
 TEST(VerifyBlock, ResidualUsesTheWeightedTarget) {
-  // γ = 2, x = (1, 0) on V = 3: p_1 = (0, 1/2, 1/2), q_1 = (0, 1, 0): w_1 = 1/2. Z_1 with
-  // p_2 = (1/2, 1/2, 0), q_2 = (0, 0, 1): max(0, w_1 p_2 − q_2) = (1/4, 1/4, 0), so the residual
-  // at τ = 1 is (1/2, 1/2, 0) and never token 2.
+  // γ = 2, x = (1, 2) on V = 3: p_1 = (0, 1/2, 1/2), q_1 = (0, 1, 0): w_1 = 1/2. With
+  // p_2 = (1/2, 1/2, 0), q_2 = (0, 1/4, 3/4): w_1·p_2 − q_2 = (1/4, 0, −3/4), so the residual at
+  // τ = 1 is (1, 0, 0), while the unweighted p_2 − q_2 = (1/2, 1/4, −3/4) would give
+  // (2/3, 1/3, 0): token 1 comes only from an unweighted residual. Z_1 = 1/4, h_1 = (1/4)/(1/4 +
+  // 1/2) = 1/3; w_2 = 0 (p_2(2) = 0), so τ ≤ 1. Over 300 seeds τ = 1 about 100 times; an
+  // unweighted residual would emit token 1 in none of them with probability (2/3)^100 ≈ 2e-18.
   OwnedChainBatch b(1, 2, 3);
   fill_row(b.target_row(0, 0), {0, 1, 1});
   fill_row(b.target_row(0, 1), {1, 1, 0});
   fill_row(b.target_row(0, 2), {1, 1, 1});
   fill_row(b.draft_row(0, 0), {0, 1, 0});
-  fill_row(b.draft_row(0, 1), {0, 0, 1});
+  fill_row(b.draft_row(0, 1), {0, 1, 3});
   b.draft_tokens = {1, 2};
   const auto w = block_weights(b.view(), 0);
   EXPECT_NEAR(w.w[1], 0.5, 1e-7);
   EXPECT_NEAR(w.w[2], 0.0, 1e-7);  // p_2(2) = 0
-  EXPECT_NEAR(w.h[1], 0.5 / (0.5 + 0.5), 1e-7);
-  for (uint64_t seed = 0; seed < 50; ++seed) {
+  EXPECT_NEAR(w.h[1], 0.25 / (0.25 + 0.5), 1e-7);
+  int64_t tau_one = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
     const auto r = verify_block(b.view(), {.seed = seed});
     ASSERT_LE(r.n_accepted[0], 1);
-    if (r.n_accepted[0] == 1) EXPECT_NE(r.emitted_tokens[1], 2);
+    if (r.n_accepted[0] == 1) {
+      ++tau_one;
+      EXPECT_EQ(r.emitted_tokens[1], 0) << "seed " << seed;
+    }
   }
+  EXPECT_GT(tau_one, 50);
 }
 
 TEST(VerifyBlock, BadInputIsRejectedWithItsLocation) {

@@ -7,8 +7,11 @@
 
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include "core/base/error.hpp"
+#include "core/base/philox.hpp"
+#include "core/sampling/sampling.hpp"
 #include "tests/support/chain_fixture.hpp"
 
 namespace speclab {
@@ -104,27 +107,40 @@ TEST_P(VerifyChain, LenientIsMarkedLossy) {
 
 TEST_P(VerifyChain, ResidualFallbackIsCountedAndSamplesTarget) {
   // p ≤ q everywhere with both rows normalised within 1e-4: a rejection is possible at token 0
-  // (p/q = 0.6) yet max(0, p - q) has no mass. docs/verifiers.md V1: sample p and count the event.
-  OwnedChainBatch b(64, 1, 2);
-  for (int64_t r = 0; r < 64; ++r) {
-    b.draft_row(r, 0)[0] = 2e-4f;
-    b.draft_row(r, 0)[1] = 1.0f - 2e-4f;
-    b.target_row(r, 0)[0] = 1.2e-4f;
-    b.target_row(r, 0)[1] = 1.0f - 2e-4f;
-    fill_row(b.target_row(r, 1), {1, 1});
+  // (p/q = 0.6; every draft is token 0) yet max(0, p − q) has no mass. docs/verifiers.md V1: sample
+  // p and count the event. p spreads its mass over tokens 1..3, so which token the fallback emits
+  // is visible: exactly sample_categorical(p) with the residual uniform of position 1
+  // (docs/randomness.md: (seed; request, step, n + 1, kResidualSample, 0)).
+  constexpr int64_t kRequests = 64;
+  constexpr uint64_t kSeed = 5;
+  OwnedChainBatch b(kRequests, 1, 4);
+  const float rest = (1.0f - 2e-4f) / 3.0f;
+  for (int64_t r = 0; r < kRequests; ++r) {
+    const float q[] = {2e-4f, rest, rest, rest};
+    const float p[] = {1.2e-4f, rest, rest, rest};
+    std::copy_n(q, 4, b.draft_row(r, 0));
+    std::copy_n(p, 4, b.target_row(r, 0));
+    fill_row(b.target_row(r, 1), {1, 1, 1, 1});
   }
-  const auto r = run(b, {.seed = 5});
+  const auto r = run(b, {.seed = kSeed});
   int64_t rejected = 0;
-  for (int64_t i = 0; i < 64; ++i) {
+  std::set<int32_t> fallback_tokens;
+  for (int64_t i = 0; i < kRequests; ++i) {
     if (r.n_accepted[i] == 0) {
       ++rejected;
       EXPECT_EQ(r.residual_fallback[i], 1);
+      const RandomAddress residual{kSeed, static_cast<uint32_t>(i), 0,
+                                   1,     Purpose::kResidualSample, 0};
+      const int32_t expected = sample_categorical({b.target_row(i, 0), 4}, philox_bits(residual));
+      EXPECT_EQ(r.emitted_tokens[i * 2], expected) << "request " << i;
+      fallback_tokens.insert(r.emitted_tokens[i * 2]);
     } else {
       EXPECT_EQ(r.residual_fallback[i], 0);
     }
   }
   EXPECT_GT(rejected, 0);
   EXPECT_EQ(r.residual_fallbacks, rejected);
+  EXPECT_GE(fallback_tokens.size(), 2u) << "the fallback's token must vary for the check to bite";
 }
 
 TEST_P(VerifyChain, RejectsEmptyBatchAndBadDimensions) {
