@@ -61,19 +61,12 @@ StepInstance instance_spec_vector() {
   return {"spec_vector", 2, {{1, 2}, {1, 2}, {1, 2}}, {{2, 1}, {2, 1}}};
 }
 
-exact::Row exact_row(const std::vector<int>& weights) {
-  Q total = 0;
-  for (int w : weights) total += w;
-  exact::Row row;
-  for (int w : weights) row.push_back(Q(w) / total);
-  return row;
-}
 
 template <class M>
 exact::StepResult enumerate(const StepInstance& inst, const M& method) {
   std::vector<exact::Row> target, draft;
-  for (const auto& w : inst.target) target.push_back(exact_row(w));
-  for (const auto& w : inst.draft) draft.push_back(exact_row(w));
+  for (const auto& w : inst.target) target.push_back(testing::exact_weights_row(w));
+  for (const auto& w : inst.draft) draft.push_back(testing::exact_weights_row(w));
   return exact::enumerate_step(target, draft, method);
 }
 
@@ -181,68 +174,22 @@ TEST(VerifyBlockStat, BlockAcceptedLengthIsElevenNinths) {
 // Speculative decoding with block verification over a V = 3 Markov pair, L = 4, γ = 3: the joint
 // law of the 81 sequences is the target chain's. N = 300k detects ε ≈ 0.011.
 TEST(VerifyBlockStat, BlockStreamMatchesTargetChain) {
-  const std::vector<std::vector<int>> target_w{{2, 5, 1}, {0, 4, 4}, {3, 3, 2}};
-  const std::vector<std::vector<int>> draft_w{{4, 2, 2}, {2, 2, 4}, {0, 6, 2}};
+  const testing::MarkovPair pair{{{2, 5, 1}, {0, 4, 4}, {3, 3, 2}}, {{4, 2, 2}, {2, 2, 4}, {0, 6, 2}}};
   constexpr int v = 3, gamma = 3, length = 4, start = 0;
   constexpr int64_t n_samples = 300'000;
-  exact::MarkovChain target{v, {}}, draft{v, {}};
-  std::vector<std::vector<float>> tf(v, std::vector<float>(v)), df = tf;
-  for (int t = 0; t < v; ++t) {
-    target.transition.push_back(exact_row(target_w[t]));
-    draft.transition.push_back(exact_row(draft_w[t]));
-    fill_row(tf[t].data(), target_w[t]);
-    fill_row(df[t].data(), draft_w[t]);
-  }
+  const exact::MarkovChain target = testing::exact_chain(pair.target);
   const exact::Distribution plain = exact::chain_distribution(target, start, length);
-  ASSERT_EQ(exact::enumerate_stream(target, draft, start, gamma, length, exact::BlockMethod{}),
+  ASSERT_EQ(exact::enumerate_stream(target, testing::exact_chain(pair.draft), start, gamma, length,
+                                    exact::BlockMethod{}),
             plain);
   const uint64_t seed = stat_seed("stream");
-  std::vector<int64_t> counts(81, 0);
-  for (int64_t chunk = 0; chunk < n_samples; chunk += kBatch) {
-    std::vector<std::vector<int32_t>> streams(kBatch);
-    for (uint32_t step = 0;; ++step) {
-      std::vector<int64_t> active;
-      for (int64_t r = 0; r < kBatch; ++r) {
-        if (static_cast<int>(streams[r].size()) < length) active.push_back(r);
-      }
-      if (active.empty()) break;
-      OwnedChainBatch batch(static_cast<int64_t>(active.size()), gamma, v);
-      batch.request_ids.resize(active.size());
-      for (size_t j = 0; j < active.size(); ++j) {
-        const auto id = static_cast<uint32_t>(chunk + active[j]);
-        batch.request_ids[j] = id;
-        int prev = streams[active[j]].empty() ? start : streams[active[j]].back();
-        for (int i = 0; i < gamma; ++i) {
-          std::copy(tf[prev].begin(), tf[prev].end(), batch.target_row(j, i));
-          std::copy(df[prev].begin(), df[prev].end(), batch.draft_row(j, i));
-          const RandomAddress a{seed, id, step, static_cast<uint32_t>(i + 1), Purpose::kDraftSample,
-                                0};
-          prev = sample_categorical(df[prev], philox_bits(a));
-          batch.token(j, i) = prev;
-        }
-        std::copy(tf[prev].begin(), tf[prev].end(), batch.target_row(j, gamma));
-      }
-      const ChainResult res = verify_block(batch.view(), {.seed = seed, .step = step});
-      for (size_t j = 0; j < active.size(); ++j) {
-        auto& s = streams[active[j]];
-        const int32_t* emitted = &res.emitted_tokens[j * (gamma + 1)];
-        s.insert(s.end(), emitted, emitted + res.n_emitted(static_cast<int64_t>(j)));
-      }
-    }
-    for (const auto& s : streams) {
-      int64_t code = 0;
-      for (int k = length - 1; k >= 0; --k) code = code * v + s[k];
-      ++counts[code];
-    }
-  }
-  std::vector<double> probs(81, 0.0);
-  for (const auto& [seq, p] : plain) {
-    int64_t code = 0;
-    for (int k = length - 1; k >= 0; --k) code = code * v + seq[k];
-    probs[code] = p.convert_to<double>();
-  }
-  const auto r = check("stream", counts, probs, seed);
-  EXPECT_TRUE(fits(r, kAlpha, seed));
+  const auto counts = testing::sample_chain_stream(
+      pair, start, gamma, length, seed, n_samples,
+      [&](const ChainBatch& batch, uint32_t step) {
+        return verify_block(batch, {.seed = seed, .step = step});
+      });
+  const auto r = check("stream", counts, testing::stream_probs(plain, v, length), seed);
+  EXPECT_TRUE(fits(r, kAlpha, seed)) << testing::impossible_stream(r.impossible_category, v, length);
 }
 
 // The V = 4 Markov pair of tests/support/markov_stream.hpp (residuals of support ≥ 2 in every

@@ -65,13 +65,6 @@ constexpr int64_t kBatch = 65536;
 
 double to_double(const Q& x) { return x.convert_to<double>(); }
 
-exact::Row exact_row(const std::vector<int>& weights) {
-  Q total = 0;
-  for (int w : weights) total += w;
-  exact::Row row;
-  for (int w : weights) row.push_back(Q(w) / total);
-  return row;
-}
 
 // One verification step with context-free rows, as integer weights. Totals are powers of two where
 // possible, so the float rows equal the rationals exactly and the exact law is the law sampled.
@@ -104,8 +97,8 @@ StepInstance instance_spec_vector() {
 
 exact::StepResult enumerate(const StepInstance& inst, const exact::Method& method) {
   std::vector<exact::Row> target, draft;
-  for (const auto& w : inst.target) target.push_back(exact_row(w));
-  for (const auto& w : inst.draft) draft.push_back(exact_row(w));
+  for (const auto& w : inst.target) target.push_back(testing::exact_weights_row(w));
+  for (const auto& w : inst.draft) draft.push_back(testing::exact_weights_row(w));
   return exact::enumerate_step(target, draft, method);
 }
 
@@ -274,7 +267,7 @@ TEST(VerifyChainStat, LenientFirstTokenIsNotTarget) {
   const StepSamples s = sample_steps(inst, params, 20'000);
   std::vector<double> marginal, target;
   for (const Q& x : exact_law.first_token_marginal) marginal.push_back(to_double(x));
-  for (const Q& x : exact_row(inst.target[0])) target.push_back(to_double(x));
+  for (const Q& x : testing::exact_weights_row(inst.target[0])) target.push_back(to_double(x));
 
   const ChiSquareResult own =
       chi_square_check("vs_lenient_marginal", s.first_tokens, marginal, params.seed);
@@ -298,97 +291,6 @@ TEST(VerifyChainStat, GreedyJointMatchesExact) {
 std::vector<std::vector<int>> target_chain_weights() { return {{2, 5, 1}, {0, 4, 4}, {3, 3, 2}}; }
 std::vector<std::vector<int>> draft_chain_weights() { return {{4, 2, 2}, {2, 2, 4}, {0, 6, 2}}; }
 
-exact::MarkovChain exact_chain(const std::vector<std::vector<int>>& weights) {
-  exact::MarkovChain chain{static_cast<int>(weights.size()), {}};
-  for (const auto& w : weights) chain.transition.push_back(exact_row(w));
-  return chain;
-}
-
-// Speculative decoding of N independent streams of `length` tokens after `start`: each step
-// drafts γ tokens autoregressively from the draft chain from the last emitted token, takes
-// p_1 = T[last], p_{i+1} = T[x_i], verifies, appends the accepted prefix and one token and
-// continues from the last emitted token; the stream is then cut to `length` tokens. Stream s is
-// request id s for all its steps, the step counter goes into every address. Returns counts of the
-// V^length sequences, indexed Σ_k token_k·V^k.
-std::vector<int64_t> sample_stream(const std::vector<std::vector<int>>& target_w,
-                                   const std::vector<std::vector<int>>& draft_w, int start,
-                                   int gamma, int length, ChainParams params, int64_t n_samples) {
-  const int v = static_cast<int>(target_w.size());
-  std::vector<std::vector<float>> target(v, std::vector<float>(v)), draft = target;
-  for (int t = 0; t < v; ++t) {
-    fill_row(target[t].data(), target_w[t]);
-    fill_row(draft[t].data(), draft_w[t]);
-  }
-  int64_t n_sequences = 1;
-  for (int k = 0; k < length; ++k) n_sequences *= v;
-  std::vector<int64_t> counts(n_sequences, 0);
-  std::vector<std::vector<int32_t>> streams;
-  std::vector<int64_t> active;
-  for (int64_t chunk = 0; chunk < n_samples; chunk += kBatch) {
-    const int64_t b = std::min(kBatch, n_samples - chunk);
-    streams.assign(b, {});
-    for (uint32_t step = 0;; ++step) {
-      active.clear();
-      for (int64_t r = 0; r < b; ++r) {
-        if (static_cast<int>(streams[r].size()) < length) active.push_back(r);
-      }
-      if (active.empty()) break;
-      OwnedChainBatch batch(static_cast<int64_t>(active.size()), gamma, v);
-      batch.request_ids.resize(active.size());
-      for (size_t j = 0; j < active.size(); ++j) {
-        const int64_t r = active[j];
-        const auto id = static_cast<uint32_t>(chunk + r);
-        batch.request_ids[j] = id;
-        int prev = streams[r].empty() ? start : streams[r].back();
-        for (int i = 0; i < gamma; ++i) {
-          std::copy(target[prev].begin(), target[prev].end(), batch.target_row(j, i));
-          std::copy(draft[prev].begin(), draft[prev].end(), batch.draft_row(j, i));
-          const RandomAddress a{params.seed,           id, step, static_cast<uint32_t>(i + 1),
-                                Purpose::kDraftSample, 0};
-          prev = sample_categorical(draft[prev], philox_bits(a));
-          batch.token(j, i) = prev;
-        }
-        std::copy(target[prev].begin(), target[prev].end(), batch.target_row(j, gamma));
-      }
-      params.step = step;
-      const ChainResult res = verify_chain(batch.view(), params);
-      for (size_t j = 0; j < active.size(); ++j) {
-        const int32_t* emitted = &res.emitted_tokens[j * (gamma + 1)];
-        auto& s = streams[active[j]];
-        s.insert(s.end(), emitted, emitted + res.n_emitted(static_cast<int64_t>(j)));
-      }
-    }
-    for (const auto& s : streams) {
-      int64_t code = 0;
-      for (int k = length - 1; k >= 0; --k) code = code * v + s[k];
-      ++counts[code];
-    }
-  }
-  return counts;
-}
-
-std::vector<double> stream_probs(const exact::Distribution& dist, int vocab, int length) {
-  int64_t n_sequences = 1;
-  for (int k = 0; k < length; ++k) n_sequences *= vocab;
-  std::vector<double> probs(n_sequences, 0.0);
-  for (const auto& [seq, prob] : dist) {
-    int64_t code = 0;
-    for (int k = length - 1; k >= 0; --k) code = code * vocab + seq[k];
-    probs[code] = to_double(prob);
-  }
-  return probs;
-}
-
-// "impossible sequence a,b,c,d" when the χ² result flags a probability-0 stream, else "".
-std::string impossible_stream(const ChiSquareResult& r, int vocab, int length) {
-  if (!r.impossible()) return {};
-  exact::Sequence seq;
-  for (int64_t code = r.impossible_category; static_cast<int>(seq.size()) < length; code /= vocab) {
-    seq.push_back(static_cast<int>(code % vocab));
-  }
-  return "impossible sequence " + exact::sequence_key(seq);
-}
-
 // Steps emit 1..γ+1 tokens and the last emitted token is the next step's context, so a wrong
 // context row, a lost rollback or a uniform shared across steps changes this joint law.
 // 81 sequences (V = 3, L = 4); 55 have positive probability (strings after 0 without "1 0":
@@ -397,36 +299,51 @@ std::string impossible_stream(const ChiSquareResult& r, int vocab, int length) {
 constexpr int kStreamStart = 0, kStreamGamma = 3, kStreamLength = 4;
 constexpr int64_t kStreamSamples = 500'000;
 
+// N streams of kStreamLength tokens after kStreamStart from the V = 3 pair, verified by
+// verify_chain with `params` (tests/support/markov_stream.hpp samples them).
+std::vector<int64_t> sample_stream(ChainParams params, int64_t n_samples) {
+  const testing::MarkovPair pair{target_chain_weights(), draft_chain_weights()};
+  return testing::sample_chain_stream(pair, kStreamStart, kStreamGamma, kStreamLength,
+                                      params.seed, n_samples,
+                                      [&](const ChainBatch& batch, uint32_t step) {
+                                        params.step = step;
+                                        return verify_chain(batch, params);
+                                      });
+}
+
+std::string impossible_stream(const ChiSquareResult& r) {
+  return testing::impossible_stream(r.impossible() ? r.impossible_category : -1, 3,
+                                    kStreamLength);
+}
+
 TEST(VerifyChainStat, TokenStreamMatchesTargetChain) {
   const auto target_w = target_chain_weights();
   const exact::Distribution plain =
-      exact::chain_distribution(exact_chain(target_w), kStreamStart, kStreamLength);
+      exact::chain_distribution(testing::exact_chain(target_w), kStreamStart, kStreamLength);
   // Exact losslessness is the property layer's claim; restated so the χ² below tests the random
   // layer alone.
   ASSERT_EQ(
-      exact::enumerate_stream(exact_chain(target_w), exact_chain(draft_chain_weights()),
+      exact::enumerate_stream(testing::exact_chain(target_w), testing::exact_chain(draft_chain_weights()),
                               kStreamStart, kStreamGamma, kStreamLength, {ChainMethod::kToken, 1}),
       plain);
   const ChainParams params{ChainMethod::kToken, 1.0, stat_seed("stream"), 0};
-  const auto counts = sample_stream(target_w, draft_chain_weights(), kStreamStart, kStreamGamma,
-                                    kStreamLength, params, kStreamSamples);
-  const ChiSquareResult r =
-      chi_square_check("stream", counts, stream_probs(plain, 3, kStreamLength), params.seed);
-  EXPECT_TRUE(fits(r, kAlpha, params.seed)) << impossible_stream(r, 3, kStreamLength);
+  const auto counts = sample_stream(params, kStreamSamples);
+  const ChiSquareResult r = chi_square_check(
+      "stream", counts, testing::stream_probs(plain, 3, kStreamLength), params.seed);
+  EXPECT_TRUE(fits(r, kAlpha, params.seed)) << impossible_stream(r);
 }
 
 // The lossy stream follows its own exact law (which is not the target chain's).
 TEST(VerifyChainStat, LenientStreamMatchesExactStream) {
   const exact::Method method{ChainMethod::kLenient, Q(1, 2)};
   const exact::Distribution lenient = exact::enumerate_stream(
-      exact_chain(target_chain_weights()), exact_chain(draft_chain_weights()), kStreamStart,
+      testing::exact_chain(target_chain_weights()), testing::exact_chain(draft_chain_weights()), kStreamStart,
       kStreamGamma, kStreamLength, method);
   const ChainParams params{ChainMethod::kLenient, 0.5, stat_seed("stream"), 0};
-  const auto counts = sample_stream(target_chain_weights(), draft_chain_weights(), kStreamStart,
-                                    kStreamGamma, kStreamLength, params, kStreamSamples);
-  const ChiSquareResult r =
-      chi_square_check("stream", counts, stream_probs(lenient, 3, kStreamLength), params.seed);
-  EXPECT_TRUE(fits(r, kAlpha, params.seed)) << impossible_stream(r, 3, kStreamLength);
+  const auto counts = sample_stream(params, kStreamSamples);
+  const ChiSquareResult r = chi_square_check(
+      "stream", counts, testing::stream_probs(lenient, 3, kStreamLength), params.seed);
+  EXPECT_TRUE(fits(r, kAlpha, params.seed)) << impossible_stream(r);
 }
 
 // The V = 4 pair of tests/support/markov_stream.hpp (a residual of support ≥ 2 in every context,
