@@ -32,7 +32,8 @@ done
 # Every test in these filters is a regular test of tests/stat or tests/property.
 stat_filter='VerifyChainStat.TokenJointMatchesExact:VerifyChainStat.ReferenceJointMatchesExact'
 stat_filter+=':VerifyChainStat.SixTokenStreamMatchesTargetChain:VerifyBlockStat.BlockJointMatchesExact'
-stat_filter+=':VerifyBlockStat.TypicalJointMatchesExact:*VerifyTreeStat.ContextDependent*'
+stat_filter+=':VerifyBlockStat.BlockSixTokenStreamMatchesTargetChain:VerifyBlockStat.TypicalJointMatchesExact'
+stat_filter+=':*VerifyTreeStat.ContextDependent*:DecodeStat.SpeculativeAtHalfTemperatureIsPlainDecodingsLaw'
 stat_filter+=':DecodeStat.PlainDecodingIsTheTargetChainAtItsTemperature'
 stat_filter+=':DecodeLsmStat.TokenLevelPairLawAtLowTemperatureWithTopK'
 property_filter='VerifyChainProperty.*:VerifyBlockProperty.*:VerifyTreeProperty.*'

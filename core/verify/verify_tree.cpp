@@ -264,20 +264,21 @@ TreeNodeLaws tree_node_laws(TreeMethod method, std::span<const float> probs_targ
         law[c] = 1.0;
         break;
     }
-    if (subtracted.empty()) subtracted = law;
-    std::vector<double> next = laws.residual.back();
-    double next_mass = laws.mass.back();
+    const std::vector<double>& minus = subtracted.empty() ? law : subtracted;
+    const double mass = laws.mass.back();
+    std::vector<double> next(vocab);
+    double next_mass = 0.0;
     if (method != TreeMethod::kKseq) {  // K-SEQ keeps p for every candidate
-      std::vector<double> updated(vocab);
-      double updated_mass = 0.0;
+      const std::vector<double>& current = laws.residual.back();
       for (int64_t t = 0; t < vocab; ++t) {
-        updated[t] = std::max(0.0, next[t] - next_mass * subtracted[t]);
-        updated_mass += updated[t];
+        next[t] = std::max(0.0, current[t] - mass * minus[t]);
+        next_mass += next[t];
       }
-      if (updated_mass > 0.0) {
-        next = std::move(updated);
-        next_mass = updated_mass;
-      }  // else p⁽ʲ⁾ ≤ q⁽ʲ⁾ up to rounding: keep p⁽ʲ⁾ (only the lossy variant reaches this)
+    }
+    if (!(next_mass > 0.0)) {
+      // K-SEQ, or p⁽ʲ⁾ ≤ q⁽ʲ⁾ up to rounding: keep p⁽ʲ⁾ (only the lossy variant reaches this)
+      next = laws.residual.back();
+      next_mass = mass;
     }
     laws.draft.push_back(std::move(law));
     laws.residual.push_back(std::move(next));

@@ -83,15 +83,17 @@ struct Counts {
 };
 
 // Samples in parallel (OpenMP): sample s only reads its own uniforms, and counts are summed, so
-// the result does not depend on the number of threads.
-template <class Sample>
-Counts sample_all(Sample sample) {
+// the result does not depend on the number of threads. make_state() gives each thread its own
+// copy of what a sample writes (the draft tokens), so the 32000-wide rows are copied once.
+template <class MakeState, class Sample>
+Counts sample_all(MakeState make_state, Sample sample) {
   Counts total;
 #pragma omp parallel
   {
     Counts mine;
+    auto state = make_state();
 #pragma omp for schedule(dynamic, 256)
-    for (int64_t s = 0; s < kSamples; ++s) sample(static_cast<uint32_t>(s), mine);
+    for (int64_t s = 0; s < kSamples; ++s) sample(static_cast<uint32_t>(s), state, mine);
 #pragma omp critical
     for (int64_t t = 0; t < kLargeVocab; ++t) {
       total.first[t] += mine.first[t];
@@ -111,16 +113,17 @@ void check_all(const char* name, const Counts& c, const Rows& rows, uint64_t see
 TEST(LargeVocabSlowStat, BlockFirstTwoTokensAreTargetAtEpsilonOnePercent) {
   const Rows rows(20261130);
   const uint64_t seed = stat_seed("block");
-  const Counts c = sample_all([&](uint32_t s, Counts& out) {
-    ChainBatchData batch = rows.data;
-    for (int64_t i = 0; i < kLargeGamma; ++i) {
-      batch.draft_tokens[i] = rows.draw(
-          i, philox_bits({seed, 0, s, static_cast<uint32_t>(i + 1), Purpose::kDraftSample, 0}));
-    }
-    const ChainResult result = verify_block(batch.view(), {.seed = seed, .step = s});
-    ++out.first[result.emitted_tokens[0]];
-    if (result.n_accepted[0] >= 1) ++out.second[result.emitted_tokens[1]];
-  });
+  const Counts c = sample_all(
+      [&] { return rows.data; },
+      [&](uint32_t s, ChainBatchData& batch, Counts& out) {
+        for (int64_t i = 0; i < kLargeGamma; ++i) {
+          batch.draft_tokens[i] = rows.draw(
+              i, philox_bits({seed, 0, s, static_cast<uint32_t>(i + 1), Purpose::kDraftSample, 0}));
+        }
+        const ChainResult result = verify_block(batch.view(), {.seed = seed, .step = s});
+        ++out.first[result.emitted_tokens[0]];
+        if (result.n_accepted[0] >= 1) ++out.second[result.emitted_tokens[1]];
+      });
   check_all("block", c, rows, seed);
 }
 
@@ -138,20 +141,20 @@ TEST(LargeVocabSlowStat, TreeIidFirstTwoTokensAreTargetAtEpsilonOnePercent) {
                 &probs_draft[n * kLargeVocab]);
   }
   const uint64_t seed = stat_seed("tree-iid");
-  const Counts c = sample_all([&](uint32_t s, Counts& out) {
-    std::vector<int32_t> tokens(width, 0);
-    for (int64_t n = 1; n < width; ++n) {
-      tokens[n] =
-          rows.draw(depth_of[n] - 1,
-                    philox_bits({seed, 0, s, 1, Purpose::kDraftSample, static_cast<uint32_t>(n)}));
-    }
-    const TreeBatch batch{1,       nodes,  kLargeVocab, probs_target, probs_draft,
-                          parents, tokens, {},          {},           {}};
-    const TreeResult result =
-        verify_tree(batch, {.method = TreeMethod::kIid, .seed = seed, .step = s});
-    ++out.first[result.emitted_tokens[0]];
-    if (result.n_accepted[0] >= 1) ++out.second[result.emitted_tokens[1]];
-  });
+  const Counts c = sample_all(
+      [&] { return std::vector<int32_t>(width, 0); },
+      [&](uint32_t s, std::vector<int32_t>& tokens, Counts& out) {
+        for (int64_t n = 1; n < width; ++n) {
+          tokens[n] = rows.draw(depth_of[n] - 1, philox_bits({seed, 0, s, 1, Purpose::kDraftSample,
+                                                              static_cast<uint32_t>(n)}));
+        }
+        const TreeBatch batch{1,       nodes,  kLargeVocab, probs_target, probs_draft,
+                              parents, tokens, {},          {},           {}};
+        const TreeResult result =
+            verify_tree(batch, {.method = TreeMethod::kIid, .seed = seed, .step = s});
+        ++out.first[result.emitted_tokens[0]];
+        if (result.n_accepted[0] >= 1) ++out.second[result.emitted_tokens[1]];
+      });
   check_all("tree-iid", c, rows, seed);
 }
 
