@@ -251,9 +251,7 @@ std::string plain_value(const toml::node& node) {
 }
 
 void Diagnostics::add(Entry entry) {
-  for (const Entry& e : entries_) {
-    if (e.text == entry.text) return;
-  }
+  if (!texts_.insert(entry.text).second) return;
   entries_.push_back(std::move(entry));
 }
 
@@ -287,8 +285,14 @@ std::vector<std::string> Diagnostics::messages() const {
 
 void Diagnostics::throw_if_any(std::string_view source) const {
   if (entries_.empty()) return;
+  std::vector<std::string> lines = messages();
+  if (lines.size() > kMaxReportedErrors) {
+    const size_t more = lines.size() - kMaxReportedErrors;
+    lines.resize(kMaxReportedErrors);
+    lines.push_back(fmt::format("… and {} more error{}", more, more == 1 ? "" : "s"));
+  }
   throw InvalidInput(fmt::format("{}: {} error{}:\n{}", source, entries_.size(),
-                                 entries_.size() == 1 ? "" : "s", fmt::join(messages(), "\n")));
+                                 entries_.size() == 1 ? "" : "s", fmt::join(lines, "\n")));
 }
 
 std::string_view to_string(PromptSource source) {
@@ -447,11 +451,32 @@ void check_run_shape(const LeafReader& r, const RunSettings& s) {
   }
 }
 
+// A model's vocabulary size and whether it has a tokenizer. Building it can fail for a valid name
+// (a GGUF file not fetched, a layerskip layer out of range); that is reported at the key, beside
+// the other errors, instead of escaping without a location.
+struct ModelFacts {
+  int64_t vocab = 0;
+  bool has_tokenizer = false;
+};
+std::optional<ModelFacts> model_facts(const LeafReader& r, std::string_view key,
+                                      const std::string& name) {
+  try {
+    return ModelFacts{model_vocab(name), !tokenizer_file(name).empty()};
+  } catch (const InvalidInput& e) {
+    r.error(key, fmt::format("{} \"{}\" cannot be built: {}", key, name, e.what()));
+    return std::nullopt;
+  }
+}
+
 // Constraints that need the models: vocabularies, tokenizers, and the pipelines' validity.
 void check_against_models(const LeafReader& r, const RunSettings& s) {
-  const int64_t target_vocab = model_vocab(s.target_model);
+  const std::optional<ModelFacts> target = model_facts(r, "target.model", s.target_model);
+  if (!target) return;
+  const int64_t target_vocab = target->vocab;
   if (s.speculative()) {
-    const int64_t draft_vocab = model_vocab(s.draft_model);
+    const std::optional<ModelFacts> draft = model_facts(r, "draft.model", s.draft_model);
+    if (!draft) return;
+    const int64_t draft_vocab = draft->vocab;
     if (draft_vocab != target_vocab) {
       r.error("draft.model",
               fmt::format("draft.model \"{}\" has vocabulary size {} but target.model \"{}\" "
@@ -470,7 +495,7 @@ void check_against_models(const LeafReader& r, const RunSettings& s) {
       }
     }
   }
-  const bool has_tokenizer = !tokenizer_file(s.target_model).empty();
+  const bool has_tokenizer = target->has_tokenizer;
   if (s.prompt_source == PromptSource::kCorpus && target_vocab != kByteVocab) {
     r.error("decode.prompt_source",
             fmt::format("decode.prompt_source is \"corpus\" but target.model \"{}\" has "

@@ -3,6 +3,7 @@
 // mean" suggestions, and --set overrides that keep their TOML types.
 #include "experiments/config.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -279,6 +280,9 @@ method = "tree-iid"
               HasSubstr("expected candidates per node ≤ the vocabulary size 16"));
   EXPECT_THAT(error_of(base, {"decode.branches=[16, 16, 16]"}),
               HasSubstr("makes a tree of more than 4096 nodes"));
+  // Integers near 2^63 (tests/fuzz/config_fuzz.cpp): counted without overflow, so refused.
+  EXPECT_THAT(error_of(base, {"decode.branches=[5000, 9000000000000000000]"}),
+              HasSubstr("makes a tree of more than 4096 nodes"));
   const Sweep sweep = load(base, {"decode.branches=[3, 2]"});
   EXPECT_EQ(std::get<TreeVerifier>(sweep.points[0].settings.decode.verifier).branches,
             (std::vector<int64_t>{3, 2}));
@@ -286,6 +290,40 @@ method = "tree-iid"
   // Chain verifiers ignore a tree shape, and it is not part of their resolved config.
   const Sweep chain = load(base, {"decode.branches=[3, 2]", "verifier.method=token"});
   EXPECT_THAT(chain.points[0].config_toml, Not(HasSubstr("branches")));
+}
+
+TEST(Config, ModelThatCannotBeBuiltIsReportedAtItsKey) {
+  // A valid name whose model fails to build (here layer 99 of a 30-layer SmolLM2, or its GGUF file
+  // not fetched) is an error at the key, like every other (found by tests/fuzz/config_fuzz.cpp:
+  // the registry's message escaped without the file's name).
+  const std::string message = error_of(R"([target]
+model = "lsm-tiny-target"
+[draft]
+model = "layerskip:99"
+)");
+  EXPECT_THAT(message, HasSubstr("c.toml: 1 error:\n"));
+  EXPECT_THAT(message, HasSubstr("c.toml:4:9: draft.model \"layerskip:99\" cannot be built: "));
+}
+
+TEST(Config, ManyErrorsAreCountedAndTheFirstListed) {
+  // 100 × 100 repeats of one point: 9999 "same experiment" errors (found by
+  // tests/fuzz/config_fuzz.cpp, where such a sweep took minutes: every error was compared with
+  // every earlier one). All are counted, the first kMaxReportedErrors listed.
+  std::string repeated = "[1";
+  for (int i = 1; i < 100; ++i) repeated += ", 1";
+  repeated += "]";
+  const std::string message = error_of(R"([target]
+model = "lsm-tiny-target"
+[sweep]
+seed = )" + repeated +
+                                       "\ndecode.gamma = " + repeated + "\n");
+  EXPECT_THAT(message, HasSubstr("c.toml: 9999 errors:\n"));
+  EXPECT_THAT(message, HasSubstr("c.toml: sweep points 0 and 1 are the same experiment"));
+  EXPECT_THAT(message, Not(HasSubstr("sweep points 0 and 51 ")));
+  EXPECT_THAT(message, ::testing::EndsWith(fmt::format("\n… and {} more errors",
+                                                       9999 - Diagnostics::kMaxReportedErrors)));
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'),
+            static_cast<std::ptrdiff_t>(Diagnostics::kMaxReportedErrors + 1));
 }
 
 }  // namespace
