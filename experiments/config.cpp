@@ -523,6 +523,29 @@ void check_against_models(const LeafReader& r, const RunSettings& s) {
   }
 }
 
+// The name labels the experiment and is its default output directory, results/NAME: a path there
+// would write elsewhere (name = "/" made it the root) and a control character garbles listings.
+void check_name(const LeafReader& r, const std::string& name) {
+  if (name.empty()) {
+    r.error("name", "name is \"\"; expected a non-empty label");
+    return;
+  }
+  const auto control = [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; };
+  const bool one_component =
+      name != "." && name != ".." && std::none_of(name.begin(), name.end(), [&](char c) {
+        return c == '/' || c == '\\' || control(c);
+      });
+  if (one_component) return;
+  std::string shown;  // control characters escaped, so that the message stays one line
+  for (const char c : name) {
+    shown +=
+        control(c) ? fmt::format("\\x{:02x}", static_cast<unsigned char>(c)) : std::string(1, c);
+  }
+  r.error("name", fmt::format("name is \"{}\"; expected a label that names one directory under "
+                              "results/ (no / or \\, no control characters, not . or ..)",
+                              shown));
+}
+
 }  // namespace
 
 std::optional<RunSettings> resolve_settings(const LeafValues& values, std::string_view default_name,
@@ -532,7 +555,7 @@ std::optional<RunSettings> resolve_settings(const LeafValues& values, std::strin
   const LeafReader r(values, fallback_location, local);
   RunSettings s;
   s.name = r.read<std::string>("name").value_or(std::string(default_name));
-  if (s.name.empty()) r.error("name", "name is \"\"; expected a non-empty label");
+  check_name(r, s.name);
   s.decode.seed =
       static_cast<uint64_t>(r.integer("seed", 0, 0, std::numeric_limits<int64_t>::max()));
   read_models(r, s);

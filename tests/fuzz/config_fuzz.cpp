@@ -3,11 +3,13 @@
 // another exception is a bug, and so is an error that does not name the file. Lines "#set
 // KEY=VALUE" of the input (TOML comments, so the rest still parses) are passed as --set overrides
 // too. A config that loads must also reproduce itself: each point's resolved config_toml, the text
-// a result file keeps, loads again to one point with the same resolved text.
+// a result file keeps, loads again to one point with the same resolved text, and its name keeps the
+// default output directory results/NAME inside results/.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +69,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!std::string_view(e.what()).starts_with("fuzz.toml:"))
       fail("an error without its file", e.what());
     return 0;
+  }
+  // The name is the default output directory, results/NAME: it must stay one directory there.
+  const std::filesystem::path out = std::filesystem::path("results") / sweep.name;
+  if (out.parent_path() != "results" || sweep.name == "." || sweep.name == "..") {
+    fail("a name that leaves results/", sweep.name);
   }
   for (size_t i = 0; i < sweep.points.size() && i < kRoundTripPoints; ++i) {
     check_round_trip(sweep.points[i]);

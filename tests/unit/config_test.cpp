@@ -326,5 +326,20 @@ seed = )" + repeated +
             static_cast<std::ptrdiff_t>(Diagnostics::kMaxReportedErrors + 1));
 }
 
+TEST(Config, NameMustNameOneDirectoryUnderResults) {
+  // The name is the default output directory results/NAME, which tests/fuzz/config_fuzz.cpp
+  // checks: name = "/" made it the file system's root, "../x" a sibling of results/.
+  const std::string base = "[target]\nmodel = \"lsm-tiny-target\"\n";
+  for (const std::string bad : {"/", "../x", "a/b", ".", "..", "a\\b"}) {
+    // TOML literal strings: the name exactly as written.
+    EXPECT_THAT(error_of("name = '" + bad + "'\n" + base),
+                HasSubstr("c.toml:1:8: name is \"" + bad +
+                          "\"; expected a label that names one directory under results/"))
+        << bad;
+  }
+  EXPECT_THAT(error_of("name = \"a\\tb\"\n" + base), HasSubstr("name is \"a\\x09b\";"));
+  EXPECT_EQ(load("name = \"x y é-1.5\"\n" + base).name, "x y é-1.5");
+}
+
 }  // namespace
 }  // namespace speclab::experiments
