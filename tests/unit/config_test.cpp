@@ -125,12 +125,13 @@ TEST(Config, MissingTargetIsAnError) {
   EXPECT_THAT(error_of("seed = 1\n"), HasSubstr("target.model is missing"));
 }
 
+// The tiny target with a draft of that name.
+std::string tiny_target_with_draft(std::string_view draft) {
+  return fmt::format("[target]\nmodel = \"lsm-tiny-target\"\n[draft]\nmodel = \"{}\"\n", draft);
+}
+
 TEST(Config, DraftAndTargetMustShareTheVocabulary) {
-  const std::string message = error_of(R"([target]
-model = "lsm-tiny-target"
-[draft]
-model = "ngram-2"
-)");
+  const std::string message = error_of(tiny_target_with_draft("ngram-2"));
   EXPECT_THAT(message, HasSubstr("c.toml:4:9: draft.model \"ngram-2\" has vocabulary size 256 but "
                                  "target.model \"lsm-tiny-target\" has 16"));
 }
@@ -296,11 +297,7 @@ TEST(Config, ModelThatCannotBeBuiltIsReportedAtItsKey) {
   // A valid name whose model fails to build (here layer 99 of a 30-layer SmolLM2, or its GGUF file
   // not fetched) is an error at the key, like every other (found by tests/fuzz/config_fuzz.cpp:
   // the registry's message escaped without the file's name).
-  const std::string message = error_of(R"([target]
-model = "lsm-tiny-target"
-[draft]
-model = "layerskip:99"
-)");
+  const std::string message = error_of(tiny_target_with_draft("layerskip:99"));
   EXPECT_THAT(message, HasSubstr("c.toml: 1 error:\n"));
   EXPECT_THAT(message, HasSubstr("c.toml:4:9: draft.model \"layerskip:99\" cannot be built: "));
 }
