@@ -251,9 +251,7 @@ std::string plain_value(const toml::node& node) {
 }
 
 void Diagnostics::add(Entry entry) {
-  for (const Entry& e : entries_) {
-    if (e.text == entry.text) return;
-  }
+  if (!texts_.insert(entry.text).second) return;
   entries_.push_back(std::move(entry));
 }
 
@@ -287,8 +285,14 @@ std::vector<std::string> Diagnostics::messages() const {
 
 void Diagnostics::throw_if_any(std::string_view source) const {
   if (entries_.empty()) return;
+  std::vector<std::string> lines = messages();
+  if (lines.size() > kMaxReportedErrors) {
+    const size_t more = lines.size() - kMaxReportedErrors;
+    lines.resize(kMaxReportedErrors);
+    lines.push_back(fmt::format("… and {} more error{}", more, more == 1 ? "" : "s"));
+  }
   throw InvalidInput(fmt::format("{}: {} error{}:\n{}", source, entries_.size(),
-                                 entries_.size() == 1 ? "" : "s", fmt::join(messages(), "\n")));
+                                 entries_.size() == 1 ? "" : "s", fmt::join(lines, "\n")));
 }
 
 std::string_view to_string(PromptSource source) {
@@ -447,11 +451,32 @@ void check_run_shape(const LeafReader& r, const RunSettings& s) {
   }
 }
 
+// A model's vocabulary size and whether it has a tokenizer. Building it can fail for a valid name
+// (a GGUF file not fetched, a layerskip layer out of range); that is reported at the key, beside
+// the other errors, instead of escaping without a location.
+struct ModelFacts {
+  int64_t vocab = 0;
+  bool has_tokenizer = false;
+};
+std::optional<ModelFacts> model_facts(const LeafReader& r, std::string_view key,
+                                      const std::string& name) {
+  try {
+    return ModelFacts{model_vocab(name), !tokenizer_file(name).empty()};
+  } catch (const InvalidInput& e) {
+    r.error(key, fmt::format("{} \"{}\" cannot be built: {}", key, name, e.what()));
+    return std::nullopt;
+  }
+}
+
 // Constraints that need the models: vocabularies, tokenizers, and the pipelines' validity.
 void check_against_models(const LeafReader& r, const RunSettings& s) {
-  const int64_t target_vocab = model_vocab(s.target_model);
+  const std::optional<ModelFacts> target = model_facts(r, "target.model", s.target_model);
+  if (!target) return;
+  const int64_t target_vocab = target->vocab;
   if (s.speculative()) {
-    const int64_t draft_vocab = model_vocab(s.draft_model);
+    const std::optional<ModelFacts> draft = model_facts(r, "draft.model", s.draft_model);
+    if (!draft) return;
+    const int64_t draft_vocab = draft->vocab;
     if (draft_vocab != target_vocab) {
       r.error("draft.model",
               fmt::format("draft.model \"{}\" has vocabulary size {} but target.model \"{}\" "
@@ -470,7 +495,7 @@ void check_against_models(const LeafReader& r, const RunSettings& s) {
       }
     }
   }
-  const bool has_tokenizer = !tokenizer_file(s.target_model).empty();
+  const bool has_tokenizer = target->has_tokenizer;
   if (s.prompt_source == PromptSource::kCorpus && target_vocab != kByteVocab) {
     r.error("decode.prompt_source",
             fmt::format("decode.prompt_source is \"corpus\" but target.model \"{}\" has "
@@ -498,6 +523,29 @@ void check_against_models(const LeafReader& r, const RunSettings& s) {
   }
 }
 
+// The name labels the experiment and is its default output directory, results/NAME: a path there
+// would write elsewhere (name = "/" made it the root) and a control character garbles listings.
+void check_name(const LeafReader& r, const std::string& name) {
+  if (name.empty()) {
+    r.error("name", "name is \"\"; expected a non-empty label");
+    return;
+  }
+  const auto control = [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; };
+  const bool one_component =
+      name != "." && name != ".." && std::none_of(name.begin(), name.end(), [&](char c) {
+        return c == '/' || c == '\\' || control(c);
+      });
+  if (one_component) return;
+  std::string shown;  // control characters escaped, so that the message stays one line
+  for (const char c : name) {
+    shown +=
+        control(c) ? fmt::format("\\x{:02x}", static_cast<unsigned char>(c)) : std::string(1, c);
+  }
+  r.error("name", fmt::format("name is \"{}\"; expected a label that names one directory under "
+                              "results/ (no / or \\, no control characters, not . or ..)",
+                              shown));
+}
+
 }  // namespace
 
 std::optional<RunSettings> resolve_settings(const LeafValues& values, std::string_view default_name,
@@ -507,7 +555,7 @@ std::optional<RunSettings> resolve_settings(const LeafValues& values, std::strin
   const LeafReader r(values, fallback_location, local);
   RunSettings s;
   s.name = r.read<std::string>("name").value_or(std::string(default_name));
-  if (s.name.empty()) r.error("name", "name is \"\"; expected a non-empty label");
+  check_name(r, s.name);
   s.decode.seed =
       static_cast<uint64_t>(r.integer("seed", 0, 0, std::numeric_limits<int64_t>::max()));
   read_models(r, s);

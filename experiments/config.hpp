@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "core/base/suggest.hpp"
@@ -57,8 +58,13 @@ class Diagnostics {
   bool empty() const { return entries_.empty(); }
   /// The messages in file order (line, column), then those without a line (--set, whole file).
   std::vector<std::string> messages() const;
-  /// Throws InvalidInput "SOURCE: N error(s):" followed by one line per error, when any.
+  /// Throws InvalidInput "SOURCE: N error(s):" followed by one line per error, when any: the
+  /// first kMaxReportedErrors in file order, then how many more there are.
   void throw_if_any(std::string_view source) const;
+
+  /// A sweep of a million points can make as many errors (every point a repeat of the first);
+  /// beyond this many lines a message only buries the first ones.
+  static constexpr size_t kMaxReportedErrors = 50;
 
  private:
   struct Entry {
@@ -67,6 +73,7 @@ class Diagnostics {
   };
   void add(Entry entry);
   std::vector<Entry> entries_;
+  std::unordered_set<std::string> texts_;  // of entries_, for a repeat test in O(1), not O(N)
 };
 
 enum class PromptSource {

@@ -388,8 +388,12 @@ uint64_t fnv1a64(std::string_view text) {
 }
 
 Sweep load_sweep(const fs::path& config_path, std::span<const std::string> sets) {
+  return parse_sweep(read_file(config_path), config_path, sets);
+}
+
+Sweep parse_sweep(std::string_view text, const fs::path& config_path,
+                  std::span<const std::string> sets) {
   const std::string source = config_path.string();
-  const std::string text = read_file(config_path);
   Documents docs;
   try {
     docs.config = toml::parse(text, source);

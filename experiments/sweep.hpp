@@ -58,6 +58,10 @@ struct Sweep {
 /// (decode.gamma) or sweep.KEY; VALUE parses as TOML (a bare word that is not TOML is taken as a
 /// string). Throws InvalidInput listing every error as FILE:LINE:COLUMN: message.
 Sweep load_sweep(const std::filesystem::path& config_path, std::span<const std::string> sets = {});
+/// load_sweep on a config's text (the file is not read): `config_path` names it in messages and
+/// gives the default name.
+Sweep parse_sweep(std::string_view text, const std::filesystem::path& config_path,
+                  std::span<const std::string> sets = {});
 
 /// The points of a shard, in sweep order.
 std::vector<const SweepPoint*> shard_points(const Sweep& sweep, const Shard& shard);

@@ -145,7 +145,7 @@ void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<con
   result_.tokens[b].insert(result_.tokens[b].end(), seq.end() - appended, seq.end());
   // The verified length, not the new one: at position `verified + n` the models hold the rejected
   // draft x_{n+1} (or nothing), not the token emitted there, and a model may reuse whatever a
-  // truncate leaves without looking (docs/architecture.md, core/models/model.hpp).
+  // truncate leaves without looking (LanguageModel::truncate, core/models/model.hpp).
   const int64_t keep = verified + std::min({models_hold, n, appended});
   target_.truncate(b, keep);
   draft_.truncate(b, keep);

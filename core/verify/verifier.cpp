@@ -175,7 +175,8 @@ const VerifierEntry& entry_of(const VerifierSpec& spec) {
 int64_t tree_node_count(std::span<const int64_t> branches) {
   int64_t nodes = 0, level = 1;
   for (const int64_t k : branches) {
-    level = std::min(level * std::max<int64_t>(k, 0), kMaxTreeNodes + 1);
+    // Clamped first: a config may hold k up to 2^63 - 1, and level · k would overflow.
+    level = std::min(level * std::clamp<int64_t>(k, 0, kMaxTreeNodes + 1), kMaxTreeNodes + 1);
     nodes = std::min(nodes + level, kMaxTreeNodes + 1);
   }
   return nodes;

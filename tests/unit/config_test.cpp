@@ -3,6 +3,7 @@
 // mean" suggestions, and --set overrides that keep their TOML types.
 #include "experiments/config.hpp"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -124,12 +125,13 @@ TEST(Config, MissingTargetIsAnError) {
   EXPECT_THAT(error_of("seed = 1\n"), HasSubstr("target.model is missing"));
 }
 
+// The tiny target with a draft of that name.
+std::string tiny_target_with_draft(std::string_view draft) {
+  return fmt::format("[target]\nmodel = \"lsm-tiny-target\"\n[draft]\nmodel = \"{}\"\n", draft);
+}
+
 TEST(Config, DraftAndTargetMustShareTheVocabulary) {
-  const std::string message = error_of(R"([target]
-model = "lsm-tiny-target"
-[draft]
-model = "ngram-2"
-)");
+  const std::string message = error_of(tiny_target_with_draft("ngram-2"));
   EXPECT_THAT(message, HasSubstr("c.toml:4:9: draft.model \"ngram-2\" has vocabulary size 256 but "
                                  "target.model \"lsm-tiny-target\" has 16"));
 }
@@ -279,6 +281,9 @@ method = "tree-iid"
               HasSubstr("expected candidates per node ≤ the vocabulary size 16"));
   EXPECT_THAT(error_of(base, {"decode.branches=[16, 16, 16]"}),
               HasSubstr("makes a tree of more than 4096 nodes"));
+  // Integers near 2^63 (tests/fuzz/config_fuzz.cpp): counted without overflow, so refused.
+  EXPECT_THAT(error_of(base, {"decode.branches=[5000, 9000000000000000000]"}),
+              HasSubstr("makes a tree of more than 4096 nodes"));
   const Sweep sweep = load(base, {"decode.branches=[3, 2]"});
   EXPECT_EQ(std::get<TreeVerifier>(sweep.points[0].settings.decode.verifier).branches,
             (std::vector<int64_t>{3, 2}));
@@ -286,6 +291,51 @@ method = "tree-iid"
   // Chain verifiers ignore a tree shape, and it is not part of their resolved config.
   const Sweep chain = load(base, {"decode.branches=[3, 2]", "verifier.method=token"});
   EXPECT_THAT(chain.points[0].config_toml, Not(HasSubstr("branches")));
+}
+
+TEST(Config, ModelThatCannotBeBuiltIsReportedAtItsKey) {
+  // A valid name whose model fails to build (here layer 99 of a 30-layer SmolLM2, or its GGUF file
+  // not fetched) is an error at the key, like every other (found by tests/fuzz/config_fuzz.cpp:
+  // the registry's message escaped without the file's name).
+  const std::string message = error_of(tiny_target_with_draft("layerskip:99"));
+  EXPECT_THAT(message, HasSubstr("c.toml: 1 error:\n"));
+  EXPECT_THAT(message, HasSubstr("c.toml:4:9: draft.model \"layerskip:99\" cannot be built: "));
+}
+
+TEST(Config, ManyErrorsAreCountedAndTheFirstListed) {
+  // 100 × 100 repeats of one point: 9999 "same experiment" errors (found by
+  // tests/fuzz/config_fuzz.cpp, where such a sweep took minutes: every error was compared with
+  // every earlier one). All are counted, the first kMaxReportedErrors listed.
+  std::string repeated = "[1";
+  for (int i = 1; i < 100; ++i) repeated += ", 1";
+  repeated += "]";
+  const std::string message = error_of(R"([target]
+model = "lsm-tiny-target"
+[sweep]
+seed = )" + repeated +
+                                       "\ndecode.gamma = " + repeated + "\n");
+  EXPECT_THAT(message, HasSubstr("c.toml: 9999 errors:\n"));
+  EXPECT_THAT(message, HasSubstr("c.toml: sweep points 0 and 1 are the same experiment"));
+  EXPECT_THAT(message, Not(HasSubstr("sweep points 0 and 51 ")));
+  EXPECT_THAT(message, ::testing::EndsWith(fmt::format("\n… and {} more errors",
+                                                       9999 - Diagnostics::kMaxReportedErrors)));
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'),
+            static_cast<std::ptrdiff_t>(Diagnostics::kMaxReportedErrors + 1));
+}
+
+TEST(Config, NameMustNameOneDirectoryUnderResults) {
+  // The name is the default output directory results/NAME, which tests/fuzz/config_fuzz.cpp
+  // checks: name = "/" made it the file system's root, "../x" a sibling of results/.
+  const std::string base = "[target]\nmodel = \"lsm-tiny-target\"\n";
+  for (const std::string bad : {"/", "../x", "a/b", ".", "..", "a\\b"}) {
+    // TOML literal strings: the name exactly as written.
+    EXPECT_THAT(error_of("name = '" + bad + "'\n" + base),
+                HasSubstr("c.toml:1:8: name is \"" + bad +
+                          "\"; expected a label that names one directory under results/"))
+        << bad;
+  }
+  EXPECT_THAT(error_of("name = \"a\\tb\"\n" + base), HasSubstr("name is \"a\\x09b\";"));
+  EXPECT_EQ(load("name = \"x y é-1.5\"\n" + base).name, "x y é-1.5");
 }
 
 }  // namespace

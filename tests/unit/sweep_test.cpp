@@ -157,5 +157,22 @@ TEST(Sweep, ParseShardRejectsBadForms) {
   }
 }
 
+TEST(Sweep, TextLoadsLikeItsFile) {
+  // parse_sweep is load_sweep without the file (the config fuzzer's entry): same points, ids, and
+  // errors naming the path it is given.
+  const std::string text = std::string(kBase) + "[sweep]\ndecode.gamma = [1, 2]\n";
+  const auto path = write_text(fresh_test_dir() / "s.toml", text);
+  const Sweep from_file = load_sweep(path, std::vector<std::string>{"seed=3"});
+  const Sweep from_text = parse_sweep(text, path, std::vector<std::string>{"seed=3"});
+  ASSERT_EQ(from_text.points.size(), 2u);
+  EXPECT_EQ(from_text.name, from_file.name);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(from_text.points[i].id, from_file.points[i].id);
+    EXPECT_EQ(from_text.points[i].config_toml, from_file.points[i].config_toml);
+  }
+  EXPECT_THAT(invalid_input_message([] { parse_sweep("[decode]\ngamma = 0\n", "x/y.toml"); }),
+              HasSubstr("x/y.toml:2:9: decode.gamma is 0"));
+}
+
 }  // namespace
 }  // namespace speclab::experiments

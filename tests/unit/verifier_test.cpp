@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 #include "core/base/error.hpp"
@@ -184,6 +185,12 @@ TEST(VerifierRegistry, TreeShapesAreCountedAndValidated) {
   EXPECT_EQ(tree_node_count(std::vector<int64_t>{2, 2, 1}), 10);
   EXPECT_EQ(tree_node_count(std::vector<int64_t>{16, 16, 16}), kMaxTreeNodes + 1);
   EXPECT_EQ(tree_node_count(std::vector<int64_t>{10, 10}), 10 + 10 * 10);
+  // A config may hold any int64 (found by tests/fuzz/config_fuzz.cpp): 4097 · 9e18 overflowed, to
+  // a negative count under wrap-around, which passed the node limit.
+  EXPECT_EQ(tree_node_count(std::vector<int64_t>{5000, 9'000'000'000'000'000'000}),
+            kMaxTreeNodes + 1);
+  EXPECT_EQ(tree_node_count(std::vector<int64_t>{1, std::numeric_limits<int64_t>::max(), 2}),
+            kMaxTreeNodes + 1);
   EXPECT_EQ(std::get<TreeVerifier>(make_verifier("kseq", {3, 1})).branches,
             (std::vector<int64_t>{3, 1}));
   EXPECT_THAT(testing::error_of([] { validate_tree_branches({}, 4); }),
