@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -30,10 +31,9 @@ struct ExactOptions {
   std::string draft;
   std::string gamma;
   std::string method;
-  std::string leniency;
   std::string branches;
-  std::string epsilon;
-  std::string delta;
+  /// The verifier parameters given, by registry key ("leniency", "typical_epsilon", ...).
+  std::map<std::string, std::string, std::less<>> parameters;
 };
 
 int parse_branches(const std::string& text) {
@@ -49,13 +49,30 @@ int parse_branches(const std::string& text) {
   return branches;
 }
 
-double parse_positive_double(const std::string& text, std::string_view option) {
+// A parameter given with a method that does not read it is refused, naming those that do.
+void check_parameters_apply(const ExactOptions& options, const VerifierEntry& choice) {
+  for (const auto& [key, text] : options.parameters) {
+    if (text.empty() || std::ranges::find(choice.parameters, key) != choice.parameters.end()) {
+      continue;
+    }
+    std::vector<std::string_view> readers;
+    for (const VerifierEntry& e : verifier_registry()) {
+      if (std::ranges::find(e.parameters, key) != e.parameters.end()) readers.push_back(e.name);
+    }
+    throw InvalidInput(fmt::format("{} '{}' given with --method {}; it applies to --method {} only",
+                                   verifier_parameter(key).option, text, options.method,
+                                   fmt::join(readers, ", ")));
+  }
+}
+
+// A real-valued parameter, checked against its range in the registry.
+double parse_parameter(const std::string& text, const VerifierParameter& p) {
   double value = 0.0;
   const char* end = text.data() + text.size();
   const auto [ptr, error] = std::from_chars(text.data(), end, value);
-  if (error != std::errc{} || ptr != end || !std::isfinite(value) || value <= 0.0) {
-    throw InvalidInput(fmt::format(
-        "{} is '{}'; expected a finite number > 0 (docs/verifiers.md V4)", option, text));
+  if (error != std::errc{} || ptr != end || !p.admits(value)) {
+    throw InvalidInput(fmt::format("{} is '{}'; expected a finite {} (docs/verifiers.md)", p.option,
+                                   text, p.range_text()));
   }
   return value;
 }
@@ -116,17 +133,20 @@ void run_exact(const ExactOptions& options) {
   const int gamma = parse_gamma(options.gamma);
 
   const VerifierEntry& choice = verifier_entry(options.method, "--method");
+  check_parameters_apply(options, choice);
+  const auto given = [&](std::string_view key) -> const std::string& {
+    static const std::string kNone;
+    const auto it = options.parameters.find(key);
+    return it == options.parameters.end() ? kNone : it->second;
+  };
   exact::Method method{choice.chain_method};
-  if (!options.leniency.empty()) {
-    if (choice.family != VerifierFamily::kChain || method.method != ChainMethod::kLenient) {
-      throw InvalidInput(fmt::format(
-          "--leniency '{}' given with --method {}; leniency applies to --method lenient only",
-          options.leniency, options.method));
-    }
-    method.leniency = exact::parse_rational(options.leniency, "--leniency");
-    if (method.leniency <= 0 || method.leniency > 1) {
-      throw InvalidInput(fmt::format(
-          "--leniency is '{}'; expected l in (0, 1] (docs/verifiers.md V3)", options.leniency));
+  if (const std::string& text = given("leniency"); !text.empty()) {
+    // Read exactly, as a rational: the enumeration is exact.
+    const VerifierParameter& p = verifier_parameter("leniency");
+    method.leniency = exact::parse_rational(text, p.option);
+    if (method.leniency <= Q(p.lower) || method.leniency > Q(p.upper)) {
+      throw InvalidInput(fmt::format("{} is '{}'; expected {} (docs/verifiers.md V3)", p.option,
+                                     text, p.range_text()));
     }
   }
   const bool tree = choice.uses_branches;
@@ -142,17 +162,12 @@ void run_exact(const ExactOptions& options) {
   }
   const int branches = tree ? parse_branches(options.branches) : 0;
   exact::TypicalMethod typical;
-  const auto read_typical = [&](const std::string& text, std::string_view option, double& field) {
-    if (text.empty()) return;
-    if (choice.family != VerifierFamily::kTypical) {
-      throw InvalidInput(
-          fmt::format("{} '{}' given with --method {}; it applies to --method typical only", option,
-                      text, options.method));
-    }
-    field = parse_positive_double(text, option);
-  };
-  read_typical(options.epsilon, "--epsilon", typical.epsilon);
-  read_typical(options.delta, "--delta", typical.delta);
+  if (const std::string& text = given("typical_epsilon"); !text.empty()) {
+    typical.epsilon = parse_parameter(text, verifier_parameter("typical_epsilon"));
+  }
+  if (const std::string& text = given("typical_delta"); !text.empty()) {
+    typical.delta = parse_parameter(text, verifier_parameter("typical_delta"));
+  }
 
   const std::vector<Row> target_rows(gamma + 1, probs_target);
   const std::vector<Row> draft_rows(gamma, probs_draft);
@@ -255,12 +270,9 @@ void setup_exact(CLI::App& app) {
   command->add_option("--branches", options->branches,
                       fmt::format("sibling candidates per tree node, 1..{} (tree methods and kseq)",
                                   exact::kMaxBranches));
-  // The parameters' help is the registry's: --epsilon, --delta, --leniency.
-  const std::map<std::string_view, std::string*> fields = {{"typical_epsilon", &options->epsilon},
-                                                           {"typical_delta", &options->delta},
-                                                           {"leniency", &options->leniency}};
+  // One option per registry parameter (--leniency, --epsilon, --delta), with the registry's help.
   for (const VerifierParameter& p : verifier_parameters()) {
-    command->add_option(std::string(p.option), *fields.at(p.key), p.help());
+    command->add_option(std::string(p.option), options->parameters[std::string(p.key)], p.help());
   }
   command->callback([options] { run_exact(*options); });
 }

