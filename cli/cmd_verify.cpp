@@ -40,22 +40,22 @@ void write_report(Hdf5Writer& out, const experiments::SweepPoint& point, const V
   std::vector<int32_t> observed(r.observed.begin(), r.observed.end());
   out.write("observed", std::span<const int32_t>(observed), shape);
   out.write("expected", std::span<const double>(r.expected), shape);
-  out.write_string_attribute("schema", "speclab.verify");
-  out.write_int64_attribute("schema_version", 1);
-  out.write_string_attribute("config_toml", point.config_toml);
-  out.write_int64_attribute("pass", r.pass ? 1 : 0);
-  out.write_double_attribute("p_value", r.p_value);
-  out.write_double_attribute("statistic", r.statistic);
-  out.write_int64_attribute("samples", r.samples);
-  out.write_int64_attribute("bins", r.bins);
-  out.write_int64_attribute("length", r.length);
-  out.write_int64_attribute("support", r.support);
-  out.write_int64_attribute("draft_exercised", r.draft_exercised ? 1 : 0);
-  out.write_int64_attribute("tested_positions", r.tested_positions);
-  out.write_double_attribute("epsilon_detectable", r.epsilon_detectable);
-  out.write_double_attribute("tv_estimate", r.tv_estimate);
-  out.write_double_attribute("tv_upper_99", r.tv_upper);
-  out.write_double_attribute("plain_p_value", r.plain_p_value);
+  out.write_attribute("schema", "speclab.verify");
+  out.write_attribute<int64_t>("schema_version", 1);
+  out.write_attribute("config_toml", point.config_toml);
+  out.write_attribute<int64_t>("pass", r.pass ? 1 : 0);
+  out.write_attribute<double>("p_value", r.p_value);
+  out.write_attribute<double>("statistic", r.statistic);
+  out.write_attribute<int64_t>("samples", r.samples);
+  out.write_attribute<int64_t>("bins", r.bins);
+  out.write_attribute<int64_t>("length", r.length);
+  out.write_attribute<int64_t>("support", r.support);
+  out.write_attribute<int64_t>("draft_exercised", r.draft_exercised ? 1 : 0);
+  out.write_attribute<int64_t>("tested_positions", r.tested_positions);
+  out.write_attribute<double>("epsilon_detectable", r.epsilon_detectable);
+  out.write_attribute<double>("tv_estimate", r.tv_estimate);
+  out.write_attribute<double>("tv_upper_99", r.tv_upper);
+  out.write_attribute<double>("plain_p_value", r.plain_p_value);
   out.commit();
 }
 
@@ -117,6 +117,10 @@ void run_verify(const VerifyCliOptions& o) {
   // A bad --out fails now, not after minutes of sampling.
   if (several && !o.out.empty()) {
     experiments::prepare_out_dir(o.out, "--out", "report directory");
+  } else if (const std::filesystem::path parent = std::filesystem::path(o.out).parent_path();
+             !parent.empty() && !std::filesystem::exists(parent)) {
+    // One point's --out FILE: its directory is made, as `run --out DIR` makes DIR.
+    experiments::prepare_out_dir(parent, "--out", "report's directory");
   }
   experiments::Progress progress(static_cast<int64_t>(sweep.points.size()), 0,
                                  experiments::Progress::for_stderr());

@@ -37,6 +37,17 @@ TEST(VerifyCli, LosslessConfigPasses) {
   }
 }
 
+TEST(VerifyCli, OneReportIntoANewDirectoryMakesIt) {
+  // CI writes results/verify/token.h5 into a fresh checkout, where results/verify is missing.
+  const auto dir = std::filesystem::path(SPECLAB_BINARY_DIR) / "test-output" / "verify-new";
+  std::filesystem::remove_all(dir);
+  const auto report = dir / "sub" / "token.h5";
+  const auto r =
+      run_cli("verify " + config() + " --length 2 --samples 20000 --out '" + report.string() + "'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::is_regular_file(report)) << r.output;
+}
+
 TEST(VerifyCli, LenientIsCaught) {
   const auto r = run_cli("verify " + config() +
                          " --set verifier.method=lenient --set verifier.leniency=0.5 --length 2 "
