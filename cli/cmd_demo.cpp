@@ -194,24 +194,24 @@ void write_demo_datasets(Hdf5Writer& out, const DemoOptions& o, const DemoResult
 }
 
 void write_demo_attributes(Hdf5Writer& out, const DemoOptions& o, const DemoResult& d) {
-  out.write_string_attribute("schema", "speclab.demo");
-  out.write_int64_attribute("schema_version", 1);
-  out.write_string_attribute("method", "token");
-  out.write_uint64_attribute("seed", o.seed);
-  out.write_int64_attribute("batch", o.batch);
-  out.write_int64_attribute("gamma", o.gamma);
-  out.write_int64_attribute("vocab", o.vocab);
-  out.write_int64_attribute("steps", o.steps);
-  out.write_double_attribute("draft_noise", o.draft_noise);
-  out.write_double_attribute("mean_accepted", d.curves.mean_accepted);
-  out.write_double_attribute("mean_accepted_closed_form", d.closed.expected_accepted);
-  out.write_double_attribute("alpha_mean_beta", d.curves.alpha);
-  out.write_int64_attribute("residual_fallbacks", d.steps.fallbacks);
-  out.write_string_attribute("started", d.started);
-  out.write_string_attribute("finished", utc_now());
+  out.write_attribute("schema", "speclab.demo");
+  out.write_attribute<int64_t>("schema_version", 1);
+  out.write_attribute("method", "token");
+  out.write_attribute<uint64_t>("seed", o.seed);
+  out.write_attribute<int64_t>("batch", o.batch);
+  out.write_attribute<int64_t>("gamma", o.gamma);
+  out.write_attribute<int64_t>("vocab", o.vocab);
+  out.write_attribute<int64_t>("steps", o.steps);
+  out.write_attribute<double>("draft_noise", o.draft_noise);
+  out.write_attribute<double>("mean_accepted", d.curves.mean_accepted);
+  out.write_attribute<double>("mean_accepted_closed_form", d.closed.expected_accepted);
+  out.write_attribute<double>("alpha_mean_beta", d.curves.alpha);
+  out.write_attribute<int64_t>("residual_fallbacks", d.steps.fallbacks);
+  out.write_attribute("started", d.started);
+  out.write_attribute("finished", utc_now());
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  out.write_string_attribute("host", host);
+  out.write_attribute("host", host);
 }
 
 // OUT/demo.h5, which Hdf5Writer fills under its partial_path() name and renames on commit, so a

@@ -25,11 +25,11 @@ std::string attribute_text(const Hdf5Reader& reader, const std::string& name) {
     case Hdf5AttributeKind::kString:
       return fmt::format("\"{}\"", reader.read_string_attribute(name));
     case Hdf5AttributeKind::kSigned:
-      return fmt::format("{}", reader.read_int64_attribute(name));
+      return fmt::format("{}", reader.read_attribute<int64_t>(name));
     case Hdf5AttributeKind::kUnsigned:
-      return fmt::format("{}", reader.read_uint64_attribute(name));
+      return fmt::format("{}", reader.read_attribute<uint64_t>(name));
     case Hdf5AttributeKind::kFloat:
-      return fmt::format("{}", reader.read_double_attribute(name));
+      return fmt::format("{}", reader.read_attribute<double>(name));
     case Hdf5AttributeKind::kOther:
       break;
   }
@@ -63,9 +63,9 @@ void inspect(const InspectArgs& args) {
     std::string values;
     if (count <= kMaxShownValues && info.dtype != "string") {
       if (info.dtype.starts_with("float")) {
-        values = fmt::format("  {}", fmt::join(reader.read_double(name).values, ", "));
+        values = fmt::format("  {}", fmt::join(reader.read<double>(name).values, ", "));
       } else if (info.dtype.find("int") != std::string::npos && info.dtype != "uint64") {
-        values = fmt::format("  {}", fmt::join(reader.read_int64(name).values, ", "));
+        values = fmt::format("  {}", fmt::join(reader.read<int64_t>(name).values, ", "));
       }
     }
     std::printf("  %-34s %-8s %-10s%s%s\n", name.c_str(), info.dtype.c_str(),

@@ -64,16 +64,16 @@ Alpha alpha_from_file(const std::string& path) {
   const Hdf5Reader file(path);
   for (const char* name : {"acceptance_rate", "alpha_estimate", "alpha_mean_beta", "alpha"}) {
     if (!file.has_attribute(name)) continue;
-    const double a = file.read_double_attribute(name);
+    const double a = file.read_attribute<double>(name);
     if (std::isnan(a)) continue;  // a plain-decoding run has no acceptance rate
     const std::string source = fmt::format("{}:{}", path, name);
     check_alpha_open(a, source);
     return {a, source};
   }
   if (file.has_attribute("alpha_sum_min") && file.has_attribute("tested_positions")) {
-    const double tested = static_cast<double>(file.read_int64_attribute("tested_positions"));
+    const double tested = static_cast<double>(file.read_attribute<int64_t>("tested_positions"));
     if (tested > 0) {
-      const double a = file.read_double_attribute("alpha_sum_min") / tested;
+      const double a = file.read_attribute<double>("alpha_sum_min") / tested;
       const std::string source = fmt::format("{}:alpha_sum_min/tested_positions", path);
       check_alpha_open(a, source);
       return {a, source};
@@ -177,24 +177,24 @@ void write_plan_datasets(Hdf5Writer& out, const PlanOptions& o, const PlanResult
 void write_plan_attributes(Hdf5Writer& out, const PlanOptions& o, const Alpha& alpha,
                            const PlanResult& plan) {
   const MemoryPlan& mem = plan.memory;
-  out.write_string_attribute("schema", "speclab.plan");
-  out.write_int64_attribute("schema_version", 1);
-  out.write_string_attribute("gpu", plan.gpu.name);
-  out.write_string_attribute("target", plan.target.name);
-  out.write_string_attribute("draft", plan.draft.name);
-  out.write_double_attribute("alpha", alpha.value);
-  out.write_string_attribute("alpha_source", alpha.source);
-  out.write_int64_attribute("context", o.context);
-  out.write_double_attribute("memory_utilization", o.memory_utilization);
-  out.write_string_attribute("gamma_mode", plan.auto_gamma ? "auto" : "list");
-  out.write_int64_attribute("break_even_batch",
-                            plan.break_even_batch ? *plan.break_even_batch : -1);
-  out.write_double_attribute("target_weights_gb", mem.target_weight_bytes / kGB);
-  out.write_double_attribute("draft_weights_gb", mem.draft_weight_bytes / kGB);
-  out.write_int64_attribute("target_kv_bytes_per_token", mem.target_kv_bytes_per_token);
-  out.write_int64_attribute("draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token);
-  out.write_int64_attribute("max_sequences_without_draft", mem.max_sequences_without_draft);
-  out.write_int64_attribute("max_sequences_with_draft", mem.max_sequences_with_draft);
+  out.write_attribute("schema", "speclab.plan");
+  out.write_attribute<int64_t>("schema_version", 1);
+  out.write_attribute("gpu", plan.gpu.name);
+  out.write_attribute("target", plan.target.name);
+  out.write_attribute("draft", plan.draft.name);
+  out.write_attribute<double>("alpha", alpha.value);
+  out.write_attribute("alpha_source", alpha.source);
+  out.write_attribute<int64_t>("context", o.context);
+  out.write_attribute<double>("memory_utilization", o.memory_utilization);
+  out.write_attribute("gamma_mode", plan.auto_gamma ? "auto" : "list");
+  out.write_attribute<int64_t>("break_even_batch",
+                               plan.break_even_batch ? *plan.break_even_batch : -1);
+  out.write_attribute<double>("target_weights_gb", mem.target_weight_bytes / kGB);
+  out.write_attribute<double>("draft_weights_gb", mem.draft_weight_bytes / kGB);
+  out.write_attribute<int64_t>("target_kv_bytes_per_token", mem.target_kv_bytes_per_token);
+  out.write_attribute<int64_t>("draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token);
+  out.write_attribute<int64_t>("max_sequences_without_draft", mem.max_sequences_without_draft);
+  out.write_attribute<int64_t>("max_sequences_with_draft", mem.max_sequences_with_draft);
 }
 
 void write_plan(const PlanOptions& o, const Alpha& alpha, const PlanResult& plan) {

@@ -214,8 +214,8 @@ void PointTotals::add_baseline(const DecodeMetrics& m) {
 PointWriter::PointWriter(const fs::path& path, const SweepPoint& point, int64_t n_points)
     : point_(point), file_(std::make_unique<Hdf5Writer>(path)) {
   Hdf5Writer& f = *file_;
-  f.write_string_attribute("started", utc_now());
-  f.write_int64_attribute("n_points", n_points);
+  f.write_attribute("started", utc_now());
+  f.write_attribute<int64_t>("n_points", n_points);
   for (std::string_view name : {"steps/accepted", "steps/emitted", "steps/drafted", "steps/batch",
                                 "sequences/prompt_tokens", "sequences/prompt_length",
                                 "sequences/tokens", "sequences/length"}) {
@@ -329,18 +329,18 @@ void PointWriter::commit() {
   }
 
   const RunMetadata& meta = run_metadata();
-  f.write_string_attribute("schema", kRunSchema);
-  f.write_int64_attribute("schema_version", kRunSchemaVersion);
-  f.write_string_attribute("id", point_.id);
-  f.write_int64_attribute("index", point_.index);
-  f.write_string_attribute("name", s.name);
-  f.write_string_attribute("config_toml", point_.config_toml);
-  f.write_uint64_attribute("seed", s.decode.seed);
-  f.write_string_attribute("git_commit", meta.git_commit);
-  f.write_string_attribute("host", meta.host);
-  f.write_string_attribute("hdf5_version", meta.hdf5_version);
-  f.write_string_attribute("speclab_version", meta.speclab_version);
-  f.write_string_attribute("library_versions", meta.library_versions);
+  f.write_attribute("schema", kRunSchema);
+  f.write_attribute<int64_t>("schema_version", kRunSchemaVersion);
+  f.write_attribute("id", point_.id);
+  f.write_attribute<int64_t>("index", point_.index);
+  f.write_attribute("name", s.name);
+  f.write_attribute("config_toml", point_.config_toml);
+  f.write_attribute<uint64_t>("seed", s.decode.seed);
+  f.write_attribute("git_commit", meta.git_commit);
+  f.write_attribute("host", meta.host);
+  f.write_attribute("hdf5_version", meta.hdf5_version);
+  f.write_attribute("speclab_version", meta.speclab_version);
+  f.write_attribute("library_versions", meta.library_versions);
   std::string swept_keys;
   for (const SweptValue& v : point_.swept) {
     if (!swept_keys.empty()) swept_keys += ',';
@@ -350,16 +350,16 @@ void PointWriter::commit() {
         [&](const auto& value) {
           using T = std::decay_t<decltype(value)>;
           if constexpr (std::is_same_v<T, std::string>) {
-            f.write_string_attribute(name, value);
+            f.write_attribute(name, value);
           } else if constexpr (std::is_same_v<T, double>) {
-            f.write_double_attribute(name, value);
+            f.write_attribute<double>(name, value);
           } else {
-            f.write_int64_attribute(name, static_cast<int64_t>(value));
+            f.write_attribute<int64_t>(name, static_cast<int64_t>(value));
           }
         },
         v.value);
   }
-  f.write_string_attribute("swept_keys", swept_keys);
+  f.write_attribute("swept_keys", swept_keys);
 
   const bool spec = s.speculative();
   const double tokens_per_second = ratio(static_cast<double>(t.tokens), t.seconds);
@@ -367,36 +367,36 @@ void PointWriter::commit() {
   const Interval ci = t.tested_positions > 0
                           ? wilson_interval(t.accepted_positions, t.tested_positions, 0.95)
                           : Interval{kNaN, kNaN};
-  f.write_int64_attribute("sequences", t.sequences);
-  f.write_int64_attribute("tokens", t.tokens);
-  f.write_int64_attribute("steps", t.steps);
-  f.write_int64_attribute("accepted", t.accepted);
-  f.write_double_attribute("mean_accepted",
-                           spec ? ratio(static_cast<double>(t.accepted), t.steps) : kNaN);
-  f.write_double_attribute("emitted_per_step", ratio(static_cast<double>(t.tokens), t.steps));
-  f.write_double_attribute("acceptance_rate", ratio(static_cast<double>(t.accepted_positions),
-                                                    static_cast<double>(t.tested_positions)));
-  f.write_double_attribute("acceptance_rate_lower95", ci.lower);
-  f.write_double_attribute("acceptance_rate_upper95", ci.upper);
-  f.write_double_attribute("alpha_estimate",
-                           ratio(t.alpha_sum_min, static_cast<double>(t.tested_positions)));
-  f.write_double_attribute("alpha_sum_min", t.alpha_sum_min);
-  f.write_int64_attribute("tested_positions", t.tested_positions);
-  f.write_int64_attribute("accepted_positions", t.accepted_positions);
-  f.write_int64_attribute("residual_fallbacks", t.residual_fallbacks);
-  f.write_int64_attribute("target_calls", t.target.calls);
-  f.write_int64_attribute("target_positions", t.target.positions);
-  f.write_int64_attribute("draft_calls", t.draft.calls);
-  f.write_int64_attribute("draft_positions", t.draft.positions);
-  f.write_double_attribute("seconds", t.seconds);
-  f.write_double_attribute("target_seconds", t.target.seconds);
-  f.write_double_attribute("draft_seconds", t.draft.seconds);
-  f.write_double_attribute("verify_seconds", t.verify_seconds);
-  f.write_double_attribute("tokens_per_second", tokens_per_second);
-  f.write_double_attribute("baseline_seconds", s.baseline ? t.baseline_seconds : kNaN);
-  f.write_double_attribute("baseline_tokens_per_second", s.baseline ? baseline_tps : kNaN);
-  f.write_double_attribute("speedup", s.baseline ? ratio(tokens_per_second, baseline_tps) : kNaN);
-  f.write_string_attribute("finished", utc_now());
+  f.write_attribute<int64_t>("sequences", t.sequences);
+  f.write_attribute<int64_t>("tokens", t.tokens);
+  f.write_attribute<int64_t>("steps", t.steps);
+  f.write_attribute<int64_t>("accepted", t.accepted);
+  f.write_attribute<double>("mean_accepted",
+                            spec ? ratio(static_cast<double>(t.accepted), t.steps) : kNaN);
+  f.write_attribute<double>("emitted_per_step", ratio(static_cast<double>(t.tokens), t.steps));
+  f.write_attribute<double>("acceptance_rate", ratio(static_cast<double>(t.accepted_positions),
+                                                     static_cast<double>(t.tested_positions)));
+  f.write_attribute<double>("acceptance_rate_lower95", ci.lower);
+  f.write_attribute<double>("acceptance_rate_upper95", ci.upper);
+  f.write_attribute<double>("alpha_estimate",
+                            ratio(t.alpha_sum_min, static_cast<double>(t.tested_positions)));
+  f.write_attribute<double>("alpha_sum_min", t.alpha_sum_min);
+  f.write_attribute<int64_t>("tested_positions", t.tested_positions);
+  f.write_attribute<int64_t>("accepted_positions", t.accepted_positions);
+  f.write_attribute<int64_t>("residual_fallbacks", t.residual_fallbacks);
+  f.write_attribute<int64_t>("target_calls", t.target.calls);
+  f.write_attribute<int64_t>("target_positions", t.target.positions);
+  f.write_attribute<int64_t>("draft_calls", t.draft.calls);
+  f.write_attribute<int64_t>("draft_positions", t.draft.positions);
+  f.write_attribute<double>("seconds", t.seconds);
+  f.write_attribute<double>("target_seconds", t.target.seconds);
+  f.write_attribute<double>("draft_seconds", t.draft.seconds);
+  f.write_attribute<double>("verify_seconds", t.verify_seconds);
+  f.write_attribute<double>("tokens_per_second", tokens_per_second);
+  f.write_attribute<double>("baseline_seconds", s.baseline ? t.baseline_seconds : kNaN);
+  f.write_attribute<double>("baseline_tokens_per_second", s.baseline ? baseline_tps : kNaN);
+  f.write_attribute<double>("speedup", s.baseline ? ratio(tokens_per_second, baseline_tps) : kNaN);
+  f.write_attribute("finished", utc_now());
   f.commit();
 }
 
@@ -411,7 +411,7 @@ std::string read_result_id(const fs::path& path) {
                                        : std::string("missing"),
         kRunSchema));
   }
-  const int64_t version = reader.read_int64_attribute("schema_version");
+  const int64_t version = reader.read_attribute<int64_t>("schema_version");
   if (version < 1 || version > kRunSchemaVersion) {
     throw InvalidInput(fmt::format("{}: schema_version is {}; this speclab reads versions 1..{}",
                                    path.string(), version, kRunSchemaVersion));
@@ -421,7 +421,7 @@ std::string read_result_id(const fs::path& path) {
 
 int64_t read_sweep_size(const fs::path& path) {
   const Hdf5Reader reader(path);
-  return reader.has_attribute("n_points") ? reader.read_int64_attribute("n_points") : 0;
+  return reader.has_attribute("n_points") ? reader.read_attribute<int64_t>("n_points") : 0;
 }
 
 SummaryRow read_summary_row(const fs::path& path) {
@@ -429,7 +429,7 @@ SummaryRow read_summary_row(const fs::path& path) {
   const Hdf5Reader reader(path);
   SummaryRow row;
   row.emplace_back("id", id);
-  row.emplace_back("index", fmt::format("{}", reader.read_int64_attribute("index")));
+  row.emplace_back("index", fmt::format("{}", reader.read_attribute<int64_t>("index")));
   row.emplace_back("name", reader.read_string_attribute("name"));
   const std::string config_text = reader.read_string_attribute("config_toml");
   toml::table config;
@@ -454,10 +454,10 @@ SummaryRow read_summary_row(const fs::path& path) {
     if (reader.has_attribute(metric.name)) {
       switch (metric.kind) {
         case Kind::kInteger:
-          cell = fmt::format("{}", reader.read_int64_attribute(metric.name));
+          cell = fmt::format("{}", reader.read_attribute<int64_t>(metric.name));
           break;
         case Kind::kNumber: {
-          const double x = reader.read_double_attribute(metric.name);
+          const double x = reader.read_attribute<double>(metric.name);
           if (std::isfinite(x)) cell = fmt::format("{}", x);
           break;
         }

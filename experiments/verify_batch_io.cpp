@@ -66,9 +66,9 @@ ChainParams read_params(const Hdf5Reader& reader) {
     throw InvalidInput(
         fmt::format("{}: root attribute 'seed' is missing; expected an unsigned integer", file));
   }
-  params.seed = reader.read_uint64_attribute("seed");
+  params.seed = reader.read_attribute<uint64_t>("seed");
   if (reader.has_attribute("leniency")) {
-    params.leniency = reader.read_double_attribute("leniency");
+    params.leniency = reader.read_attribute<double>("leniency");
     if (params.method != ChainMethod::kLenient && params.leniency != 1.0) {
       throw InvalidInput(fmt::format(
           "{}: root attribute 'leniency' is {} with method \"{}\"; leniency applies to method "
@@ -77,7 +77,7 @@ ChainParams read_params(const Hdf5Reader& reader) {
     }
   }
   if (reader.has_attribute("step")) {
-    const uint64_t step = reader.read_uint64_attribute("step");
+    const uint64_t step = reader.read_attribute<uint64_t>("step");
     if (step > std::numeric_limits<uint32_t>::max()) {
       throw InvalidInput(fmt::format("{}: root attribute 'step' is {}; expected a value ≤ {}", file,
                                      step, std::numeric_limits<uint32_t>::max()));
@@ -91,7 +91,7 @@ VerifyBatchInput read_arrays(const Hdf5Reader& reader, ChainParams params) {
   const std::string file = reader.path().string();
   VerifyBatchInput input;
   input.params = params;
-  input.probs_target = reader.read_float("probs_target", 3, "[B, γ+1, V]");
+  input.probs_target = reader.read<float>("probs_target", 3, "[B, γ+1, V]");
   const std::vector<int64_t>& target_shape = input.probs_target.shape;
   if (target_shape[1] < 1) {
     throw InvalidInput(
@@ -103,17 +103,17 @@ VerifyBatchInput read_arrays(const Hdf5Reader& reader, ChainParams params) {
   input.vocab = target_shape[2];
   const int64_t b = input.batch, g = input.gamma, v = input.vocab;
 
-  input.draft_tokens = reader.read_int32("draft_tokens", 2, "[B, γ]");
+  input.draft_tokens = reader.read<int32_t>("draft_tokens", 2, "[B, γ]");
   check_shape(reader, "draft_tokens", input.draft_tokens.shape, {b, g}, "[B, γ]", target_shape);
 
   const bool greedy = params.method == ChainMethod::kGreedy;
   if (!greedy || reader.has_dataset("probs_draft")) {
-    input.probs_draft = reader.read_float("probs_draft", 3, "[B, γ, V]");
+    input.probs_draft = reader.read<float>("probs_draft", 3, "[B, γ, V]");
     check_shape(reader, "probs_draft", input.probs_draft->shape, {b, g, v}, "[B, γ, V]",
                 target_shape);
   }
   if (reader.has_dataset("n_draft")) {
-    input.n_draft = reader.read_int32("n_draft", 1, "[B]");
+    input.n_draft = reader.read<int32_t>("n_draft", 1, "[B]");
     check_shape(reader, "n_draft", input.n_draft->shape, {b}, "[B]", target_shape);
   }
   return input;
@@ -160,18 +160,18 @@ void write_verify_batch_output(const fs::path& out, const fs::path& source,
   writer.write("n_accepted", result.n_accepted, std::vector<int64_t>{b});
   writer.write("accept_mask", result.accept_mask, std::vector<int64_t>{b, g});
   writer.write("residual_fallback", result.residual_fallback, std::vector<int64_t>{b});
-  writer.write_string_attribute("schema", kVerifyBatchSchema);
-  writer.write_int64_attribute("schema_version", kVerifyBatchSchemaVersion);
-  writer.write_string_attribute("method", to_string(input.params.method));
-  writer.write_double_attribute("leniency", input.params.leniency);
-  writer.write_uint64_attribute("seed", input.params.seed);
-  writer.write_uint64_attribute("step", input.params.step);
-  writer.write_int64_attribute("lossy", result.lossy ? 1 : 0);
-  writer.write_int64_attribute("residual_fallbacks", result.residual_fallbacks);
-  writer.write_int64_attribute("batch", b);
-  writer.write_int64_attribute("gamma", g);
-  writer.write_int64_attribute("vocab", input.vocab);
-  writer.write_string_attribute("source", source.string());
+  writer.write_attribute("schema", kVerifyBatchSchema);
+  writer.write_attribute<int64_t>("schema_version", kVerifyBatchSchemaVersion);
+  writer.write_attribute("method", to_string(input.params.method));
+  writer.write_attribute<double>("leniency", input.params.leniency);
+  writer.write_attribute<uint64_t>("seed", input.params.seed);
+  writer.write_attribute<uint64_t>("step", input.params.step);
+  writer.write_attribute<int64_t>("lossy", result.lossy ? 1 : 0);
+  writer.write_attribute<int64_t>("residual_fallbacks", result.residual_fallbacks);
+  writer.write_attribute<int64_t>("batch", b);
+  writer.write_attribute<int64_t>("gamma", g);
+  writer.write_attribute<int64_t>("vocab", input.vocab);
+  writer.write_attribute("source", source.string());
   writer.commit();
 }
 

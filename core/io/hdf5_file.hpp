@@ -62,7 +62,7 @@ struct Hdf5DatasetInfo {
   bool extendable = false;  ///< some dimension has an unlimited maximum
 };
 
-/// The type of a root attribute, as read_*_attribute sees it.
+/// The type of a root attribute, as read_attribute<T> and read_string_attribute see it.
 enum class Hdf5AttributeKind { kString, kSigned, kUnsigned, kFloat, kOther };
 
 /// The element types of datasets, each stored as one HDF5 type (hdf5_type<T> in hdf5_file.cpp,
@@ -109,27 +109,6 @@ class Hdf5Reader {
   template <Hdf5ReadElement T>
   Hdf5Array<T> read(std::string_view name, int expected_rank = kAnyRank,
                     std::string_view dims_hint = {}) const;
-  /// read<T> by name.
-  Hdf5Array<float> read_float(std::string_view name, int expected_rank = kAnyRank,
-                              std::string_view dims_hint = {}) const {
-    return read<float>(name, expected_rank, dims_hint);
-  }
-  Hdf5Array<int32_t> read_int32(std::string_view name, int expected_rank = kAnyRank,
-                                std::string_view dims_hint = {}) const {
-    return read<int32_t>(name, expected_rank, dims_hint);
-  }
-  Hdf5Array<uint8_t> read_uint8(std::string_view name, int expected_rank = kAnyRank,
-                                std::string_view dims_hint = {}) const {
-    return read<uint8_t>(name, expected_rank, dims_hint);
-  }
-  Hdf5Array<int64_t> read_int64(std::string_view name, int expected_rank = kAnyRank,
-                                std::string_view dims_hint = {}) const {
-    return read<int64_t>(name, expected_rank, dims_hint);
-  }
-  Hdf5Array<double> read_double(std::string_view name, int expected_rank = kAnyRank,
-                                std::string_view dims_hint = {}) const {
-    return read<double>(name, expected_rank, dims_hint);
-  }
 
   /// Every dataset in the file, as full paths without the leading '/' ("steps/accepted"), sorted.
   std::vector<std::string> dataset_names() const;
@@ -150,14 +129,6 @@ class Hdf5Reader {
   std::string read_string_attribute(std::string_view name) const;
   template <Hdf5AttributeScalar T>
   T read_attribute(std::string_view name) const;
-  /// read_attribute<T> by name.
-  uint64_t read_uint64_attribute(std::string_view name) const {
-    return read_attribute<uint64_t>(name);
-  }
-  int64_t read_int64_attribute(std::string_view name) const {
-    return read_attribute<int64_t>(name);
-  }
-  double read_double_attribute(std::string_view name) const { return read_attribute<double>(name); }
 
  private:
   std::filesystem::path path_;
@@ -210,19 +181,6 @@ class Hdf5Writer {
   void write_attribute(std::string_view name, std::string_view value);
   template <Hdf5AttributeScalar T>
   void write_attribute(std::string_view name, T value);
-  /// write_attribute by name; the named type is stored whatever the argument's (1 as int64).
-  void write_string_attribute(std::string_view name, std::string_view value) {
-    write_attribute(name, value);
-  }
-  void write_uint64_attribute(std::string_view name, uint64_t value) {
-    write_attribute<uint64_t>(name, value);
-  }
-  void write_int64_attribute(std::string_view name, int64_t value) {
-    write_attribute<int64_t>(name, value);
-  }
-  void write_double_attribute(std::string_view name, double value) {
-    write_attribute<double>(name, value);
-  }
 
   /// Makes the file appear under PATH, atomically. Throws IoError on failure (PATH.partial is
   /// then removed and PATH is untouched). No writes are allowed afterwards.

@@ -32,9 +32,9 @@ TEST(DemoCli, WritesResultsAndPrintsClosedForm) {
   EXPECT_THAT(r.output, HasSubstr("fast path vs reference: identical tokens on every step"));
   const Hdf5Reader file(dir / "demo.h5");
   EXPECT_EQ(file.read_string_attribute("schema"), "speclab.demo");
-  const auto n_accepted = file.read_int32("n_accepted", 1);
+  const auto n_accepted = file.read<int32_t>("n_accepted", 1);
   ASSERT_EQ(n_accepted.shape, (std::vector<int64_t>{128}));
-  const auto emitted = file.read_int32("emitted_tokens", 2);
+  const auto emitted = file.read<int32_t>("emitted_tokens", 2);
   ASSERT_EQ(emitted.shape, (std::vector<int64_t>{128, 4}));
   // Every row is its accepted prefix plus one token, then -1 padding.
   for (int64_t row = 0; row < 128; ++row) {

@@ -60,10 +60,10 @@ TEST(PlanCli, WritesHdf5WithOut) {
   ASSERT_EQ(r.status, 0) << r.output;
   const Hdf5Reader file(path);
   EXPECT_EQ(file.read_string_attribute("schema"), "speclab.plan");
-  EXPECT_DOUBLE_EQ(file.read_double_attribute("alpha"), 0.8);
-  const auto batch = file.read_int64("rows/batch", 1);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("alpha"), 0.8);
+  const auto batch = file.read<int64_t>("rows/batch", 1);
   EXPECT_EQ(batch.values, (std::vector<int64_t>{1, 2, 4}));
-  const auto speedup = file.read_double("rows/speedup", 1);
+  const auto speedup = file.read<double>("rows/speedup", 1);
   ASSERT_EQ(speedup.values.size(), 3u);
   EXPECT_GT(speedup.values[0], 1.5);
   EXPECT_EQ(file.dataset_shape("grid/speedup"), (std::vector<int64_t>{3, 7}));

@@ -116,12 +116,12 @@ void write_input(const fs::path& path, const Input& input) {
   writer.write("draft_tokens", input.draft_tokens,
                input.draft_tokens_shape.value_or(std::vector<int64_t>{b, g}));
   if (!input.n_draft.empty()) writer.write("n_draft", input.n_draft, std::vector<int64_t>{b});
-  writer.write_string_attribute("method", input.method);
-  writer.write_uint64_attribute("seed", input.seed);
-  if (input.leniency) writer.write_double_attribute("leniency", *input.leniency);
-  if (input.step) writer.write_uint64_attribute("step", *input.step);
+  writer.write_attribute("method", input.method);
+  writer.write_attribute<uint64_t>("seed", input.seed);
+  if (input.leniency) writer.write_attribute<double>("leniency", *input.leniency);
+  if (input.step) writer.write_attribute<uint64_t>("step", *input.step);
   for (const auto& [name, value] : input.extra_attributes) {
-    writer.write_double_attribute(name, value);
+    writer.write_attribute<double>(name, value);
   }
   for (const std::string& name : input.extra_datasets) {
     writer.write(name, std::vector<int32_t>(b, 1), std::vector<int64_t>{b});
@@ -150,26 +150,26 @@ void expect_output_matches(const fs::path& out, const Input& input) {
   const ChainResult expected = expected_result(input);
   const int64_t b = input.batch, g = input.gamma;
   const Hdf5Reader reader(out);
-  const Hdf5Array<int32_t> emitted = reader.read_int32("emitted_tokens", 2);
+  const Hdf5Array<int32_t> emitted = reader.read<int32_t>("emitted_tokens", 2);
   EXPECT_EQ(emitted.shape, (std::vector<int64_t>{b, g + 1}));
   EXPECT_EQ(emitted.values, expected.emitted_tokens);
-  const Hdf5Array<int32_t> n_accepted = reader.read_int32("n_accepted", 1);
+  const Hdf5Array<int32_t> n_accepted = reader.read<int32_t>("n_accepted", 1);
   EXPECT_EQ(n_accepted.shape, (std::vector<int64_t>{b}));
   EXPECT_EQ(n_accepted.values, expected.n_accepted);
-  const Hdf5Array<uint8_t> mask = reader.read_uint8("accept_mask", 2);
+  const Hdf5Array<uint8_t> mask = reader.read<uint8_t>("accept_mask", 2);
   EXPECT_EQ(mask.shape, (std::vector<int64_t>{b, g}));
   EXPECT_EQ(mask.values, expected.accept_mask);
-  const Hdf5Array<uint8_t> fallback = reader.read_uint8("residual_fallback", 1);
+  const Hdf5Array<uint8_t> fallback = reader.read<uint8_t>("residual_fallback", 1);
   EXPECT_EQ(fallback.values, expected.residual_fallback);
 
   EXPECT_EQ(reader.read_string_attribute("schema"), "speclab.verify_batch");
-  EXPECT_EQ(reader.read_int64_attribute("schema_version"), 1);
+  EXPECT_EQ(reader.read_attribute<int64_t>("schema_version"), 1);
   EXPECT_EQ(reader.read_string_attribute("method"), input.method);
-  EXPECT_EQ(reader.read_double_attribute("leniency"), input.leniency.value_or(1.0));
-  EXPECT_EQ(reader.read_uint64_attribute("seed"), input.seed);
-  EXPECT_EQ(reader.read_uint64_attribute("step"), input.step.value_or(0));
-  EXPECT_EQ(reader.read_int64_attribute("lossy"), expected.lossy ? 1 : 0);
-  EXPECT_EQ(reader.read_int64_attribute("residual_fallbacks"), expected.residual_fallbacks);
+  EXPECT_EQ(reader.read_attribute<double>("leniency"), input.leniency.value_or(1.0));
+  EXPECT_EQ(reader.read_attribute<uint64_t>("seed"), input.seed);
+  EXPECT_EQ(reader.read_attribute<uint64_t>("step"), input.step.value_or(0));
+  EXPECT_EQ(reader.read_attribute<int64_t>("lossy"), expected.lossy ? 1 : 0);
+  EXPECT_EQ(reader.read_attribute<int64_t>("residual_fallbacks"), expected.residual_fallbacks);
   EXPECT_FALSE(fs::exists(out.string() + ".partial"));
 }
 

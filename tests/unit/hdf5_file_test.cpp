@@ -116,11 +116,11 @@ TEST(Hdf5File, RoundTripsDatasetsAndAttributes) {
     writer.write("big", big, std::vector<int64_t>{1000, 7}, {.deflate_level = 4});
     writer.write("big_chunked", big, std::vector<int64_t>{1000, 7},
                  {.deflate_level = 1, .chunk = {64, 7}});
-    writer.write_string_attribute("schema", "speclab.test γ");
-    writer.write_uint64_attribute("seed", std::numeric_limits<uint64_t>::max());
-    writer.write_int64_attribute("offset", -42);
-    writer.write_double_attribute("leniency", 0.25);
-    writer.write_double_attribute("leniency", 0.5);  // replaces
+    writer.write_attribute("schema", "speclab.test γ");
+    writer.write_attribute<uint64_t>("seed", std::numeric_limits<uint64_t>::max());
+    writer.write_attribute<int64_t>("offset", -42);
+    writer.write_attribute<double>("leniency", 0.25);
+    writer.write_attribute<double>("leniency", 0.5);  // replaces
     writer.commit();
   }
   ASSERT_TRUE(fs::exists(path));
@@ -133,32 +133,33 @@ TEST(Hdf5File, RoundTripsDatasetsAndAttributes) {
   EXPECT_FALSE(reader.has_dataset("nope"));
   EXPECT_FALSE(reader.has_dataset("nope/deeper"));
 
-  const Hdf5Array<float> probs_in = reader.read_float("probs", 2);
+  const Hdf5Array<float> probs_in = reader.read<float>("probs", 2);
   EXPECT_EQ(probs_in.shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(probs_in.values, probs);
-  const Hdf5Array<int32_t> tokens_in = reader.read_int32("tokens", 1);
+  const Hdf5Array<int32_t> tokens_in = reader.read<int32_t>("tokens", 1);
   EXPECT_EQ(tokens_in.shape, (std::vector<int64_t>{4}));
   EXPECT_EQ(tokens_in.values, tokens);
-  const Hdf5Array<uint8_t> mask_in = reader.read_uint8("group/mask");
+  const Hdf5Array<uint8_t> mask_in = reader.read<uint8_t>("group/mask");
   EXPECT_EQ(mask_in.values, mask);
-  const Hdf5Array<int32_t> empty_in = reader.read_int32("empty", 2);
+  const Hdf5Array<int32_t> empty_in = reader.read<int32_t>("empty", 2);
   EXPECT_EQ(empty_in.shape, (std::vector<int64_t>{3, 0}));
   EXPECT_TRUE(empty_in.values.empty());
-  EXPECT_EQ(reader.read_float("big").values, big);
-  EXPECT_EQ(reader.read_float("big_chunked").values, big);
+  EXPECT_EQ(reader.read<float>("big").values, big);
+  EXPECT_EQ(reader.read<float>("big_chunked").values, big);
   EXPECT_EQ(reader.dataset_shape("big"), (std::vector<int64_t>{1000, 7}));
 
   EXPECT_TRUE(reader.has_attribute("schema"));
   EXPECT_FALSE(reader.has_attribute("missing"));
   EXPECT_EQ(reader.read_string_attribute("schema"), "speclab.test γ");
-  EXPECT_EQ(reader.read_uint64_attribute("seed"), std::numeric_limits<uint64_t>::max());
-  EXPECT_EQ(reader.read_int64_attribute("offset"), -42);
-  EXPECT_EQ(reader.read_double_attribute("leniency"), 0.5);
-  expect_error<InvalidInput>([&] { reader.read_int64_attribute("seed"); }, {"'seed'", "≤"});
-  expect_error<InvalidInput>([&] { reader.read_uint64_attribute("offset"); }, {"'offset'", "-42"});
+  EXPECT_EQ(reader.read_attribute<uint64_t>("seed"), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(reader.read_attribute<int64_t>("offset"), -42);
+  EXPECT_EQ(reader.read_attribute<double>("leniency"), 0.5);
+  expect_error<InvalidInput>([&] { reader.read_attribute<int64_t>("seed"); }, {"'seed'", "≤"});
+  expect_error<InvalidInput>([&] { reader.read_attribute<uint64_t>("offset"); },
+                             {"'offset'", "-42"});
   expect_error<InvalidInput>([&] { reader.read_string_attribute("seed"); },
                              {"'seed'", "uint64", "string"});
-  expect_error<InvalidInput>([&] { reader.read_uint64_attribute("missing"); },
+  expect_error<InvalidInput>([&] { reader.read_attribute<uint64_t>("missing"); },
                              {"round_trip.h5: root attribute 'missing' is missing"});
 }
 
@@ -176,16 +177,16 @@ TEST(Hdf5File, ReadsIntegerAndStringTypesOtherToolsWrite) {
     raw.fixed_string_attribute("method", "token");
   }
   const Hdf5Reader reader(path);
-  EXPECT_EQ(reader.read_int32("tokens64").values, (std::vector<int32_t>{1, -2, 3}));
-  EXPECT_EQ(reader.read_int32("tokens_u16").values, (std::vector<int32_t>{65535, 4}));
-  expect_error<InvalidInput>([&] { reader.read_int32("too_big"); },
+  EXPECT_EQ(reader.read<int32_t>("tokens64").values, (std::vector<int32_t>{1, -2, 3}));
+  EXPECT_EQ(reader.read<int32_t>("tokens_u16").values, (std::vector<int32_t>{65535, 4}));
+  expect_error<InvalidInput>([&] { reader.read<int32_t>("too_big"); },
                              {"'too_big'", "element 1", "1099511627776"});
-  expect_error<InvalidInput>([&] { reader.read_uint8("tokens_u16"); }, {"65535", "[0, 255]"});
-  expect_error<InvalidInput>([&] { reader.read_float("probs64"); },
+  expect_error<InvalidInput>([&] { reader.read<uint8_t>("tokens_u16"); }, {"65535", "[0, 255]"});
+  expect_error<InvalidInput>([&] { reader.read<float>("probs64"); },
                              {"foreign.h5: dataset 'probs64' has dtype float64; expected float32"});
-  EXPECT_EQ(reader.read_uint64_attribute("step"), 5u);
-  EXPECT_EQ(reader.read_double_attribute("one"), 1.0);
-  expect_error<InvalidInput>([&] { reader.read_uint64_attribute("negative"); },
+  EXPECT_EQ(reader.read_attribute<uint64_t>("step"), 5u);
+  EXPECT_EQ(reader.read_attribute<double>("one"), 1.0);
+  expect_error<InvalidInput>([&] { reader.read_attribute<uint64_t>("negative"); },
                              {"'negative' is -1; expected a value ≥ 0"});
   EXPECT_EQ(reader.read_string_attribute("method"), "token");
 }
@@ -212,10 +213,10 @@ TEST(Hdf5File, WrongDtypeIsRejected) {
   }
   const Hdf5Reader reader(path);
   expect_error<InvalidInput>(
-      [&] { reader.read_float("draft_tokens", 3, "[B, γ+1, V]"); },
+      [&] { reader.read<float>("draft_tokens", 3, "[B, γ+1, V]"); },
       {"dtype.h5: dataset 'draft_tokens' has dtype int32; expected float32"});
   // Floats are never truncated into token ids.
-  expect_error<InvalidInput>([&] { reader.read_int32("probs_target", 2, "[B, γ]"); },
+  expect_error<InvalidInput>([&] { reader.read<int32_t>("probs_target", 2, "[B, γ]"); },
                              {"dataset 'probs_target' has dtype float32", "integer"});
 }
 
@@ -228,7 +229,7 @@ TEST(Hdf5File, WrongRankIsRejected) {
   }
   const Hdf5Reader reader(path);
   expect_error<InvalidInput>(
-      [&] { reader.read_float("probs_target", 3, "[B, γ+1, V]"); },
+      [&] { reader.read<float>("probs_target", 3, "[B, γ+1, V]"); },
       {path.string() + ": dataset 'probs_target' has rank 2; expected rank 3 [B, γ+1, V]"});
 }
 
@@ -239,7 +240,7 @@ TEST(Hdf5File, MissingDatasetIsRejected) {
     writer.commit();
   }
   const Hdf5Reader reader(path);
-  expect_error<InvalidInput>([&] { reader.read_float("probs_draft", 3, "[B, γ, V]"); },
+  expect_error<InvalidInput>([&] { reader.read<float>("probs_draft", 3, "[B, γ, V]"); },
                              {"dataset 'probs_draft' is missing; expected float32 [B, γ, V]"});
   expect_error<InvalidInput>([&] { reader.dataset_shape("probs_draft"); }, {"'probs_draft'"});
 }
@@ -273,7 +274,7 @@ TEST(Hdf5File, ExistingFileIsUntouchedUntilCommit) {
     writer.commit();
     EXPECT_TRUE(writer.committed());
   }
-  EXPECT_EQ(Hdf5Reader(path).read_float("x").values, std::vector<float>{2.0f});
+  EXPECT_EQ(Hdf5Reader(path).read<float>("x").values, std::vector<float>{2.0f});
   EXPECT_FALSE(fs::exists(path.string() + ".partial"));
 }
 
@@ -315,10 +316,10 @@ TEST(Hdf5File, ExtendableDatasetsGrowByAppend) {
     writer.commit();
   }
   const Hdf5Reader reader(path);
-  EXPECT_EQ(reader.read_int32("steps/accepted", 1).values,
+  EXPECT_EQ(reader.read<int32_t>("steps/accepted", 1).values,
             (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8}));
-  EXPECT_EQ(reader.read_double("steps/seconds").values, std::vector<double>{0.5});
-  EXPECT_EQ(reader.read_int64("fixed").values, (std::vector<int64_t>{1, -2}));
+  EXPECT_EQ(reader.read<double>("steps/seconds").values, std::vector<double>{0.5});
+  EXPECT_EQ(reader.read<int64_t>("fixed").values, (std::vector<int64_t>{1, -2}));
   const Hdf5DatasetInfo info = reader.dataset_info("steps/accepted");
   EXPECT_EQ(info.shape, std::vector<int64_t>{8});
   EXPECT_EQ(info.dtype, "int32");
@@ -342,11 +343,11 @@ TEST(Hdf5File, ReadDoubleWidensFloatsAndRejectsIntegers) {
     writer.commit();
   }
   const Hdf5Reader reader(path);
-  EXPECT_EQ(reader.read_double("f32").values, std::vector<double>{0.25});
-  EXPECT_EQ(reader.read_double("f64").values, std::vector<double>{0.1});
-  expect_error<InvalidInput>([&] { reader.read_double("i32"); },
+  EXPECT_EQ(reader.read<double>("f32").values, std::vector<double>{0.25});
+  EXPECT_EQ(reader.read<double>("f64").values, std::vector<double>{0.1});
+  expect_error<InvalidInput>([&] { reader.read<double>("i32"); },
                              {"'i32' has dtype int32; expected float32 or float64"});
-  expect_error<InvalidInput>([&] { reader.read_int64("f64"); }, {"'f64' has dtype float64"});
+  expect_error<InvalidInput>([&] { reader.read<int64_t>("f64"); }, {"'f64' has dtype float64"});
 }
 
 TEST(Hdf5File, TemplatesAgreeWithTheNamedForms) {
@@ -361,17 +362,17 @@ TEST(Hdf5File, TemplatesAgreeWithTheNamedForms) {
     writer.commit();
   }
   const Hdf5Reader reader(path);
-  EXPECT_EQ(reader.read<uint8_t>("mask").values, reader.read_uint8("mask").values);
+  EXPECT_EQ(reader.read<uint8_t>("mask").values, reader.read<uint8_t>("mask").values);
   EXPECT_EQ(reader.read_attribute<uint64_t>("big"), UINT64_MAX);
   expect_error<InvalidInput>(
       [&] { reader.read_attribute<int64_t>("big"); },
       {"'big' is 18446744073709551615; expected a value ≤ 9223372036854775807"});
-  expect_error<InvalidInput>([&] { reader.read_double_attribute("big"); },
+  expect_error<InvalidInput>([&] { reader.read_attribute<double>("big"); },
                              {"expected a value ≤ 9223372036854775807"});
   EXPECT_EQ(reader.read_attribute<double>("half"), 0.5);
-  expect_error<InvalidInput>([&] { reader.read_int64_attribute("half"); },
+  expect_error<InvalidInput>([&] { reader.read_attribute<int64_t>("half"); },
                              {"'half' has type float64; expected an integer"});
-  expect_error<InvalidInput>([&] { reader.read_uint64_attribute("name"); },
+  expect_error<InvalidInput>([&] { reader.read_attribute<uint64_t>("name"); },
                              {"'name' has type string; expected an unsigned integer (uint64)"});
   EXPECT_EQ(reader.read_string_attribute("name"), "x");
 }
@@ -380,10 +381,10 @@ TEST(Hdf5File, ListsAttributesWithTheirKinds) {
   const fs::path path = test_dir() / "a.h5";
   {
     Hdf5Writer writer(path);
-    writer.write_string_attribute("s", "text");
-    writer.write_int64_attribute("i", -1);
-    writer.write_uint64_attribute("u", 1);
-    writer.write_double_attribute("x", 0.5);
+    writer.write_attribute("s", "text");
+    writer.write_attribute<int64_t>("i", -1);
+    writer.write_attribute<uint64_t>("u", 1);
+    writer.write_attribute<double>("x", 0.5);
     writer.commit();
   }
   const Hdf5Reader reader(path);
@@ -417,7 +418,7 @@ TEST(Hdf5File, UnwrittenDatasetIsRefusedBeforeAllocating) {
   const fs::path dir = test_dir();
   write_unwritten_dataset(dir / "f.h5", {hsize_t{1} << 20, hsize_t{1} << 20, hsize_t{1} << 20});
   const Hdf5Reader reader(dir / "f.h5");
-  expect_error<InvalidInput>([&] { reader.read_float("x"); },
+  expect_error<InvalidInput>([&] { reader.read<float>("x"); },
                              {"f.h5: dataset 'x' of 1152921504606846976 values was never written"});
 }
 
@@ -425,7 +426,7 @@ TEST(Hdf5File, ShapeWhoseProductOverflowsIsRefused) {
   const fs::path dir = test_dir();
   write_unwritten_dataset(dir / "f.h5", {hsize_t{1} << 40, hsize_t{1} << 40});
   const Hdf5Reader reader(dir / "f.h5");
-  expect_error<InvalidInput>([&] { reader.read_float("x"); },
+  expect_error<InvalidInput>([&] { reader.read<float>("x"); },
                              {"dataset 'x' has 2 dimensions whose product exceeds 2^63"});
 }
 
@@ -456,7 +457,7 @@ TEST(Hdf5File, DamagedCompressedDataIsInvalidInput) {
   for (hsize_t i = 0; i < size; ++i) bytes[address + i] = '\xff';
   write_bytes(dir / "f.h5", bytes);
   const Hdf5Reader reader(dir / "f.h5");
-  expect_error<InvalidInput>([&] { reader.read_float("x"); }, {"f.h5: cannot read dataset 'x'"});
+  expect_error<InvalidInput>([&] { reader.read<float>("x"); }, {"f.h5: cannot read dataset 'x'"});
 }
 
 }  // namespace

@@ -77,12 +77,12 @@ TEST(Results, PointFileHoldsStepLogsCurvesAndAttributes) {
   const SweepPoint& point = sweep.points[3];  // gamma 3, temperature 1.0
   const Hdf5Reader file(point_path(dir / "out", point));
   EXPECT_EQ(file.read_string_attribute("schema"), "speclab.run");
-  EXPECT_EQ(file.read_int64_attribute("schema_version"), 1);
+  EXPECT_EQ(file.read_attribute<int64_t>("schema_version"), 1);
   EXPECT_EQ(file.read_string_attribute("id"), point.id);
   EXPECT_EQ(file.read_string_attribute("config_toml"), point.config_toml);
-  EXPECT_EQ(file.read_uint64_attribute("seed"), 5u);
-  EXPECT_EQ(file.read_int64_attribute("param.decode.gamma"), 3);
-  EXPECT_EQ(file.read_double_attribute("param.sampling.temperature"), 1.0);
+  EXPECT_EQ(file.read_attribute<uint64_t>("seed"), 5u);
+  EXPECT_EQ(file.read_attribute<int64_t>("param.decode.gamma"), 3);
+  EXPECT_EQ(file.read_attribute<double>("param.sampling.temperature"), 1.0);
   EXPECT_EQ(file.read_string_attribute("swept_keys"), "decode.gamma,sampling.temperature");
   for (const char* name : {"started", "finished"}) {
     EXPECT_THAT(file.read_string_attribute(name),
@@ -93,44 +93,44 @@ TEST(Results, PointFileHoldsStepLogsCurvesAndAttributes) {
   }
   EXPECT_THAT(file.read_string_attribute("library_versions"), HasSubstr("hdf5 1.10"));
 
-  const int64_t steps = file.read_int64_attribute("steps");
+  const int64_t steps = file.read_attribute<int64_t>("steps");
   for (const char* name : {"steps/accepted", "steps/emitted", "steps/drafted", "steps/batch"}) {
     const Hdf5DatasetInfo info = file.dataset_info(name);
     EXPECT_EQ(info.shape, std::vector<int64_t>{steps}) << name;
     EXPECT_TRUE(info.chunked && info.deflate && info.extendable) << name;
   }
-  const auto accepted = file.read_int32("steps/accepted").values;
-  const auto emitted = file.read_int32("steps/emitted").values;
-  const auto drafted = file.read_int32("steps/drafted").values;
+  const auto accepted = file.read<int32_t>("steps/accepted").values;
+  const auto emitted = file.read<int32_t>("steps/emitted").values;
+  const auto drafted = file.read<int32_t>("steps/drafted").values;
   for (size_t i = 0; i < accepted.size(); ++i) {
     EXPECT_LE(accepted[i], drafted[i]);
     EXPECT_LE(drafted[i], 3);
     EXPECT_EQ(emitted[i], accepted[i] + 1);  // no EOS in this model
   }
   const int64_t total_accepted = std::accumulate(accepted.begin(), accepted.end(), int64_t{0});
-  EXPECT_EQ(file.read_int64_attribute("accepted"), total_accepted);
-  EXPECT_DOUBLE_EQ(file.read_double_attribute("mean_accepted"),
+  EXPECT_EQ(file.read_attribute<int64_t>("accepted"), total_accepted);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("mean_accepted"),
                    static_cast<double>(total_accepted) / steps);
-  EXPECT_EQ(file.read_int64_attribute("tokens"), 4 * 12);
-  EXPECT_DOUBLE_EQ(file.read_double_attribute("emitted_per_step"), 48.0 / steps);
-  const auto histogram = file.read_int64("accepted_length_histogram", 1).values;
+  EXPECT_EQ(file.read_attribute<int64_t>("tokens"), 4 * 12);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("emitted_per_step"), 48.0 / steps);
+  const auto histogram = file.read<int64_t>("accepted_length_histogram", 1).values;
   ASSERT_EQ(histogram.size(), 4u);  // γ + 1
   EXPECT_EQ(std::accumulate(histogram.begin(), histogram.end(), int64_t{0}), steps);
-  const auto reached = file.read_int64("position/reached", 1).values;
-  const auto pos_accepted = file.read_int64("position/accepted", 1).values;
-  const auto rate = file.read_double("position/acceptance_rate", 1).values;
+  const auto reached = file.read<int64_t>("position/reached", 1).values;
+  const auto pos_accepted = file.read<int64_t>("position/accepted", 1).values;
+  const auto rate = file.read<double>("position/acceptance_rate", 1).values;
   ASSERT_EQ(reached.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
     if (reached[i] > 0) EXPECT_DOUBLE_EQ(rate[i], double(pos_accepted[i]) / reached[i]);
   }
-  const double alpha = file.read_double_attribute("alpha_estimate");
+  const double alpha = file.read_attribute<double>("alpha_estimate");
   EXPECT_GT(alpha, 0.0);
   EXPECT_LE(alpha, 1.0);
-  EXPECT_EQ(file.read_int32("sequences/length").values, std::vector<int32_t>(4, 12));
-  EXPECT_EQ(file.read_int32("sequences/tokens").values.size(), 48u);
-  EXPECT_EQ(file.read_int32("baseline/sequences/tokens").values.size(), 48u);
+  EXPECT_EQ(file.read<int32_t>("sequences/length").values, std::vector<int32_t>(4, 12));
+  EXPECT_EQ(file.read<int32_t>("sequences/tokens").values.size(), 48u);
+  EXPECT_EQ(file.read<int32_t>("baseline/sequences/tokens").values.size(), 48u);
   EXPECT_EQ(file.dataset_shape("batches/seed"), std::vector<int64_t>{2});
-  EXPECT_GT(file.read_double_attribute("speedup"), 0.0);
+  EXPECT_GT(file.read_attribute<double>("speedup"), 0.0);
 }
 
 TEST(Results, SameConfigAndSeedGiveIdenticalDatasetsWhateverTheJobs) {
@@ -148,9 +148,10 @@ TEST(Results, SameConfigAndSeedGiveIdenticalDatasetsWhateverTheJobs) {
       if (name.ends_with("seconds")) continue;               // time-valued
       if (a.dataset_info(name).dtype == "uint64") continue;  // batches/seed, compared below
       if (a.dataset_info(name).dtype.starts_with("float")) {
-        EXPECT_EQ(a.read_double(name).values, b.read_double(name).values) << p.id << " " << name;
+        EXPECT_EQ(a.read<double>(name).values, b.read<double>(name).values) << p.id << " " << name;
       } else {
-        EXPECT_EQ(a.read_int64(name).values, b.read_int64(name).values) << p.id << " " << name;
+        EXPECT_EQ(a.read<int64_t>(name).values, b.read<int64_t>(name).values)
+            << p.id << " " << name;
       }
     }
     ASSERT_EQ(a.attribute_names(), b.attribute_names());
@@ -161,12 +162,12 @@ TEST(Results, SameConfigAndSeedGiveIdenticalDatasetsWhateverTheJobs) {
           EXPECT_EQ(a.read_string_attribute(name), b.read_string_attribute(name)) << name;
           break;
         case Hdf5AttributeKind::kFloat: {
-          const double x = a.read_double_attribute(name), y = b.read_double_attribute(name);
+          const double x = a.read_attribute<double>(name), y = b.read_attribute<double>(name);
           EXPECT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << name;
           break;
         }
         default:
-          EXPECT_EQ(a.read_uint64_attribute(name), b.read_uint64_attribute(name)) << name;
+          EXPECT_EQ(a.read_attribute<uint64_t>(name), b.read_attribute<uint64_t>(name)) << name;
       }
     }
   }
@@ -211,10 +212,10 @@ max_new_tokens = 5
   run_quietly(sweep, dir / "out");
   const Hdf5Reader file(point_path(dir / "out", sweep.points[0]));
   EXPECT_FALSE(file.has_dataset("position/reached"));
-  EXPECT_TRUE(std::isnan(file.read_double_attribute("acceptance_rate")));
-  EXPECT_TRUE(std::isnan(file.read_double_attribute("mean_accepted")));
-  EXPECT_EQ(file.read_int64_attribute("steps"), 5);
-  EXPECT_DOUBLE_EQ(file.read_double_attribute("emitted_per_step"), 1.0);
+  EXPECT_TRUE(std::isnan(file.read_attribute<double>("acceptance_rate")));
+  EXPECT_TRUE(std::isnan(file.read_attribute<double>("mean_accepted")));
+  EXPECT_EQ(file.read_attribute<int64_t>("steps"), 5);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("emitted_per_step"), 1.0);
 }
 
 TEST(Results, CorpusPromptsAreDeterministicHeldOutText) {
@@ -259,7 +260,7 @@ TEST(Results, ReadResultIdRejectsFilesThatAreNotResults) {
               HasSubstr("not an HDF5 file"));
   {
     Hdf5Writer other(dir / "other.h5");
-    other.write_string_attribute("schema", "speclab.demo");
+    other.write_attribute("schema", "speclab.demo");
     other.commit();
   }
   EXPECT_THAT(invalid_input_message([&] { read_result_id(dir / "other.h5"); }),
@@ -387,7 +388,7 @@ max_new_tokens = 12
   const Hdf5Reader file(point_path(dir / "out", sweep.points[0]));
   EXPECT_EQ(file.dataset_shape("accepted_length_histogram"), std::vector<int64_t>{3});
   EXPECT_EQ(file.dataset_shape("position/reached"), std::vector<int64_t>{2});
-  EXPECT_EQ(file.read_int64_attribute("tokens"), 24);
+  EXPECT_EQ(file.read_attribute<int64_t>("tokens"), 24);
 }
 
 }  // namespace
