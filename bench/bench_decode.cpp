@@ -5,14 +5,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "bench/benches.hpp"
+#include "bench/contention.hpp"
 #include "core/base/error.hpp"
 #include "core/base/philox.hpp"
 #include "core/decode/decode.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
+#include "core/probe/machine.hpp"
 #include "experiments/workload.hpp"
 
 namespace speclab::cli {
@@ -115,10 +118,11 @@ double prefill(LanguageModel& model, const std::vector<std::vector<int32_t>>& pr
 }  // namespace
 
 void run_bench_decode(const BenchDecodeOptions& o) {
-  if (o.tokens < 2 || o.batch < 1 || o.gamma.empty()) {
-    throw InvalidInput(fmt::format(
-        "bench decode needs --tokens ≥ 2, --batch ≥ 1 and at least one --gamma (got {}, {}, {})",
-        o.tokens, o.batch, o.gamma.size()));
+  if (o.tokens < 2 || o.batch < 1 || o.gamma.empty() || o.contend < 0) {
+    throw InvalidInput(
+        fmt::format("bench decode needs --tokens ≥ 2, --batch ≥ 1, at least one --gamma and "
+                    "--contend ≥ 0 (got {}, {}, {}, {})",
+                    o.tokens, o.batch, o.gamma.size(), o.contend));
   }
   for (int64_t g : o.gamma) {
     if (g < 1) throw InvalidInput(fmt::format("--gamma value {} must be ≥ 1", g));
@@ -141,6 +145,8 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   plain_decode(*target, prompts, warm);
   speculative_decode(*target, *draft, prompts, warm);
 
+  std::optional<CompetingLoad> load;
+  if (o.contend > 0) load.emplace(o.contend);
   int64_t prompt_tokens = 0;
   for (const auto& p : prompts) prompt_tokens += static_cast<int64_t>(p.size());
   const double prompt_rate = prompt_tokens / prefill(*target, prompts);
@@ -190,14 +196,18 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     rows.push_back(row);
   }
 
+  load.reset();
+  const MachineIdentity& machine = machine_identity();
   if (o.json) {
     std::string out = fmt::format(
-        "{{\"target\": \"{}\", \"draft\": \"{}\", \"batch\": {}, \"tokens\": {}, "
+        "{{{}, \"contending_processes\": {}, \"target\": \"{}\", \"draft\": \"{}\", \"batch\": {}, "
+        "\"tokens\": {}, "
         "\"temperature\": {}, \"prompts\": \"{}\", \"plain_tokens_per_s\": {:.6g}, "
         "\"target_step_seconds\": {:.6g}, \"plain_generated\": {}, \"plain_stopped_at_eos\": {}, "
         "\"prompt_tokens_per_s\": {:.6g}, \"rows\": [",
-        o.target, o.draft, o.batch, o.tokens, o.temperature, made.source, plain_rate, target_step,
-        plain.metrics.tokens, plain_eos, prompt_rate);
+        machine_json_members(machine), o.contend, o.target, o.draft, o.batch, o.tokens,
+        o.temperature, made.source, plain_rate, target_step, plain.metrics.tokens, plain_eos,
+        prompt_rate);
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       out += fmt::format(
@@ -216,6 +226,11 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   std::printf("speclab bench decode: target %s, draft %s, B=%lld, %lld tokens per request, T=%g\n",
               o.target.c_str(), o.draft.c_str(), static_cast<long long>(o.batch),
               static_cast<long long>(o.tokens), o.temperature);
+  std::printf("  machine: %s\n", machine_line(machine).c_str());
+  if (o.contend > 0) {
+    std::printf("  timed beside %d competing process%s spinning on a core each\n", o.contend,
+                o.contend == 1 ? "" : "es");
+  }
   std::printf("  prompts: %s\n", made.source.c_str());
   std::printf(
       "  prompt processing: %.1f tokens/s, before each timed run and not in its rate (the runs "

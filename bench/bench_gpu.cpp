@@ -17,6 +17,7 @@
 #include "core/base/philox.hpp"
 #include "core/decode/decode.hpp"
 #include "core/models/linear_softmax.hpp"
+#include "core/probe/machine.hpp"
 
 #if defined(SPECLAB_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -418,8 +419,8 @@ void run_bench_gpu(const BenchGpuOptions& o) {
   SPECLAB_CUDA_CHECK(cudaStreamDestroy(stream));
 
   if (o.json) {
-    std::printf("{\"device\": \"%s\", \"copy_gbps\": %.6g, \"repeats\": %d, \"kernels\": [",
-                prop.name, copy, o.repeats);
+    std::printf("{%s, \"device\": \"%s\", \"copy_gbps\": %.6g, \"repeats\": %d, \"kernels\": [",
+                machine_json_members(machine_identity()).c_str(), prop.name, copy, o.repeats);
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
       std::printf(
@@ -444,6 +445,7 @@ void run_bench_gpu(const BenchGpuOptions& o) {
     return;
   }
   std::printf("speclab bench gpu on %s\n", prop.name);
+  std::printf("  host: %s\n", machine_line(machine_identity()).c_str());
   std::printf("  device-to-device cudaMemcpy: %.1f GB/s (read + write)\n", copy);
   std::printf(
       "  effective GB/s = bytes the kernel must move (gpu/README.md) / median event time\n");

@@ -1,24 +1,140 @@
 // `speclab bench verify`: times the chain verifier (V1) on synthetic batches and prints it beside
 // its floor, the bytes the algorithm must read divided by the read bandwidth measured in the same
-// run, and beside the reference implementation and a peer.
+// run, beside the reference implementation and, with --peer, beside a torch sampler in the style
+// of vLLM V0's (scripts/peer/torch_v0_sampler.py) timed on the same batches in the same run.
 #include <fmt/format.h>
+#include <omp.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
 
 #include "bench/benches.hpp"
+#include "bench/contention.hpp"
 #include "core/base/error.hpp"
+#include "core/io/hdf5_file.hpp"
+#include "core/probe/machine.hpp"
 #include "core/probe/membw.hpp"
 #include "core/verify/synthetic_batch.hpp"
 #include "core/verify/verify_chain.hpp"
+#include "experiments/project_files.hpp"
+
+extern char** environ;
 
 namespace speclab::cli {
 namespace {
 
-// vLLM V0's torch rejection sampler (full-tensor passes over every [B, γ, V] row), timed on this
-// machine kind at B = 8, γ = 5, V = 32000.
-constexpr double kPeerSecondsV0Torch = 21e-3;
+namespace fs = std::filesystem;
+
+// Batches handed to the peer: its time per batch is tens of milliseconds, far above what the cache
+// could save it, so a few suffice.
+constexpr int kPeerBatches = 4;
+
+struct PeerResult {
+  double seconds = 0.0;
+  std::string torch_version;
+  int threads = 0;
+};
+
+// The `"key": value` member of a one-line JSON object printed by the peer script.
+std::string json_member(const std::string& json, std::string_view key) {
+  const std::string quoted = fmt::format("\"{}\":", key);
+  const auto at = json.find(quoted);
+  if (at == std::string::npos) return {};
+  auto start = json.find_first_not_of(' ', at + quoted.size());
+  auto end = json.find_first_of(",}", start);
+  std::string value = json.substr(start, end - start);
+  if (!value.empty() && value.front() == '"') value = value.substr(1, value.size() - 2);
+  return value;
+}
+
+// Runs scripts/peer/torch_v0_sampler.py on the first kPeerBatches batches; nullopt (with the reason
+// printed) when the script, Python or torch is missing or the script fails.
+std::optional<PeerResult> run_peer(const std::vector<ChainBatchData>& batches, int repeats) {
+  const std::optional<fs::path> script =
+      experiments::find_project_file("scripts/peer/torch_v0_sampler.py");
+  if (!script) {
+    std::fprintf(stderr,
+                 "speclab bench verify: --peer: scripts/peer/torch_v0_sampler.py not found "
+                 "above the executable (set SPECLAB_SOURCE); no peer timed\n");
+    return std::nullopt;
+  }
+  const fs::path file =
+      fs::temp_directory_path() / fmt::format("speclab-peer-{}.h5", static_cast<long>(getpid()));
+  {
+    Hdf5Writer out(file);
+    for (int k = 0; k < std::min<int>(kPeerBatches, static_cast<int>(batches.size())); ++k) {
+      const ChainBatchData& d = batches[k];
+      const int64_t target_shape[] = {d.batch, d.gamma + 1, d.vocab};
+      const int64_t draft_shape[] = {d.batch, d.gamma, d.vocab};
+      const int64_t token_shape[] = {d.batch, d.gamma};
+      out.write(fmt::format("{}/probs_target", k), d.probs_target, target_shape);
+      out.write(fmt::format("{}/probs_draft", k), d.probs_draft, draft_shape);
+      out.write(fmt::format("{}/draft_tokens", k), d.draft_tokens, token_shape);
+    }
+    out.commit();
+  }
+  const std::string python = experiments::python_for_helpers();
+  std::vector<std::string> args = {python,
+                                   script->string(),
+                                   file.string(),
+                                   "--threads",
+                                   fmt::format("{}", omp_get_max_threads()),
+                                   "--repeats",
+                                   fmt::format("{}", repeats)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) throw IoError("bench verify --peer: cannot create a pipe");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  pid_t pid = 0;
+  const int err = posix_spawn(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  std::string output;
+  if (err == 0) {
+    char buffer[4096];
+    ssize_t n = 0;
+    while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) output.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  if (err == 0) {
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  std::error_code ec;
+  fs::remove(file, ec);
+  if (err != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "speclab bench verify: --peer: %s %s did not run (%s); no peer timed\n",
+                 python.c_str(), script->c_str(),
+                 err != 0 ? std::strerror(err) : "see its message above");
+    return std::nullopt;
+  }
+  PeerResult peer;
+  peer.seconds = std::atof(json_member(output, "seconds_per_batch").c_str());
+  peer.torch_version = json_member(output, "torch");
+  peer.threads = std::atoi(json_member(output, "threads").c_str());
+  if (!(peer.seconds > 0.0)) {
+    std::fprintf(stderr, "speclab bench verify: --peer: unreadable output: %s\n", output.c_str());
+    return std::nullopt;
+  }
+  return peer;
+}
 
 // Bytes V1 must read for this result: the draft tokens, p(x_i) and q(x_i) for every tested
 // position, and one residual row pair (2V floats) or one bonus row (V floats) per request.
@@ -41,11 +157,11 @@ double median(std::vector<double> v) {
 }  // namespace
 
 void run_bench_verify(const BenchVerifyOptions& o) {
-  if (o.batch < 1 || o.gamma < 1 || o.vocab < 2 || o.repeats < 1) {
+  if (o.batch < 1 || o.gamma < 1 || o.vocab < 2 || o.repeats < 1 || o.contend < 0) {
     throw InvalidInput(
-        fmt::format("bench verify needs --batch ≥ 1, --gamma ≥ 1, --vocab ≥ 2, --repeats ≥ 1 (got "
-                    "{}, {}, {}, {})",
-                    o.batch, o.gamma, o.vocab, o.repeats));
+        fmt::format("bench verify needs --batch ≥ 1, --gamma ≥ 1, --vocab ≥ 2, --repeats ≥ 1, "
+                    "--contend ≥ 0 (got {}, {}, {}, {}, {})",
+                    o.batch, o.gamma, o.vocab, o.repeats, o.contend));
   }
   // Enough distinct batches that together they exceed the last-level cache several times over,
   // so every timed call reads its rows from memory, as a serving system does.
@@ -71,6 +187,8 @@ void run_bench_verify(const BenchVerifyOptions& o) {
   };
   std::vector<double> fast_times, ref_times, floors;
   double accepted = 0.0, residual_rows = 0.0;
+  std::optional<CompetingLoad> load;
+  if (o.contend > 0) load.emplace(o.contend);
   for (int rep = 0; rep < o.repeats; ++rep) {
     for (int k = 0; k < n_batches; ++k) {
       const ChainParams params{.seed = 7, .step = static_cast<uint32_t>(rep)};
@@ -86,29 +204,44 @@ void run_bench_verify(const BenchVerifyOptions& o) {
   for (int k = 0; k < std::min(n_batches, 8); ++k) {
     ref_times.push_back(time_one([&] { verify_chain_reference(batches[k].view(), {.seed = 7}); }));
   }
+  const std::optional<PeerResult> peer = o.peer ? run_peer(batches, o.repeats) : std::nullopt;
+  load.reset();
   const double seconds = median(fast_times);
   const double floor_seconds = median(floors);
   const double reference_seconds = median(ref_times);
   const double verified_tokens = o.batch * (o.gamma + 1.0);
   const double requests = static_cast<double>(o.repeats) * n_batches * o.batch;
+  const MachineIdentity& machine = machine_identity();
   if (o.json) {
+    const std::string peer_json =
+        peer ? fmt::format(
+                   "\"peer\": \"torch {} vLLM-V0-style sampler\", \"peer_threads\": {}, "
+                   "\"peer_seconds_per_batch\": {:.6g}, \"speedup_over_peer\": {:.4g}",
+                   peer->torch_version, peer->threads, peer->seconds, peer->seconds / seconds)
+             : std::string(
+                   "\"peer\": null, \"peer_seconds_per_batch\": null, "
+                   "\"speedup_over_peer\": null");
     std::printf(
-        "{\"batch\": %lld, \"gamma\": %lld, \"vocab\": %lld, \"seconds_per_batch\": %.9g, "
-        "\"floor_seconds\": %.9g, \"ratio_to_floor\": %.4g, \"read_gbps\": %.4g, "
-        "\"bandwidth_threads\": %d, \"verified_tokens_per_s\": %.6g, "
-        "\"reference_seconds_per_batch\": %.9g, \"peer_seconds_per_batch\": %.6g, "
-        "\"speedup_over_peer\": %.4g, \"mean_accepted\": %.4g, \"residual_fraction\": %.4g, "
-        "\"distinct_batches\": %d, \"repeats\": %d}\n",
-        static_cast<long long>(o.batch), static_cast<long long>(o.gamma),
-        static_cast<long long>(o.vocab), seconds, floor_seconds, seconds / floor_seconds,
-        bw.read_gbps, bw.threads, verified_tokens / seconds, reference_seconds, kPeerSecondsV0Torch,
-        kPeerSecondsV0Torch / seconds, accepted / requests, residual_rows / requests, n_batches,
-        o.repeats);
+        "{%s, \"batch\": %lld, \"gamma\": %lld, \"vocab\": %lld, \"contending_processes\": %d, "
+        "\"seconds_per_batch\": %.9g, \"floor_seconds\": %.9g, \"ratio_to_floor\": %.4g, "
+        "\"read_gbps\": %.4g, \"bandwidth_threads\": %d, \"verified_tokens_per_s\": %.6g, "
+        "\"reference_seconds_per_batch\": %.9g, %s, \"mean_accepted\": %.4g, "
+        "\"residual_fraction\": %.4g, \"distinct_batches\": %d, \"repeats\": %d}\n",
+        machine_json_members(machine).c_str(), static_cast<long long>(o.batch),
+        static_cast<long long>(o.gamma), static_cast<long long>(o.vocab), o.contend, seconds,
+        floor_seconds, seconds / floor_seconds, bw.read_gbps, bw.threads, verified_tokens / seconds,
+        reference_seconds, peer_json.c_str(), accepted / requests, residual_rows / requests,
+        n_batches, o.repeats);
     return;
   }
   std::printf("speclab bench verify: V1 token-level, B=%lld, gamma=%lld, V=%lld\n",
               static_cast<long long>(o.batch), static_cast<long long>(o.gamma),
               static_cast<long long>(o.vocab));
+  std::printf("  machine: %s\n", machine_line(machine).c_str());
+  if (o.contend > 0) {
+    std::printf("  timed beside %d competing process%s spinning on a core each\n", o.contend,
+                o.contend == 1 ? "" : "es");
+  }
   std::printf("  %d distinct batches x %d repeats (inputs exceed the cache; medians)\n", n_batches,
               o.repeats);
   std::printf("  read bandwidth (%d threads)    %8.2f GB/s\n", bw.threads, bw.read_gbps);
@@ -121,10 +254,16 @@ void run_bench_verify(const BenchVerifyOptions& o) {
               seconds / floor_seconds);
   std::printf("  %-28s %10.4f %11.2fx\n", "speclab reference", reference_seconds * 1e3,
               reference_seconds / floor_seconds);
-  std::printf("  %-28s %10.4f %11.2fx   (quoted, vLLM V0-style torch sampler)\n", "peer",
-              kPeerSecondsV0Torch * 1e3, kPeerSecondsV0Torch / floor_seconds);
-  std::printf("  fast path: %.3g verified tokens/s, %.1fx faster than the peer\n",
-              verified_tokens / seconds, kPeerSecondsV0Torch / seconds);
+  if (peer) {
+    std::printf("  %-28s %10.4f %11.2fx   (torch %s, %d thread%s, same batches)\n",
+                "peer: vLLM V0-style torch", peer->seconds * 1e3, peer->seconds / floor_seconds,
+                peer->torch_version.c_str(), peer->threads, peer->threads == 1 ? "" : "s");
+    std::printf("  fast path: %.3g verified tokens/s, %.1fx faster than the peer\n",
+                verified_tokens / seconds, peer->seconds / seconds);
+  } else {
+    std::printf("  fast path: %.3g verified tokens/s%s\n", verified_tokens / seconds,
+                o.peer ? "" : " (--peer also times a vLLM V0-style torch sampler)");
+  }
 }
 
 }  // namespace speclab::cli

@@ -14,6 +14,8 @@ struct BenchVerifyOptions {
   int64_t vocab = 32000;
   int repeats = 7;
   double draft_noise = 0.6;
+  int contend = 0;    ///< competing processes spinning while the timed section runs
+  bool peer = false;  ///< also time scripts/peer/torch_v0_sampler.py on the same batches
   bool json = false;
 };
 void run_bench_verify(const BenchVerifyOptions& options);
@@ -28,6 +30,7 @@ struct BenchDecodeOptions {
   uint64_t seed = 0;
   std::string workload;  ///< models with a tokenizer: a data/workloads name or file ("" = rewrite)
   std::string prompt;    ///< models with a tokenizer: one user message instead of a workload
+  int contend = 0;       ///< competing processes spinning while the decodes are timed
   bool json = false;
 };
 void run_bench_decode(const BenchDecodeOptions& options);

@@ -16,6 +16,7 @@
 #include "core/models/linear_softmax.hpp"
 #include "core/plan/cost_model.hpp"
 #include "core/plan/hardware.hpp"
+#include "core/probe/machine.hpp"
 #include "core/probe/this_machine.hpp"
 
 namespace speclab::cli {
@@ -183,11 +184,12 @@ void run_plan_validate(bool json) {
     std::string out = fmt::format(
         "{{\"machine\": {{\"read_gbps\": {:.4g}, \"read_gbps_one_core\": {:.4g}, "
         "\"gflops\": {:.4g}, \"gflops_one_core\": {:.4g}, \"ns_per_logit\": {:.4g}, "
-        "\"call_overhead_us\": {:.4g}}}, \"target\": \"{}\", \"draft\": \"{}\", "
+        "\"call_overhead_us\": {:.4g}, {}}}, \"target\": \"{}\", \"draft\": \"{}\", "
         "\"tokens\": {}, \"alpha\": {:.4f}, \"rows\": [",
         all_cores.bandwidth_gbps, one_core.bandwidth_gbps, all_cores.fp32_tflops * 1e3,
         one_core.fp32_tflops * 1e3, all_cores.seconds_per_logit * 1e9,
-        all_cores.launch_overhead_seconds * 1e6, target->name(), draft->name(), kTokens, alpha);
+        all_cores.launch_overhead_seconds * 1e6, machine_json_members(machine_identity()),
+        target->name(), draft->name(), kTokens, alpha);
     for (size_t i = 0; i < rows.size(); ++i) {
       const BatchRow& r = rows[i];
       const Cell p = r.predicted_best(), m = r.measured_best();
@@ -215,6 +217,7 @@ void run_plan_validate(bool json) {
       "speclab plan --validate: %s + %s on this machine, %lld tokens per sequence, α = %.3f "
       "(calibration run)\n",
       target->name().c_str(), draft->name().c_str(), static_cast<long long>(kTokens), alpha);
+  std::printf("  machine: %s\n", machine_line(machine_identity()).c_str());
   std::printf(
       "  this-machine: %.1f GB/s read (%.1f one core), %.0f GFLOP/s fp32 (%.0f one core), "
       "%.2f ns per logit sampled, %.1f µs per call\n",

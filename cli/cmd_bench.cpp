@@ -23,6 +23,13 @@ void setup_bench(CLI::App& app) {
       ->add_option("--draft-noise", o->draft_noise,
                    "logit noise separating draft from target (sets the acceptance rate)")
       ->capture_default_str();
+  verify
+      ->add_option("--contend", o->contend,
+                   "competing processes, each spinning on a core while the verifiers are timed")
+      ->capture_default_str();
+  verify->add_flag("--peer", o->peer,
+                   "also time a vLLM V0-style torch sampler (scripts/peer/torch_v0_sampler.py, "
+                   "Debian's python3-torch) on the same batches");
   verify->add_flag("--json", o->json, "print one JSON object");
   verify->callback([o] { run_bench_verify(*o); });
 
@@ -48,6 +55,10 @@ void setup_bench(CLI::App& app) {
       ->capture_default_str();
   decode->add_option("--prompt", d->prompt,
                      "models with a tokenizer: one user message instead of a workload");
+  decode
+      ->add_option("--contend", d->contend,
+                   "competing processes, each spinning on a core while the decodes are timed")
+      ->capture_default_str();
   decode->add_flag("--json", d->json, "print one JSON object");
   decode->callback([d] { run_bench_decode(*d); });
 

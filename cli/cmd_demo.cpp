@@ -24,6 +24,7 @@
 #include "core/verify/synthetic_batch.hpp"
 #include "core/verify/verify_chain.hpp"
 #include "experiments/out_dir.hpp"
+#include "experiments/results.hpp"
 
 namespace speclab::cli {
 namespace {
@@ -212,6 +213,7 @@ void write_demo_attributes(Hdf5Writer& out, const DemoOptions& o, const DemoResu
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   out.write_attribute("host", host);
+  experiments::write_machine_attributes(out);
 }
 
 // OUT/demo.h5, which Hdf5Writer fills under its partial_path() name and renames on commit, so a

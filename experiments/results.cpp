@@ -18,6 +18,7 @@
 #include "core/base/error.hpp"
 #include "core/io/hdf5_file.hpp"
 #include "core/io/partial_path.hpp"
+#include "core/probe/machine.hpp"
 #include "core/stats/stats.hpp"
 #include "experiments/build_info.hpp"
 
@@ -166,6 +167,15 @@ const RunMetadata& run_metadata() {
     return m;
   }();
   return metadata;
+}
+
+void write_machine_attributes(Hdf5Writer& file) {
+  const MachineIdentity& m = machine_identity();
+  file.write_attribute("cpu_model", m.cpu_model);
+  file.write_attribute("build_isa", m.build_isa);
+  file.write_attribute("cpu_isa", m.cpu_isa);
+  file.write_attribute<int64_t>("threads", m.threads);
+  file.write_attribute("omp_wait_policy", m.omp_wait_policy);
 }
 
 std::string utc_now() {
@@ -341,6 +351,7 @@ void PointWriter::commit() {
   f.write_attribute("hdf5_version", meta.hdf5_version);
   f.write_attribute("speclab_version", meta.speclab_version);
   f.write_attribute("library_versions", meta.library_versions);
+  write_machine_attributes(f);
   std::string swept_keys;
   for (const SweptValue& v : point_.swept) {
     if (!swept_keys.empty()) swept_keys += ',';

@@ -36,6 +36,10 @@ struct RunMetadata {
 /// Computed once per process.
 const RunMetadata& run_metadata();
 
+/// The machine a result was measured on, as root attributes (core/probe/machine.hpp):
+/// `cpu_model`, `build_isa`, `cpu_isa`, `threads`, `omp_wait_policy`.
+void write_machine_attributes(Hdf5Writer& file);
+
 /// Current UTC time as ISO-8601, e.g. "2026-01-31T12:00:00Z".
 std::string utc_now();
 

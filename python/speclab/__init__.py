@@ -8,6 +8,14 @@ test for samplers speclab did not write (speclab.conformance, docs/python.md).
     r.emitted_tokens, r.n_accepted
 """
 
+import os as _os
+
+# OpenMP threads that find no work would otherwise spin and take the cores of a shared machine
+# from the threads that have work; the OpenMP runtime reads this once, when the extension loads it
+# (a runtime that numpy or torch loaded earlier keeps its own setting). docs/benchmarks.md.
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["OMP_WAIT_POLICY"] = "passive"
+
 from . import exact, sampling, stats  # noqa: F401
 from ._arrays import CopyWarning  # noqa: F401
 from .verify import (TreeResult, VerifyResult, verifiers, verify_block, verify_chain,  # noqa: F401

@@ -77,6 +77,28 @@ TEST(BenchCli, JsonReportsTimeBesideFloorAndPeer) {
   }
 }
 
+// Every figure carries its machine, and speclab's idle OpenMP threads wait passively (cli/main.cpp
+// restarts the executable with OMP_WAIT_POLICY=passive) unless the user chose otherwise.
+TEST(BenchCli, JsonCarriesTheMachineAndThePassiveWaitPolicy) {
+  ::unsetenv("OMP_WAIT_POLICY");
+  ::unsetenv("GOMP_SPINCOUNT");
+  const CliRun r =
+      run_cli("bench verify --batch 2 --gamma 2 --vocab 2000 --repeats 1 --contend 1 --json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"omp_wait_policy\": \"passive\""));
+  EXPECT_THAT(r.output, HasSubstr("\"contending_processes\": 1"));
+  EXPECT_THAT(r.output,
+              ::testing::ContainsRegex("\"build_isa\": \"(avx512-vnni|avx512|avx2|x86-64)\""));
+  EXPECT_THAT(r.output, HasSubstr("\"cpu\": \""));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("\"threads\": [1-9]"));
+
+  ::setenv("OMP_WAIT_POLICY", "active", 1);
+  const CliRun told = run_cli("bench verify --batch 2 --gamma 2 --vocab 2000 --repeats 1 --json");
+  ::unsetenv("OMP_WAIT_POLICY");
+  ASSERT_EQ(told.status, 0) << told.output;
+  EXPECT_THAT(told.output, HasSubstr("\"omp_wait_policy\": \"active\""));
+}
+
 TEST(BenchCli, DecodeJsonHasARowPerGamma) {
   const CliRun r = run_cli(
       "bench decode --target lsm-tiny-target --draft lsm-tiny-draft --tokens 24 --gamma 1,3 "
@@ -103,6 +125,9 @@ TEST(BenchCli, BadSizeExitsTwo) {
   const CliRun r = run_cli("bench verify --gamma 0");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("--gamma ≥ 1"));
+  const CliRun c = run_cli("bench verify --contend -1");
+  EXPECT_EQ(c.status, 2);
+  EXPECT_THAT(c.output, HasSubstr("--contend ≥ 0"));
 }
 
 }  // namespace

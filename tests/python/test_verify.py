@@ -167,3 +167,19 @@ def test_python_call_costs_little_beside_the_cpp_fast_path(capsys):
               f"{cpp * 1e6:.1f} µs; speclab.verify_chain(validate=False) {fast * 1e6:.1f} µs "
               f"({fast / cpp:.2f}×); with the whole batch validated {full * 1e6:.1f} µs")
     assert fast < 2 * cpp + 20e-6
+
+
+def test_import_makes_openmp_wait_passively_unless_told():
+    """Idle OpenMP threads must not spin on a shared machine: importing speclab sets
+    OMP_WAIT_POLICY=passive before its extension loads the OpenMP runtime, and keeps a policy the
+    user chose."""
+    import os
+    import sys
+    probe = "import os, speclab; print(os.environ.get('OMP_WAIT_POLICY'))"
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "passive"
+    env["OMP_WAIT_POLICY"] = "active"
+    run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert run.stdout.strip() == "active"

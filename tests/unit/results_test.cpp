@@ -6,9 +6,12 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -92,6 +95,23 @@ TEST(Results, PointFileHoldsStepLogsCurvesAndAttributes) {
     EXPECT_FALSE(file.read_string_attribute(name).empty()) << name;
   }
   EXPECT_THAT(file.read_string_attribute("library_versions"), HasSubstr("hdf5 1.10"));
+  // The machine it ran on (core/probe/machine.hpp). A binary runs only on a CPU that has the
+  // instruction set it was built for, so the CPU's ISA is at least the build's.
+  const std::vector<std::string> isas = {"x86-64", "avx2", "avx512", "avx512-vnni"};
+  const auto rank = [&](const std::string& isa) {
+    return std::find(isas.begin(), isas.end(), isa) - isas.begin();
+  };
+  const std::string build_isa = file.read_string_attribute("build_isa");
+  const std::string cpu_isa = file.read_string_attribute("cpu_isa");
+  ASSERT_LT(rank(build_isa), 4) << build_isa;
+  ASSERT_LT(rank(cpu_isa), 4) << cpu_isa;
+  EXPECT_GE(rank(cpu_isa), rank(build_isa));
+  EXPECT_FALSE(file.read_string_attribute("cpu_model").empty());
+  EXPECT_EQ(file.read_attribute<int64_t>("threads"), omp_get_max_threads());
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  EXPECT_TRUE(
+      file.read_string_attribute("omp_wait_policy").starts_with(policy ? policy : "default"))
+      << file.read_string_attribute("omp_wait_policy");
 
   const int64_t steps = file.read_attribute<int64_t>("steps");
   for (const char* name : {"steps/accepted", "steps/emitted", "steps/drafted", "steps/batch"}) {

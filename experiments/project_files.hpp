@@ -1,0 +1,20 @@
+// Files of the speclab source tree that the executable runs at run time (the plotting module, the
+// peer scripts) and the Python that runs them.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace speclab::experiments {
+
+/// $SPECLAB_SOURCE/RELATIVE when SPECLAB_SOURCE is set (InvalidInput if that file is missing),
+/// else RELATIVE under the first directory above the executable that holds it (build/bin/speclab
+/// -> the source tree); nullopt when none does.
+std::optional<std::filesystem::path> find_project_file(const std::filesystem::path& relative);
+
+/// $SPECLAB_PYTHON, else Debian's /usr/bin/python3 (the interpreter that sees python3-h5py,
+/// python3-matplotlib and python3-torch).
+std::string python_for_helpers();
+
+}  // namespace speclab::experiments
