@@ -28,25 +28,6 @@ constexpr int kRepeats = 3;  // best of: the machine is shared
 const std::vector<int64_t> kBatches = {1, 2, 4, 8, 16};
 const std::vector<int64_t> kGammas = {1, 2, 4, 6};
 
-// The skinny GEMM splits a matrix over threads only from 2^22 elements (core/models/
-// skinny_gemm.cpp); smaller ones, the rank-64 draft's G (V × 64), run on one core.
-constexpr int64_t kParallelElements = int64_t{1} << 22;
-
-PassProfile linear_softmax_profile(const LinearSoftmaxModel& model) {
-  const auto& c = model.family().config();
-  const double v = static_cast<double>(c.vocab), d = static_cast<double>(c.hidden),
-               r = static_cast<double>(model.rank());
-  // Per scored token: z = H_r·h (r × d) then logits = G_r·z + b (V × r), 2 FLOPs per weight.
-  return {.name = model.name(),
-          .weight_bytes_read = static_cast<double>(model.weight_bytes()),
-          .flops_per_token = 2.0 * (v * r + r * d),
-          .kv_bytes_per_token = 0.0,
-          .attention_flops_per_context_token = 0.0,
-          .weight_bytes_stored = static_cast<double>(model.weight_bytes()),
-          .vocab = c.vocab,
-          .compute_dtype = WeightDtype::kFp32};
-}
-
 std::vector<std::vector<int32_t>> random_prompts(int64_t batch, int64_t vocab) {
   std::vector<std::vector<int32_t>> prompts(batch, std::vector<int32_t>(kPromptLength));
   for (int64_t b = 0; b < batch; ++b) {
@@ -107,20 +88,11 @@ std::string json_optional(std::optional<int64_t> v) {
 void run_plan_validate(bool json) {
   const double start = seconds_now();
   const HardwareSpec all_cores = find_hardware(kThisMachine);
-  const HardwareSpec one_core = measure_this_machine(1);
+  const HardwareSpec one_core = this_machine_on_one_core();
   auto target = make_linear_softmax_model("lsm-target");
   auto draft = make_linear_softmax_model("lsm-draft");
   const int64_t vocab = target->vocab();
-  auto rates_for = [&](const LinearSoftmaxModel& m) {
-    const auto& c = m.family().config();
-    const bool parallel = c.vocab * m.rank() >= kParallelElements;
-    return roofline_rates(parallel ? all_cores : one_core, WeightDtype::kFp32);
-  };
-  const PairCostModel model{.target = linear_softmax_profile(*target),
-                            .draft = linear_softmax_profile(*draft),
-                            .target_rates = rates_for(*target),
-                            .draft_rates = rates_for(*draft),
-                            .context = 0};
+  const PairCostModel model = *linear_softmax_pair_on_this_machine(*target, *draft);
 
   DecodeConfig config{.max_new_tokens = kTokens,
                       .sampling = {.temperature = 1.0},

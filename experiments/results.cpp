@@ -59,6 +59,10 @@ constexpr MetricSpec kMetrics[] = {
     {"baseline_seconds", Kind::kNumber, true, "wall time of the plain-decoding baseline"},
     {"baseline_tokens_per_second", Kind::kNumber, true, "the baseline's tokens / seconds"},
     {"speedup", Kind::kNumber, true, "tokens_per_second / baseline_tokens_per_second"},
+    {"predicted_speedup", Kind::kNumber, true,
+     "the planner's speedup for this pair, batch size and gamma at the measured acceptance_rate, "
+     "on this machine measured (LinearSoftmax pairs with a baseline and a chain verifier; "
+     "NaN otherwise)"},
     {"started", Kind::kText, true, "UTC ISO-8601 time the point started"},
     {"finished", Kind::kText, true, "UTC ISO-8601 time the point finished"},
 };
@@ -407,6 +411,7 @@ void PointWriter::commit() {
   f.write_attribute<double>("baseline_seconds", s.baseline ? t.baseline_seconds : kNaN);
   f.write_attribute<double>("baseline_tokens_per_second", s.baseline ? baseline_tps : kNaN);
   f.write_attribute<double>("speedup", s.baseline ? ratio(tokens_per_second, baseline_tps) : kNaN);
+  f.write_attribute<double>("predicted_speedup", predicted_speedup_);
   f.write_attribute("finished", utc_now());
   f.commit();
 }

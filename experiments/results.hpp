@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -84,6 +85,8 @@ class PointWriter {
   /// The plain-decoding baseline of the same batch (decode.baseline).
   void add_baseline_batch(const DecodeResult& result);
   const PointTotals& totals() const { return totals_; }
+  /// The planner's prediction to record beside the measured speedup (NaN when not set).
+  void set_predicted_speedup(double speedup) { predicted_speedup_ = speedup; }
   /// Writes the curves and attributes and commits; throws IoError on failure.
   void commit();
 
@@ -91,6 +94,7 @@ class PointWriter {
   const SweepPoint& point_;
   std::unique_ptr<Hdf5Writer> file_;
   PointTotals totals_;
+  double predicted_speedup_ = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One row of the summary: column name -> cell text (empty for a missing or NaN value).

@@ -19,6 +19,8 @@
 #include "core/io/partial_path.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
+#include "core/plan/cost_model.hpp"
+#include "core/probe/this_machine.hpp"
 #include "experiments/out_dir.hpp"
 #include "experiments/results.hpp"
 #include "experiments/workload.hpp"
@@ -75,6 +77,16 @@ bool run_point(const SweepPoint& point, int64_t n_points, const fs::path& path, 
       writer.add_baseline_batch(plain);
       progress.add(plain.metrics.tokens, 0, 0);
       reported += plain.metrics.tokens;
+    }
+  }
+  if (s.baseline && draft != nullptr && !s.tree()) {
+    // The planner's prediction at the measured acceptance rate, for the pairs it can profile.
+    if (const auto model = linear_softmax_pair_on_this_machine(target, *draft)) {
+      const PointTotals& t = writer.totals();
+      const double alpha = t.tested_positions > 0 ? static_cast<double>(t.accepted_positions) /
+                                                        static_cast<double>(t.tested_positions)
+                                                  : 0.0;
+      writer.set_predicted_speedup(step_cost(*model, alpha, s.batch_size, s.decode.gamma).speedup);
     }
   }
   writer.commit();

@@ -68,6 +68,7 @@ std::string format_summary_table(const std::filesystem::path& summary_csv,
   columns.push_back({"emitted/step", column("emitted_per_step"), "{:.3f}"});
   columns.push_back({"tokens/s", column("tokens_per_second"), "{:.1f}"});
   columns.push_back({"speedup", column("speedup"), "{:.2f}x"});
+  columns.push_back({"predicted", column("predicted_speedup"), "{:.2f}x"});
 
   std::vector<std::vector<std::string>> rows;
   while (std::getline(in, line)) {
@@ -80,6 +81,13 @@ std::string format_summary_table(const std::filesystem::path& summary_csv,
       row.push_back(c.format == nullptr ? (value.empty() ? "-" : value) : number(value, c.format));
     }
     rows.push_back(row);
+  }
+  // The planner's prediction exists for the pairs it can profile only: no column of dashes.
+  const size_t predicted = columns.size() - 1;
+  if (std::all_of(rows.begin(), rows.end(),
+                  [&](const std::vector<std::string>& row) { return row[predicted] == "-"; })) {
+    columns.pop_back();
+    for (auto& row : rows) row.pop_back();
   }
   std::vector<size_t> width(columns.size());
   for (size_t j = 0; j < columns.size(); ++j) {

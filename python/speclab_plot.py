@@ -396,7 +396,9 @@ def batch_speedups(run):
 def speedup_table(df, runs, plan=None):
     """Per point: measured speedup (whole point, and the per-batch 95% interval), the verification
     pass's cost r = T(b, γ+1)/T(b, 1) and the draft's c = T_draft(b, 1)/T(b, 1) measured in the
-    same run, and the planner's prediction (plan_validate.json) where it has the (batch, γ)."""
+    same run, and the planner's prediction: plan_validate.json's where it has the (batch, γ), else
+    the run's own `predicted_speedup` (the planner at the point's measured α on the machine it ran
+    on)."""
     predicted = {}
     if plan:
         for row in plan.get("rows", []):
@@ -420,7 +422,7 @@ def speedup_table(df, runs, plan=None):
                          r=float(a["target_seconds"]) / float(a["target_calls"]) / t1,
                          c=float(a["draft_seconds"]) / max(float(a["draft_calls"]), 1) / t1,
                          alpha=run_alpha(r), emitted_per_step=float(a["emitted_per_step"]),
-                         predicted=predicted.get((b, g), math.nan)))
+                         predicted=predicted.get((b, g), float(a.get("predicted_speedup", math.nan)))))
     import pandas as pd
     return pd.DataFrame(rows).sort_values(["gamma", "batch"]).reset_index(drop=True)
 

@@ -176,10 +176,7 @@ void skinny_gemm(const PanelMatrix& a, const SkinnyGemmShape& shape, std::span<c
   const int64_t panel_stride = a.depth() * PanelMatrix::kPanelRows;
   const int64_t n_panels = (rows + kLanes - 1) / kLanes;
   const int64_t n_blocks = (n_panels + kBlockPanels - 1) / kBlockPanels;
-  // A second thread pays off only for large matrices: for a small one (a draft's 8 MB) the
-  // fork/join costs about what it saves, and on a loaded machine waiting for a descheduled
-  // thread costs a scheduler time slice.
-  const bool parallel = n_panels * kLanes * depth >= (int64_t{1} << 22);
+  const bool parallel = n_panels * kLanes * depth >= kSkinnyGemmParallelElements;
   const float* bias_ptr = bias.empty() ? nullptr : bias.data();
 
   // Panel blocks outermost and column tiles inside: A is read from memory once however many

@@ -50,6 +50,11 @@ class PanelMatrix {
   std::unique_ptr<float[], AlignedFree> data_;
 };
 
+/// Matrices of at least this many elements (rows × depth) are split over all OpenMP threads; a
+/// smaller one (a draft's 8 MB) runs on one, because the fork/join costs about what a second
+/// thread saves and, on a loaded machine, waiting for a descheduled thread costs a time slice.
+inline constexpr int64_t kSkinnyGemmParallelElements = int64_t{1} << 22;
+
 /// The shape of one skinny product: uses the leading block A[0:rows, 0:depth].
 struct SkinnyGemmShape {
   int64_t rows = 0;    ///< ≤ a.rows()

@@ -101,4 +101,48 @@ HardwareSpec find_hardware(std::string_view name) {
   return measured;
 }
 
+HardwareSpec this_machine_on_one_core() {
+  static std::once_flag once;
+  static HardwareSpec measured;
+  std::call_once(once, [] { measured = measure_this_machine(1); });
+  return measured;
+}
+
+namespace {
+
+PassProfile linear_softmax_profile(const LinearSoftmaxModel& model) {
+  const auto& c = model.family().config();
+  const double v = static_cast<double>(c.vocab), d = static_cast<double>(c.hidden),
+               r = static_cast<double>(model.rank());
+  // Per scored token: z = H_r·h (r × d) then logits = G_r·z + b (V × r), 2 FLOPs per weight.
+  return {.name = model.name(),
+          .weight_bytes_read = static_cast<double>(model.weight_bytes()),
+          .flops_per_token = 2.0 * (v * r + r * d),
+          .kv_bytes_per_token = 0.0,
+          .attention_flops_per_context_token = 0.0,
+          .weight_bytes_stored = static_cast<double>(model.weight_bytes()),
+          .vocab = c.vocab,
+          .compute_dtype = WeightDtype::kFp32};
+}
+
+}  // namespace
+
+std::optional<PairCostModel> linear_softmax_pair_on_this_machine(const LanguageModel& target,
+                                                                 const LanguageModel& draft) {
+  const auto* t = dynamic_cast<const LinearSoftmaxModel*>(&target);
+  const auto* d = dynamic_cast<const LinearSoftmaxModel*>(&draft);
+  if (t == nullptr || d == nullptr) return std::nullopt;
+  const HardwareSpec one_core = this_machine_on_one_core();
+  const HardwareSpec all_cores = find_hardware(kThisMachine);
+  auto rates_for = [&](const LinearSoftmaxModel& m) {
+    const bool parallel = m.family().config().vocab * m.rank() >= kSkinnyGemmParallelElements;
+    return roofline_rates(parallel ? all_cores : one_core, WeightDtype::kFp32);
+  };
+  return PairCostModel{.target = linear_softmax_profile(*t),
+                       .draft = linear_softmax_profile(*d),
+                       .target_rates = rates_for(*t),
+                       .draft_rates = rates_for(*d),
+                       .context = 0};
+}
+
 }  // namespace speclab

@@ -3,8 +3,11 @@
 // and the planner's validation against measured decoding runs.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
+#include "core/models/model.hpp"
+#include "core/plan/cost_model.hpp"
 #include "core/plan/hardware.hpp"
 
 namespace speclab {
@@ -20,5 +23,15 @@ HardwareSpec measure_this_machine(int threads = 0);
 /// A GPU preset by name (find_gpu), or this host measured for kThisMachine (a second or two,
 /// once per process).
 HardwareSpec find_hardware(std::string_view name);
+
+/// This host measured on one core (measure_this_machine(1)), once per process.
+HardwareSpec this_machine_on_one_core();
+
+/// The planner's cost model (core/plan/cost_model.hpp) of a LinearSoftmax target and draft on
+/// this host: each model's pass profile, and the rates of this host measured with the threads the
+/// skinny GEMM gives that model's matrix (all cores from kSkinnyGemmParallelElements elements, one
+/// below); measured once per process. nullopt when either model is not a LinearSoftmax model.
+std::optional<PairCostModel> linear_softmax_pair_on_this_machine(const LanguageModel& target,
+                                                                 const LanguageModel& draft);
 
 }  // namespace speclab

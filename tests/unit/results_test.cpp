@@ -13,11 +13,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/io/hdf5_file.hpp"
+#include "core/models/model_registry.hpp"
+#include "core/plan/cost_model.hpp"
+#include "core/probe/this_machine.hpp"
 #include "experiments/merge.hpp"
 #include "experiments/runner.hpp"
 #include "tests/support/experiment_fixture.hpp"
@@ -222,6 +226,28 @@ TEST(Results, SummaryHasOneRowPerPointWithSweptParametersAndMetrics) {
   }
 }
 
+// Each point with a baseline records the planner's speedup for its pair, batch size and γ at its
+// own measured acceptance rate on this machine; a plain run has none.
+TEST(Results, SpeedupIsRecordedBesideThePlannersPrediction) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  run_quietly(sweep, dir / "out");
+  const auto target = make_model("lsm-tiny-target");
+  const auto draft = make_model("lsm-tiny-draft");
+  const std::optional<PairCostModel> model = linear_softmax_pair_on_this_machine(*target, *draft);
+  ASSERT_TRUE(model.has_value());
+  for (const SweepPoint& p : sweep.points) {
+    ASSERT_TRUE(p.settings.baseline);
+    const Hdf5Reader file(point_path(dir / "out", p));
+    const double alpha = file.read_attribute<double>("acceptance_rate");
+    const double expected =
+        step_cost(*model, alpha, p.settings.batch_size, p.settings.decode.gamma).speedup;
+    EXPECT_GT(expected, 0.0);
+    EXPECT_DOUBLE_EQ(file.read_attribute<double>("predicted_speedup"), expected) << p.id;
+  }
+  EXPECT_FALSE(linear_softmax_pair_on_this_machine(*target, *make_model("ngram-2")).has_value());
+}
+
 TEST(Results, PlainDecodingRunHasNoCurvesAndNoAcceptance) {
   const fs::path dir = fresh_test_dir();
   const Sweep sweep = tiny_sweep(dir, R"([target]
@@ -236,6 +262,7 @@ max_new_tokens = 5
   EXPECT_TRUE(std::isnan(file.read_attribute<double>("mean_accepted")));
   EXPECT_EQ(file.read_attribute<int64_t>("steps"), 5);
   EXPECT_DOUBLE_EQ(file.read_attribute<double>("emitted_per_step"), 1.0);
+  EXPECT_TRUE(std::isnan(file.read_attribute<double>("predicted_speedup")));
 }
 
 TEST(Results, CorpusPromptsAreDeterministicHeldOutText) {
