@@ -1,0 +1,96 @@
+// `speclab conformance ...`: is a speculative sampler speclab did not write lossless? Runs the
+// Python package's conformance test (python/speclab/conformance.py, docs/python.md) with the
+// build's package on the path, passing every argument through and returning its exit status
+// (0 conforms, 1 does not, 2 bad usage or a sampler that crashes).
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "core/base/error.hpp"
+#include "experiments/project_files.hpp"
+
+extern char** environ;
+
+namespace speclab::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The folder that holds the importable package (speclab/__init__.py beside its compiled
+// extension): build/python for build/bin/speclab, found by walking up from the executable.
+fs::path find_python_package() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      const fs::path package = dir / "python" / "speclab";
+      if (fs::exists(package / "__init__.py", ec)) {
+        for (const auto& entry : fs::directory_iterator(package, ec)) {
+          if (entry.path().extension() == ".so") return dir / "python";
+        }
+      }
+      if (dir == dir.root_path()) break;
+    }
+  }
+  throw InvalidInput(fmt::format(
+      "speclab conformance needs the Python package built beside the executable {} (a folder "
+      "python/speclab holding __init__.py and the compiled extension, which the build makes when "
+      "pybind11 is found: Debian's pybind11-dev)",
+      ec ? std::string("(unknown)") : exe.string()));
+}
+
+void run_conformance(const std::vector<std::string>& arguments) {
+  const fs::path package = find_python_package();
+  const std::string python = experiments::python_for_helpers();
+  const char* old_path = std::getenv("PYTHONPATH");
+  const std::string path =
+      package.string() +
+      (old_path != nullptr && *old_path != '\0' ? ":" + std::string(old_path) : "");
+  if (setenv("PYTHONPATH", path.c_str(), 1) != 0) throw Error("cannot set PYTHONPATH");
+  std::vector<std::string> args = {python, "-m", "speclab.conformance"};
+  args.insert(args.end(), arguments.begin(), arguments.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (const int err = posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ);
+      err != 0) {
+    throw InvalidInput(
+        fmt::format("cannot start {}: {} (set SPECLAB_PYTHON to a python3 with "
+                    "numpy)",
+                    python, std::strerror(err)));
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw Error(fmt::format("waitpid on {} failed", python));
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+  if (code != 0) throw ExitStatus{code};
+}
+
+void setup_conformance(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "conformance",
+      "Test a speculative sampler speclab did not write for losslessness against the exact law "
+      "of token-level speculative sampling (python3 -m speclab.conformance; every argument, "
+      "--help included, goes to it). Exit 0 conforms, 1 does not, 2 bad usage or a crashing "
+      "sampler");
+  command->prefix_command();
+  command->set_help_flag();
+  command->callback([command] { run_conformance(command->remaining()); });
+}
+
+const CommandRegistrar kRegistrar{"conformance", &setup_conformance};
+
+}  // namespace
+}  // namespace speclab::cli
