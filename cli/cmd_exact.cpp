@@ -132,19 +132,11 @@ constexpr std::string_view kLpOptimal = "lp-optimal";
 int lp_drafts_of(const VerifierEntry& choice, const exact::Method& method, int gamma,
                  int branches) {
   if (choice.lossy || gamma != 1) return 0;
-  switch (choice.family) {
-    case VerifierFamily::kChain:
-      return method.method == ChainMethod::kGreedy ? 0 : 1;
-    case VerifierFamily::kBlock:
-      return 1;
-    case VerifierFamily::kTypical:
-      return 0;
-    case VerifierFamily::kTree:
-      return choice.tree_method == TreeMethod::kIid || choice.tree_method == TreeMethod::kKseq
-                 ? branches
-                 : 0;
-  }
-  return 0;
+  if (choice.family == VerifierFamily::kChain) return method.method == ChainMethod::kGreedy ? 0 : 1;
+  if (choice.family == VerifierFamily::kBlock) return 1;
+  const bool iid =
+      choice.tree_method == TreeMethod::kIid || choice.tree_method == TreeMethod::kKseq;
+  return choice.family == VerifierFamily::kTree && iid ? branches : 0;
 }
 
 // `--method lp-optimal`: the LP's optimum as expected_accepted, with the LP's size.
