@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/decode/decode.hpp"
+#include "core/models/markov.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/synthetic_draft.hpp"
 #include "tests/support/stat_support.hpp"
@@ -20,16 +21,17 @@ using testing::fits;
 using testing::report_chi_square;
 using testing::stat_seed;
 
-// One rate check, three per-position checks and one χ² share this suite's 1e-6 budget.
-const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 5);
+// Two rate checks, three per-position checks and one χ² share this suite's 1e-6 budget.
+const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 6);
 
 std::unique_ptr<LanguageModel> synthetic(std::string_view rates) {
   return make_draft_model(fmt::format("synthetic:{}", rates), "lsm-tiny-target", {}, {});
 }
 
 DecodeResult decode_with(LanguageModel& target, LanguageModel& draft, int64_t gamma,
-                         int64_t requests, int64_t tokens, uint64_t seed) {
-  const std::vector<std::vector<int32_t>> prompts(requests, std::vector<int32_t>{3, 7, 1});
+                         int64_t requests, int64_t tokens, uint64_t seed,
+                         std::vector<int32_t> prompt = {3, 7, 1}) {
+  const std::vector<std::vector<int32_t>> prompts(requests, prompt);
   return speculative_decode(target, draft, prompts,
                             {.max_new_tokens = tokens, .seed = seed, .gamma = gamma});
 }
@@ -49,6 +51,18 @@ TEST(SyntheticDraftStat, MeasuredAcceptanceIsTheRate) {
   // ~2000 requests × 64 tokens: N ≈ 110k tested positions, interval half-width ≈ 0.006.
   const DecodeResult r = decode_with(*target, *draft, 4, 2000, 64, stat_seed("rate"));
   expect_rate("rate 0.8", r.metrics.accepted_positions, r.metrics.tested_positions, 0.8);
+}
+
+TEST(SyntheticDraftStat, RateHoldsWhereTheLeastTokenIsLikely) {
+  // Rows whose least probability is large (0.2, 0.25, 0.25), so that the construction's
+  // correction for p_m matters: drafting q = RATE·p + (1 − RATE)·e_m instead would accept with
+  // RATE + (1 − RATE)·p_m ≈ 0.68-0.69 here.
+  const std::vector<double> table = {0.2, 0.3, 0.5, 0.25, 0.25, 0.5, 0.4, 0.35, 0.25};
+  MarkovModel target("markov-3", 3, 1, table);
+  SyntheticDraft draft("synthetic:0.6", std::make_unique<MarkovModel>("markov-3", 3, 1, table),
+                       {0.6}, {}, {});
+  const DecodeResult r = decode_with(target, draft, 3, 4000, 32, stat_seed("least"), {0, 2});
+  expect_rate("rate 0.6", r.metrics.accepted_positions, r.metrics.tested_positions, 0.6);
 }
 
 TEST(SyntheticDraftStat, EachPositionHasItsRate) {
