@@ -15,6 +15,7 @@
 #include "core/decode/decode.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
+#include "core/models/synthetic_draft.hpp"
 #include "core/probe/machine.hpp"
 #include "experiments/workload.hpp"
 
@@ -128,17 +129,19 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     if (g < 1) throw InvalidInput(fmt::format("--gamma value {} must be ≥ 1", g));
   }
   auto target = make_model(o.target);
-  auto draft = make_model(o.draft);
+  DecodeConfig config{.max_new_tokens = o.tokens,
+                      .sampling = {.temperature = o.temperature},
+                      .draft_sampling = {.temperature = o.temperature},
+                      .seed = o.seed};
+  // A synthetic draft at T = 0 would be one-hot; it drafts at T = 1 from its constructed rows.
+  if (is_synthetic_draft(o.draft)) config.draft_sampling = {};
+  auto draft = make_draft_model(o.draft, o.target, config.sampling, config.draft_sampling);
   if (target->vocab() != draft->vocab()) {
     throw InvalidInput(fmt::format("draft {} has vocabulary size {} but target {} has {}",
                                    draft->name(), draft->vocab(), target->name(), target->vocab()));
   }
   const Prompts made = make_prompts(o, *target);
   const auto& prompts = made.tokens;
-  DecodeConfig config{.max_new_tokens = o.tokens,
-                      .sampling = {.temperature = o.temperature},
-                      .draft_sampling = {.temperature = o.temperature},
-                      .seed = o.seed};
   // Warm caches and lazily built weights before timing.
   DecodeConfig warm = config;
   warm.max_new_tokens = 4;

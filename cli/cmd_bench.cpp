@@ -38,7 +38,15 @@ void setup_bench(CLI::App& app) {
   auto d = std::make_shared<BenchDecodeOptions>();
   decode->add_option("--target", d->target, "target model (see `speclab models`)")
       ->capture_default_str();
-  decode->add_option("--draft", d->draft, "draft model (see `speclab models`)")
+  decode
+      ->add_option(
+          "--draft", d->draft,
+          "draft model (see `speclab models`), or synthetic:RATE / synthetic:R1,R2,... for a "
+          "draft built from the target's own rows so that Σ min(p, q) = RATE at every position "
+          "(per draft position with a list, the last rate repeated): lossless, since the verifier "
+          "checks its q as any draft's; the rate is exact wherever RATE ≥ min p (always for "
+          "RATE ≥ 1/V), below that Σ min(p, q) = min p; a draft step costs at least one target step, so "
+          "read r, o and emitted/step, not c or the speedup; the draft samples at T = 1")
       ->capture_default_str();
   decode->add_option("--gamma", d->gamma, "draft lengths to measure, e.g. --gamma 1,2,4")
       ->delimiter(',')

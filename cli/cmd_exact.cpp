@@ -18,6 +18,7 @@
 #include "core/base/error.hpp"
 #include "core/exact/exact.hpp"
 #include "core/exact/exact_tree.hpp"
+#include "core/exact/lp_optimal.hpp"
 #include "core/verify/verifier.hpp"
 
 namespace speclab::cli {
@@ -121,6 +122,58 @@ std::string json_row(const Row& row) {
   return fmt::format("[{}]", fmt::join(entries, ", "));
 }
 
+// The name of the multi-draft optimum, which `--method` takes beside the verifiers: a bound, not a
+// verifier, so it is not in the registry (core/exact/lp_optimal.hpp).
+constexpr std::string_view kLpOptimal = "lp-optimal";
+
+// The bound a verifier's one-token acceptance is measured against: lossless, γ = 1 and k i.i.d.
+// drafts from q (a chain verifier drafts one token; tree-iid and kseq draw K i.i.d. candidates).
+// Returns the number of drafts, or 0 where the bound does not apply.
+int lp_drafts_of(const VerifierEntry& choice, const exact::Method& method, int gamma,
+                 int branches) {
+  if (choice.lossy || gamma != 1) return 0;
+  if (choice.family == VerifierFamily::kChain) return method.method == ChainMethod::kGreedy ? 0 : 1;
+  if (choice.family == VerifierFamily::kBlock) return 1;
+  const bool iid =
+      choice.tree_method == TreeMethod::kIid || choice.tree_method == TreeMethod::kKseq;
+  return choice.family == VerifierFamily::kTree && iid ? branches : 0;
+}
+
+// `--method lp-optimal`: the LP's optimum as expected_accepted, with the LP's size.
+void run_lp_optimal(const ExactOptions& options, const Row& probs_target, const Row& probs_draft) {
+  if (parse_gamma(options.gamma) != 1) {
+    throw InvalidInput(fmt::format(
+        "--gamma is '{}' with --method {}; the bound is for one drafted position: give --gamma 1",
+        options.gamma, kLpOptimal));
+  }
+  if (options.branches.empty()) {
+    throw InvalidInput(
+        fmt::format("--method {} needs --branches K, the i.i.d. drafts of the one position (1..{})",
+                    kLpOptimal, exact::kLpMaxDrafts));
+  }
+  for (const auto& [key, text] : options.parameters) {
+    if (!text.empty()) {
+      throw InvalidInput(fmt::format("{} '{}' given with --method {}, which has no parameters",
+                                     verifier_parameter(key).option, text, kLpOptimal));
+    }
+  }
+  const int branches = parse_branches(options.branches);
+  const exact::MultiDraftOptimum optimum =
+      exact::multidraft_optimum(probs_target, probs_draft, branches);
+  std::string json = "{\n";
+  json += fmt::format("  \"method\": \"{}\",\n", kLpOptimal);
+  json += "  \"gamma\": 1,\n";
+  json += fmt::format("  \"branches\": {},\n", branches);
+  json += fmt::format("  \"target\": {},\n", json_row(probs_target));
+  json += fmt::format("  \"draft\": {},\n", json_row(probs_draft));
+  json += fmt::format("  \"expected_accepted\": {},\n", quoted_fraction(optimum.acceptance));
+  json += fmt::format("  \"expected_emitted\": {},\n", quoted_fraction(Q(optimum.acceptance + 1)));
+  json += fmt::format("  \"lp\": {{\"variables\": {}, \"constraints\": {}, \"pivots\": {}}}\n",
+                      optimum.variables, optimum.constraints, optimum.pivots);
+  json += "}\n";
+  fmt::print("{}", json);
+}
+
 void run_exact(const ExactOptions& options) {
   const Row probs_target = exact::parse_rational_row(options.target, "--target");
   const Row probs_draft = exact::parse_rational_row(options.draft, "--draft");
@@ -129,6 +182,10 @@ void run_exact(const ExactOptions& options) {
   if (probs_draft.size() != probs_target.size()) {
     throw InvalidInput(fmt::format("--draft has {} entries; expected as many as --target ({})",
                                    probs_draft.size(), probs_target.size()));
+  }
+  if (options.method == kLpOptimal) {
+    run_lp_optimal(options, probs_target, probs_draft);
+    return;
   }
   const int gamma = parse_gamma(options.gamma);
 
@@ -244,6 +301,12 @@ void run_exact(const ExactOptions& options) {
   json += fmt::format("  \"first_token_marginal\": {{\n{}\n  }},\n",
                       fmt::join(marginal_entries, ",\n"));
   json += fmt::format("  \"lossless_reference\": \"{}\",\n", greedy ? "argmax(target)" : "target");
+  if (const int drafts = lp_drafts_of(choice, method, gamma, branches); drafts > 0) {
+    const Q bound = exact::multidraft_optimum(probs_target, probs_draft, drafts).acceptance;
+    json += fmt::format("  \"lp_optimal\": {},\n", quoted_fraction(bound));
+    json += fmt::format("  \"gap_to_lp_optimal\": {},\n",
+                        quoted_fraction(Q(bound - step.expected_accepted)));
+  }
   json += fmt::format("  \"conditionals_hold\": {},\n", conditionals_hold);
   json += fmt::format("  \"lossless\": {}\n", lossless);
   json += "}\n";
@@ -266,7 +329,13 @@ void setup_exact(CLI::App& app) {
       ->required();
   command->add_option("--gamma", options->gamma, "draft tokens per step (tree depth), 0..4")
       ->required();
-  command->add_option("--method", options->method, verifier_names_text())->required();
+  command
+      ->add_option(
+          "--method", options->method,
+          fmt::format("{} | {} (the optimum of every lossless verifier with --branches K "
+                      "i.i.d. drafts at --gamma 1, an exact LP; V ≤ {}, K ≤ {})",
+                      verifier_names_text(), kLpOptimal, exact::kLpMaxVocab, exact::kLpMaxDrafts))
+      ->required();
   command->add_option("--branches", options->branches,
                       fmt::format("sibling candidates per tree node, 1..{} (tree methods and kseq)",
                                   exact::kMaxBranches));
