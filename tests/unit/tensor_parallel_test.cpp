@@ -199,6 +199,14 @@ TEST(HfConfig, Llama70bConfigIsTheLlama70bPreset) {
   EXPECT_EQ(m.kv_dtype, WeightDtype::kBf16);
   EXPECT_EQ(m.parameters, static_cast<double>(kParams70b));
   EXPECT_DOUBLE_EQ(m.weight_bytes(), 2.0 * kParams70b);
+  // tie_word_embeddings absent: Transformers' default, untied (two embedding matrices).
+  const std::string untied = replaced(kLlama70bConfig, "\"tie_word_embeddings\": false,", "");
+  EXPECT_FALSE(model_from_hf_config(untied, "config.json").tied_embeddings);
+  // A head_dim key wins over hidden_size / num_attention_heads (Llama 3.2 1B: 2048 / 32 = 64 too,
+  // so here an explicit 96 for 64 heads).
+  const std::string head_dim =
+      replaced(kLlama70bConfig, "\"hidden_act\"", "\"head_dim\": 96, \"hidden_act\"");
+  EXPECT_EQ(model_from_hf_config(head_dim, "config.json").head_dim, 96);
 }
 
 TEST(HfConfig, QuantizationConfigSetsTheWeightDtype) {
