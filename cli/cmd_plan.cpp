@@ -31,6 +31,8 @@ constexpr double kGB = 1e9;
 
 struct PlanOptions {
   std::string gpu, target, draft;
+  std::string target_config;
+  int64_t tensor_parallel = 1;
   std::optional<double> alpha;
   std::string alpha_from;
   std::string gamma = "auto";
@@ -113,8 +115,12 @@ std::vector<int64_t> parse_gammas(const std::string& text) {
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
 void check_plan_options(const PlanOptions& o) {
-  if (o.gpu.empty() || o.target.empty() || o.draft.empty()) {
-    throw InvalidInput("plan needs --gpu, --target and --draft (or --validate); see --help");
+  if (o.gpu.empty() || (o.target.empty() && o.target_config.empty()) || o.draft.empty()) {
+    throw InvalidInput(
+        "plan needs --gpu, --target (or --target-config) and --draft (or --validate); see --help");
+  }
+  if (!o.target.empty() && !o.target_config.empty()) {
+    throw InvalidInput("plan takes one of --target PRESET and --target-config config.json");
   }
   if (o.alpha.has_value() == !o.alpha_from.empty()) {
     throw InvalidInput("plan needs exactly one of --alpha A and --alpha-from RESULTS.h5");
@@ -134,14 +140,19 @@ Alpha resolve_alpha(const PlanOptions& o) {
 }
 
 PlanRequest plan_request(const PlanOptions& o, const Alpha& alpha) {
-  PlanRequest request{.gpu = find_hardware(o.gpu),
-                      .target = o.target,
-                      .draft = o.draft,
-                      .alpha = alpha.value,
-                      .gammas = parse_gammas(o.gamma),
-                      .batches = o.batch,
-                      .context = o.context,
-                      .memory_utilization = o.memory_utilization};
+  PlanRequest request{
+      .gpu = find_hardware(o.gpu),
+      .target = o.target,
+      .draft = o.draft,
+      .target_model = o.target_config.empty()
+                          ? std::nullopt
+                          : std::optional<ModelSpec>(read_hf_config(o.target_config)),
+      .tensor_parallel = o.tensor_parallel,
+      .alpha = alpha.value,
+      .gammas = parse_gammas(o.gamma),
+      .batches = o.batch,
+      .context = o.context,
+      .memory_utilization = o.memory_utilization};
   if (o.overhead_us) request.launch_overhead_seconds = *o.overhead_us * 1e-6;
   return request;
 }
@@ -182,6 +193,7 @@ void write_plan_attributes(Hdf5Writer& out, const PlanOptions& o, const Alpha& a
   out.write_attribute("gpu", plan.gpu.name);
   out.write_attribute("target", plan.target.name);
   out.write_attribute("draft", plan.draft.name);
+  out.write_attribute<int64_t>("tensor_parallel_size", plan.memory.tensor_parallel);
   out.write_attribute<double>("alpha", alpha.value);
   out.write_attribute("alpha_source", alpha.source);
   out.write_attribute<int64_t>("context", o.context);
@@ -244,12 +256,15 @@ std::string plan_json_vram(const MemoryPlan& mem) {
 
 void print_plan_json(const PlanOptions& o, const Alpha& alpha, const PlanResult& plan) {
   const std::string s = fmt::format(
-      "{{\"gpu\": \"{}\", \"target\": \"{}\", \"draft\": \"{}\", \"alpha\": {}, "
+      "{{\"gpu\": \"{}\", \"target\": \"{}\", \"draft\": \"{}\", "
+      "\"tensor_parallel_size\": {}, \"interconnect\": \"{}\", \"interconnect_gbps\": {}, "
+      "\"alpha\": {}, "
       "\"alpha_source\": \"{}\", \"context\": {}, \"memory_utilization\": {}, "
       "\"gamma_mode\": \"{}\", \"rows\": [{}], \"break_even_batch\": {}, "
       "\"leviathan_batch1\": {{\"c\": {}, \"gamma\": {}, \"gain\": {}}}, \"vram\": {}}}",
-      plan.gpu.name, plan.target.name, plan.draft.name, json_number(alpha.value), alpha.source,
-      o.context, json_number(o.memory_utilization), plan.auto_gamma ? "auto" : "list",
+      plan.gpu.name, plan.target.name, plan.draft.name, plan.memory.tensor_parallel,
+      plan.gpu.interconnect, json_number(plan.gpu.interconnect_gbps), json_number(alpha.value),
+      alpha.source, o.context, json_number(o.memory_utilization), plan.auto_gamma ? "auto" : "list",
       plan_json_rows(plan),
       plan.break_even_batch ? fmt::format("{}", *plan.break_even_batch) : "null",
       json_number(plan.batch1.c), plan.leviathan.gamma, json_number(plan.leviathan.gain),
@@ -261,15 +276,22 @@ void print_plan_header(const PlanOptions& o, const Alpha& alpha, const PlanResul
   const MemoryPlan& mem = plan.memory;
   std::printf("speclab plan: target %s (%s, %.2f GB) + draft %s (%s, %.2f GB) on %s\n",
               plan.target.name.c_str(), std::string(weight_dtype_name(plan.target.dtype)).c_str(),
-              mem.target_weight_bytes / kGB, plan.draft.name.c_str(),
+              plan.target.weight_bytes() / kGB, plan.draft.name.c_str(),
               std::string(weight_dtype_name(plan.draft.dtype)).c_str(),
-              mem.draft_weight_bytes / kGB, plan.gpu.description.c_str());
+              plan.draft.weight_bytes() / kGB, plan.gpu.description.c_str());
   std::printf(
       "  %.0f GiB, %.0f GB/s, %.1f TFLOP/s at the target's dtype; α = %.3f (%s); context %lld "
       "tokens; launch overhead %.0f µs per pass\n",
       plan.gpu.memory_gib, plan.gpu.bandwidth_gbps, plan.model.target_rates.flops_per_second / 1e12,
       alpha.value, alpha.source.c_str(), static_cast<long long>(o.context),
       plan.gpu.launch_overhead_seconds * 1e6);
+  if (mem.tensor_parallel > 1) {
+    std::printf(
+        "  tensor parallel over %lld GPUs (weights, FLOPs and KV heads split; figures per GPU): "
+        "%s at %.0f GB/s per direction, 2 all-reduces of the hidden state per layer\n",
+        static_cast<long long>(mem.tensor_parallel), plan.gpu.interconnect.c_str(),
+        plan.gpu.interconnect_gbps);
+  }
 }
 
 void print_speedup_grid(const PlanOptions& o, const PlanResult& plan) {
@@ -306,9 +328,10 @@ void print_best_steps(const PlanResult& plan) {
 
 void print_vram(const PlanOptions& o, const PlanResult& plan) {
   const MemoryPlan& mem = plan.memory;
-  std::printf("\n  VRAM on %s (%.2f GB × %.2f utilisation = %.2f GB budget)\n",
-              plan.gpu.name.c_str(), mem.capacity_bytes / kGB, mem.utilization,
-              mem.budget_bytes / kGB);
+  std::printf(
+      "\n  VRAM on %s%s (%.2f GB × %.2f utilisation = %.2f GB budget)\n", plan.gpu.name.c_str(),
+      mem.tensor_parallel > 1 ? fmt::format(", per GPU of {}", mem.tensor_parallel).c_str() : "",
+      mem.capacity_bytes / kGB, mem.utilization, mem.budget_bytes / kGB);
   std::printf("    target weights        %8.2f GB\n", mem.target_weight_bytes / kGB);
   std::printf("    draft weights         %8.2f GB\n", mem.draft_weight_bytes / kGB);
   std::printf("    workspace (t + d)     %8.2f GB\n",
@@ -352,7 +375,13 @@ void setup_plan(CLI::App& app) {
   auto o = std::make_shared<PlanOptions>();
   plan->add_option("--gpu", o->gpu, fmt::format("{}", fmt::join(gpu_preset_names(), ", ")));
   plan->add_option("--target", o->target, fmt::format("{}", fmt::join(llm_preset_names(), ", ")));
+  plan->add_option("--target-config", o->target_config,
+                   "the target from a Hugging Face config.json (instead of --target)");
   plan->add_option("--draft", o->draft, "draft model preset (same names)");
+  plan->add_option("--tensor-parallel-size", o->tensor_parallel,
+                   "GPUs both models are split over, as vLLM's option (all-reduces at the GPU "
+                   "preset's NVLink or PCIe bandwidth)")
+      ->capture_default_str();
   plan->add_option("--alpha", o->alpha, "acceptance rate α in (0, 1)");
   plan->add_option("--alpha-from", o->alpha_from,
                    "read α from a speclab HDF5 result (speclab run or speclab demo)");

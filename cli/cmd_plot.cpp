@@ -29,8 +29,9 @@ struct PlotOptions {
   std::string out;
 };
 
-// The plotting script: $SPECLAB_SOURCE/python/speclab_plot.py, else the first
-// python/speclab_plot.py above the executable (build/bin/speclab -> the source tree).
+// The plotting script: $SPECLAB_SOURCE/python/speclab_plot.py; else, for an installed speclab
+// (PREFIX/bin/speclab), PREFIX/share/speclab/python/speclab_plot.py (cmake/install.cmake); else
+// the first python/speclab_plot.py above the executable (build/bin/speclab -> the source tree).
 fs::path find_plot_script() {
   const fs::path relative = fs::path("python") / "speclab_plot.py";
   if (const char* source = std::getenv("SPECLAB_SOURCE"); source != nullptr && *source != '\0') {
@@ -46,14 +47,17 @@ fs::path find_plot_script() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "speclab" / relative;
+    if (fs::exists(installed)) return installed;
     for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
       if (fs::exists(dir / relative)) return dir / relative;
       if (dir == dir.root_path()) break;
     }
   }
   throw InvalidInput(fmt::format(
-      "cannot find {} above the executable {}; set SPECLAB_SOURCE to the speclab source tree",
-      relative.string(), ec ? std::string("(unknown)") : exe.string()));
+      "cannot find {} beside the executable {} (PREFIX/share/speclab/{} for an installed speclab) "
+      "or above it; reinstall, or set SPECLAB_SOURCE to the speclab source tree",
+      relative.string(), ec ? std::string("(unknown)") : exe.string(), relative.string()));
 }
 
 void run_plot(const PlotOptions& o) {

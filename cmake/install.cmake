@@ -23,6 +23,10 @@ if(SPECLAB_CUDA_ENABLED)
   list(APPEND SPECLAB_COMPONENTS gpu)
 endif()
 install(TARGETS speclab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The Python helpers the executable runs (`speclab plot`), where it looks for them relative to
+# itself: PREFIX/bin/speclab -> PREFIX/share/speclab/python/ (cli/cmd_plot.cpp).
+install(FILES ${PROJECT_SOURCE_DIR}/python/speclab_plot.py ${PROJECT_SOURCE_DIR}/python/speclab_io.py
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/speclab/python)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/speclabConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/speclabConfig.cmake

@@ -52,15 +52,41 @@ GammaChoice optimal_gamma(double alpha, double c, int64_t max_gamma) {
 
 // ---- roofline -----------------------------------------------------------------------------------
 
-PassProfile pass_profile(const ModelSpec& model) {
-  return {.name = model.name,
-          .weight_bytes_read = model.weight_bytes_read(),
-          .flops_per_token = model.flops_per_token(),
-          .kv_bytes_per_token = static_cast<double>(model.kv_bytes_per_token()),
-          .attention_flops_per_context_token = model.attention_flops_per_context_token(),
-          .weight_bytes_stored = model.weight_bytes(),
-          .vocab = model.vocab,
-          .compute_dtype = model.dtype};
+void check_tensor_parallel(const ModelSpec& model, int64_t n) {
+  if (n < 1) {
+    throw InvalidInput(fmt::format("--tensor-parallel-size {}: expected at least 1", n));
+  }
+  if (model.heads % n != 0 || (model.kv_heads % n != 0 && n % model.kv_heads != 0)) {
+    throw InvalidInput(fmt::format(
+        "--tensor-parallel-size {}: {} cannot be split over {} GPUs: it has {} attention heads and "
+        "{} KV heads; expected a size that divides the attention heads and divides, or is a "
+        "multiple of, the KV heads",
+        n, model.name, n, model.heads, model.kv_heads));
+  }
+}
+
+int64_t kv_bytes_per_token_per_gpu(const ModelSpec& model, int64_t n) {
+  check_tensor_parallel(model, n);
+  const int64_t heads_per_gpu = std::max<int64_t>(1, model.kv_heads / n);
+  return model.kv_bytes_per_token() / model.kv_heads * heads_per_gpu;
+}
+
+PassProfile pass_profile(const ModelSpec& model, int64_t tensor_parallel) {
+  check_tensor_parallel(model, tensor_parallel);
+  const auto n = static_cast<double>(tensor_parallel);
+  const double activation_bytes = model.dtype == WeightDtype::kFp32 ? 4.0 : 2.0;
+  return {
+      .name = model.name,
+      .weight_bytes_read = model.weight_bytes_read() / n,
+      .flops_per_token = model.flops_per_token() / n,
+      .kv_bytes_per_token = static_cast<double>(kv_bytes_per_token_per_gpu(model, tensor_parallel)),
+      .attention_flops_per_context_token = model.attention_flops_per_context_token() / n,
+      .weight_bytes_stored = model.weight_bytes() / n,
+      .vocab = model.vocab,
+      .compute_dtype = model.dtype,
+      .tensor_parallel = tensor_parallel,
+      .allreduce_bytes_per_token = 2.0 * static_cast<double>(model.layers) * 2.0 * (n - 1.0) / n *
+                                   static_cast<double>(model.hidden) * activation_bytes};
 }
 
 RooflineRates roofline_rates(const HardwareSpec& hardware, WeightDtype dtype) {
@@ -68,7 +94,8 @@ RooflineRates roofline_rates(const HardwareSpec& hardware, WeightDtype dtype) {
           .flops_per_second = hardware.flops_per_second(dtype),
           .seconds_per_logit = hardware.seconds_per_logit,
           .launch_overhead_seconds = hardware.launch_overhead_seconds,
-          .overlapped = hardware.overlapped};
+          .overlapped = hardware.overlapped,
+          .interconnect_bytes_per_second = hardware.interconnect_gbps * 1e9};
 }
 
 PassTime forward_time(const PassProfile& model, const RooflineRates& rates, int64_t batch,
@@ -95,7 +122,17 @@ PassTime forward_time(const PassProfile& model, const RooflineRates& rates, int6
   t.compute_bound = t.compute_seconds > t.memory_seconds;
   const double roofline = rates.overlapped ? std::max(t.memory_seconds, t.compute_seconds)
                                            : t.memory_seconds + t.compute_seconds;
-  t.seconds = roofline + t.sampling_seconds + rates.launch_overhead_seconds;
+  if (model.allreduce_bytes_per_token > 0.0) {
+    if (!(rates.interconnect_bytes_per_second > 0.0)) {
+      throw InvalidInput(fmt::format(
+          "{} split over {} GPUs needs a GPU interconnect, and this hardware has none; use "
+          "--tensor-parallel-size 1",
+          model.name, model.tensor_parallel));
+    }
+    t.allreduce_seconds =
+        rows * model.allreduce_bytes_per_token / rates.interconnect_bytes_per_second;
+  }
+  t.seconds = roofline + t.sampling_seconds + rates.launch_overhead_seconds + t.allreduce_seconds;
   return t;
 }
 
@@ -158,30 +195,39 @@ std::optional<int64_t> break_even_batch(const PairCostModel& model, double alpha
 // ---- VRAM ---------------------------------------------------------------------------------------
 
 MemoryPlan plan_memory(const ModelSpec& target, const ModelSpec& draft, const HardwareSpec& gpu,
-                       int64_t context, double utilization) {
+                       int64_t context, double utilization, int64_t tensor_parallel) {
   if (!(utilization > 0.0 && utilization <= 1.0)) {
     throw InvalidInput(fmt::format(
         "--memory-utilization is {}; expected a fraction in (0, 1], e.g. 0.9", utilization));
   }
   if (context < 1) throw InvalidInput(fmt::format("--context is {}; expected ≥ 1", context));
+  check_tensor_parallel(target, tensor_parallel);
+  check_tensor_parallel(draft, tensor_parallel);
+  const auto n = static_cast<double>(tensor_parallel);
   MemoryPlan m;
+  m.tensor_parallel = tensor_parallel;
   m.capacity_bytes = gpu.memory_bytes();
   m.utilization = utilization;
   m.budget_bytes = m.capacity_bytes * utilization;
   m.context = context;
-  m.target_weight_bytes = target.weight_bytes();
-  m.draft_weight_bytes = draft.weight_bytes();
+  m.target_weight_bytes = target.weight_bytes() / n;
+  m.draft_weight_bytes = draft.weight_bytes() / n;
   m.target_workspace_bytes = target.workspace_bytes(kWorkspaceTokens, kWorkspaceLogitRows);
   m.draft_workspace_bytes = draft.workspace_bytes(kWorkspaceTokens, kWorkspaceLogitRows);
-  m.target_kv_bytes_per_token = target.kv_bytes_per_token();
-  m.draft_kv_bytes_per_token = draft.kv_bytes_per_token();
+  m.target_kv_bytes_per_token = kv_bytes_per_token_per_gpu(target, tensor_parallel);
+  m.draft_kv_bytes_per_token = kv_bytes_per_token_per_gpu(draft, tensor_parallel);
   m.kv_budget_without_draft = m.budget_bytes - m.target_weight_bytes - m.target_workspace_bytes;
   m.kv_budget_with_draft =
       m.kv_budget_without_draft - m.draft_weight_bytes - m.draft_workspace_bytes;
 
   const std::string where =
-      fmt::format("{} ({:.1f} GiB × {} utilisation = {:.2f} GB usable)", gpu.name, gpu.memory_gib,
-                  utilization, m.budget_bytes / kGB);
+      tensor_parallel == 1
+          ? fmt::format("{} ({:.1f} GiB × {} utilisation = {:.2f} GB usable)", gpu.name,
+                        gpu.memory_gib, utilization, m.budget_bytes / kGB)
+          : fmt::format(
+                "{} GPUs {} ({:.1f} GiB × {} utilisation = {:.2f} GB usable each; weights "
+                "per GPU)",
+                tensor_parallel, gpu.name, gpu.memory_gib, utilization, m.budget_bytes / kGB);
   if (m.kv_budget_without_draft <= 0.0) {
     throw InvalidInput(fmt::format(
         "target {} does not fit in {}: {:.2f} GB of {} weights + {:.2f} GB workspace; short by "
@@ -214,6 +260,24 @@ MemoryPlan plan_memory(const ModelSpec& target, const ModelSpec& draft, const Ha
   m.headroom_with_draft =
       m.kv_budget_with_draft - static_cast<double>(m.max_sequences_with_draft) * per_sequence_both;
   return m;
+}
+
+std::optional<int64_t> smallest_fitting_tensor_parallel(const ModelSpec& target,
+                                                        const ModelSpec& draft,
+                                                        const HardwareSpec& gpu, int64_t context,
+                                                        double utilization, int64_t from) {
+  constexpr int64_t kMaxTensorParallel = 64;
+  for (int64_t n = std::max<int64_t>(from, 1); n <= kMaxTensorParallel; ++n) {
+    try {
+      check_tensor_parallel(target, n);
+      check_tensor_parallel(draft, n);
+      plan_memory(target, draft, gpu, context, utilization, n);
+      return n;
+    } catch (const InvalidInput&) {
+      continue;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace speclab

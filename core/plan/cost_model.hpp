@@ -43,10 +43,28 @@ struct PassProfile {
   double weight_bytes_stored = 0.0;                ///< resident in memory (VRAM table)
   int64_t vocab = 0;  ///< logits per scored row (the sampling pipeline)
   WeightDtype compute_dtype = WeightDtype::kFp16;  ///< selects the FLOP rate
+  int64_t tensor_parallel = 1;                     ///< GPUs the model is split over
+  /// Bytes each GPU sends per scored token in the pass's all-reduces (0 on one GPU).
+  double allreduce_bytes_per_token = 0.0;
 };
 
-/// The pass profile of a transformer preset.
-PassProfile pass_profile(const ModelSpec& model);
+/// Checks that `model` splits over `n` GPUs as vLLM's tensor parallelism splits it: n ≥ 1
+/// divides num_attention_heads, and n divides num_key_value_heads or is a multiple of it (the
+/// KV heads are then replicated). Throws InvalidInput naming --tensor-parallel-size otherwise.
+void check_tensor_parallel(const ModelSpec& model, int64_t n);
+
+/// KV-cache bytes per token of one sequence on each of `n` GPUs: each holds max(1, kv_heads / n)
+/// KV heads.
+int64_t kv_bytes_per_token_per_gpu(const ModelSpec& model, int64_t n);
+
+/// Megatron-style tensor parallelism (vLLM's --tensor-parallel-size): the column- and
+/// row-parallel linears, the embedding, the LM head and the KV heads split over n GPUs, one
+/// all-reduce of the hidden state after attention and one after the MLP of every layer. The
+/// profile of one GPU: weights, FLOPs and attention work ÷ n, KV bytes per GPU
+/// (kv_bytes_per_token_per_gpu), and per scored token a ring all-reduce of hidden × activation
+/// bytes (16-bit; 32 for an fp32 model) twice per layer, each GPU sending 2(n−1)/n of it:
+///   allreduce_bytes_per_token = 2 · layers · 2(n−1)/n · hidden · activation bytes.
+PassProfile pass_profile(const ModelSpec& model, int64_t tensor_parallel = 1);
 
 /// Rates the roofline runs at (from a HardwareSpec, or set directly for a host model).
 struct RooflineRates {
@@ -55,6 +73,7 @@ struct RooflineRates {
   double seconds_per_logit = 0.0;  ///< sampling pipeline per logit (0: in the bytes term)
   double launch_overhead_seconds = 0.0;
   bool overlapped = true;  ///< max(memory, compute); false: memory + compute (HardwareSpec)
+  double interconnect_bytes_per_second = 0.0;  ///< GPU-to-GPU link, per direction (all-reduces)
 };
 
 /// Rates of `hardware` for arithmetic in `dtype`.
@@ -65,6 +84,7 @@ struct PassTime {
   double memory_seconds = 0.0;   ///< bytes / bandwidth
   double compute_seconds = 0.0;  ///< FLOPs / peak
   double sampling_seconds = 0.0;
+  double allreduce_seconds = 0.0;  ///< tensor parallelism's all-reduces, after the roofline
   double bytes = 0.0, flops = 0.0;
   bool compute_bound = false;
 };
@@ -75,7 +95,10 @@ struct PassTime {
 ///           where seconds_per_logit is 0)
 ///   FLOPs = b·m·(flops_per_token + context·attention_flops_per_context_token)
 ///   T = max(bytes / bandwidth, FLOPs / peak) + b·m·V·seconds_per_logit + launch overhead
-/// (the sum of the first two instead of the max where rates.overlapped is false).
+///       + b·m·allreduce_bytes_per_token / interconnect bandwidth
+/// (the sum of the first two instead of the max where rates.overlapped is false). The all-reduces
+/// wait on the layer before them, so they add rather than overlap. Throws InvalidInput for a
+/// tensor-parallel profile on hardware without an interconnect.
 PassTime forward_time(const PassProfile& model, const RooflineRates& rates, int64_t batch,
                       int64_t tokens, int64_t context);
 
@@ -124,6 +147,7 @@ std::optional<int64_t> break_even_batch(const PairCostModel& model, double alpha
 // ---- VRAM ---------------------------------------------------------------------------------------
 
 struct MemoryPlan {
+  int64_t tensor_parallel = 1;  ///< GPUs; every figure below is per GPU
   double capacity_bytes = 0.0;  ///< device memory
   double utilization = 0.0;     ///< fraction the engine may use (vLLM --gpu-memory-utilization)
   double budget_bytes = 0.0;    ///< capacity × utilization
@@ -147,10 +171,20 @@ inline constexpr int64_t kWorkspaceTokens = 2048;
 /// ... plus fp32 logits and probabilities for this many rows (vLLM's max_num_seqs default).
 inline constexpr int64_t kWorkspaceLogitRows = 256;
 
-/// The VRAM budget of target + draft on `gpu` with sequences of `context` tokens. Throws
-/// InvalidInput when the weights and workspace do not fit (saying by how much) or when not even
-/// one sequence's KV cache fits, and for a utilisation outside (0, 1] or context < 1.
+/// The VRAM budget of target + draft on `gpu` with sequences of `context` tokens, both models
+/// split over `tensor_parallel` GPUs (vLLM runs the draft at the target's tensor-parallel size):
+/// per GPU, weights ÷ n, the whole workspace (not split: an upper bound) and
+/// kv_bytes_per_token_per_gpu. Throws InvalidInput when the weights and workspace do not fit
+/// (saying by how much) or when not even one sequence's KV cache fits, and for a utilisation
+/// outside (0, 1], context < 1 or a tensor-parallel size the models cannot split into.
 MemoryPlan plan_memory(const ModelSpec& target, const ModelSpec& draft, const HardwareSpec& gpu,
-                       int64_t context, double utilization);
+                       int64_t context, double utilization, int64_t tensor_parallel = 1);
+
+/// The smallest tensor-parallel size in [from, 64] that both models split into and at which
+/// plan_memory fits; nullopt when none does.
+std::optional<int64_t> smallest_fitting_tensor_parallel(const ModelSpec& target,
+                                                        const ModelSpec& draft,
+                                                        const HardwareSpec& gpu, int64_t context,
+                                                        double utilization, int64_t from = 1);
 
 }  // namespace speclab

@@ -142,7 +142,8 @@ double ModelSpec::workspace_bytes(int64_t tokens, int64_t logit_rows) const {
 std::span<const HardwareSpec> gpu_presets() {
   static const std::vector<HardwareSpec> presets = [] {
     auto gpu = [](std::string name, std::string description, double memory, double bandwidth,
-                  double fp16, double fp16_acc16, double fp8, double int8, double fp32) {
+                  double fp16, double fp16_acc16, double fp8, double int8, double fp32,
+                  std::string interconnect, double interconnect_gbps) {
       return HardwareSpec{.name = std::move(name),
                           .description = std::move(description),
                           .memory_gib = memory,
@@ -152,16 +153,22 @@ std::span<const HardwareSpec> gpu_presets() {
                           .fp8_tflops = fp8,
                           .int8_tops = int8,
                           .fp32_tflops = fp32,
+                          .interconnect = std::move(interconnect),
+                          .interconnect_gbps = interconnect_gbps,
                           .seconds_per_logit = 0.0,
                           .launch_overhead_seconds = kGpuLaunchOverheadSeconds};
     };
     return std::vector<HardwareSpec>{
-        gpu("rtx3090", "NVIDIA GeForce RTX 3090", 24, 936, 71, 142, 0, 284, 35.6),
-        gpu("rtx4090", "NVIDIA GeForce RTX 4090", 24, 1008, 165.2, 330.3, 330.3, 660.6, 82.6),
-        gpu("a100-80gb", "NVIDIA A100 80GB SXM", 80, 2039, 312, 312, 0, 624, 19.5),
-        gpu("h100-sxm", "NVIDIA H100 SXM5 80GB", 80, 3350, 989.5, 989.5, 1979, 1979, 67),
-        gpu("h200", "NVIDIA H200 SXM 141GB", 141, 4800, 989.5, 989.5, 1979, 1979, 67),
-        gpu("l40s", "NVIDIA L40S", 48, 864, 362.05, 362.05, 733, 733, 91.6),
+        gpu("rtx3090", "NVIDIA GeForce RTX 3090", 24, 936, 71, 142, 0, 284, 35.6, "PCIe 4.0 x16",
+            32),
+        gpu("rtx4090", "NVIDIA GeForce RTX 4090", 24, 1008, 165.2, 330.3, 330.3, 660.6, 82.6,
+            "PCIe 4.0 x16", 32),
+        gpu("a100-80gb", "NVIDIA A100 80GB SXM", 80, 2039, 312, 312, 0, 624, 19.5, "NVLink 3", 300),
+        gpu("h100-sxm", "NVIDIA H100 SXM5 80GB", 80, 3350, 989.5, 989.5, 1979, 1979, 67, "NVLink 4",
+            450),
+        gpu("h200", "NVIDIA H200 SXM 141GB", 141, 4800, 989.5, 989.5, 1979, 1979, 67, "NVLink 4",
+            450),
+        gpu("l40s", "NVIDIA L40S", 48, 864, 362.05, 362.05, 733, 733, 91.6, "PCIe 4.0 x16", 32),
     };
   }();
   return presets;
@@ -196,6 +203,10 @@ std::span<const ModelSpec> llm_presets() {
             1.24e9, kBf16, 0, kBf16),
         llm("llama3-70b", "meta-llama/Meta-Llama-3-70B", 80, 8192, 28672, 64, 8, 128, 128256, false,
             70.6e9, kBf16, 0, kBf16),
+        llm("llama3-70b-fp8", "RedHatAI/Meta-Llama-3-70B-Instruct-FP8", 80, 8192, 28672, 64, 8, 128,
+            128256, false, 70.6e9, kFp8, 0, kBf16),
+        llm("llama3-70b-int4", "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", 80, 8192,
+            28672, 64, 8, 128, 128256, false, 70.6e9, kInt4, 128, kFp16),
         llm("mistral-7b", "mistralai/Mistral-7B-v0.1", 32, 4096, 14336, 32, 8, 128, 32000, false,
             7.24e9, kBf16, 0, kBf16),
         llm("llama2-13b-gptq", "TheBloke/Llama-2-13B-GPTQ (main branch: 4-bit, group size 128)", 40,
@@ -307,6 +318,8 @@ std::vector<HardwareSpec> gpu_presets_from_toml(std::string_view text, std::stri
                    .fp8_tflops = field<double>(*t, "fp8_tflops", source, context),
                    .int8_tops = field<double>(*t, "int8_tops", source, context),
                    .fp32_tflops = field<double>(*t, "fp32_tflops", source, context),
+                   .interconnect = field<std::string>(*t, "interconnect", source, context),
+                   .interconnect_gbps = field<double>(*t, "interconnect_gbps", source, context),
                    .seconds_per_logit = 0.0,
                    .launch_overhead_seconds = kGpuLaunchOverheadSeconds});
   }

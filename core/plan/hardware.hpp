@@ -30,6 +30,10 @@ struct HardwareSpec {
   double fp8_tflops = 0.0;         ///< dense fp8 tensor rate (0: no fp8 units)
   double int8_tops = 0.0;          ///< dense int8 tensor rate
   double fp32_tflops = 0.0;        ///< fp32 rate (non-tensor; this-machine: measured FMA rate)
+  /// The GPU-to-GPU link tensor parallelism all-reduces over ("NVLink 4", "PCIe 4.0 x16"; empty:
+  /// none, e.g. this-machine) and its bandwidth per direction, 1e9 bytes/s.
+  std::string interconnect;
+  double interconnect_gbps = 0.0;
   /// Time the sampling pipeline spends per logit (softmax over V, per scored row). 0 for GPUs:
   /// there it is part of the roofline's bytes. this-machine measures it (one thread, as the
   /// decode engine runs it).
@@ -94,6 +98,17 @@ struct ModelSpec {
   /// plus fp32 logits and probabilities for `logit_rows` rows.
   double workspace_bytes(int64_t tokens, int64_t logit_rows) const;
 };
+
+/// Reads a Hugging Face config.json (its text; `source` names it in messages) as a ModelSpec of
+/// the Llama layout: hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
+/// intermediate_size, vocab_size and torch_dtype are required, head_dim (default hidden /
+/// heads) and tie_word_embeddings (default false) optional; a quantization_config with
+/// quant_method fp8, or bits 4 / 8 and group_size (gptq, awq), sets the weights' dtype. The
+/// parameter count is the layout's. Throws InvalidInput naming the key and what was expected, or
+/// the line and column of a JSON syntax error.
+ModelSpec model_from_hf_config(std::string_view json, std::string_view source);
+/// model_from_hf_config of a file; a missing or unreadable file is InvalidInput.
+ModelSpec read_hf_config(const std::string& path);
 
 /// Bytes per weight of the block linears, scales included (int4: 0.5 + 2.5 / group_size).
 double bytes_per_weight(WeightDtype dtype, int64_t group_size);

@@ -35,13 +35,38 @@ PlanResult compute_plan(const PlanRequest& request) {
   if (request.launch_overhead_seconds) {
     plan.gpu.launch_overhead_seconds = *request.launch_overhead_seconds;
   }
-  plan.target = find_llm(request.target);
+  plan.target = request.target_model ? *request.target_model : find_llm(request.target);
   plan.draft = find_llm(request.draft);
   check_same_vocabulary(plan.target, plan.draft);
-  plan.memory =
-      plan_memory(plan.target, plan.draft, plan.gpu, request.context, request.memory_utilization);
-  plan.model = {.target = pass_profile(plan.target),
-                .draft = pass_profile(plan.draft),
+  const int64_t n = request.tensor_parallel;
+  check_tensor_parallel(plan.target, n);
+  check_tensor_parallel(plan.draft, n);
+  if (n > 1 && !(plan.gpu.interconnect_gbps > 0.0)) {
+    throw InvalidInput(fmt::format(
+        "--tensor-parallel-size {}: {} has no GPU interconnect to split a model over; expected "
+        "--tensor-parallel-size 1 or a GPU preset",
+        n, plan.gpu.name));
+  }
+  try {
+    plan.memory = plan_memory(plan.target, plan.draft, plan.gpu, request.context,
+                              request.memory_utilization, n);
+  } catch (const InvalidInput& e) {
+    const std::optional<int64_t> fits =
+        plan.gpu.interconnect_gbps > 0.0
+            ? smallest_fitting_tensor_parallel(plan.target, plan.draft, plan.gpu, request.context,
+                                               request.memory_utilization, n + 1)
+            : std::nullopt;
+    if (!fits) throw;
+    const MemoryPlan m = plan_memory(plan.target, plan.draft, plan.gpu, request.context,
+                                     request.memory_utilization, *fits);
+    throw InvalidInput(fmt::format(
+        "{}. Split over {} GPUs it fits: pass --tensor-parallel-size {} ({:.2f} + {:.2f} GB of "
+        "weights per {}, room for {} sequences of {} tokens)",
+        e.what(), *fits, *fits, m.target_weight_bytes / 1e9, m.draft_weight_bytes / 1e9,
+        plan.gpu.name, m.max_sequences_with_draft, request.context));
+  }
+  plan.model = {.target = pass_profile(plan.target, n),
+                .draft = pass_profile(plan.draft, n),
                 .target_rates = roofline_rates(plan.gpu, plan.target.dtype),
                 .draft_rates = roofline_rates(plan.gpu, plan.draft.dtype),
                 .context = request.context};

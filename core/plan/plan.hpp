@@ -24,7 +24,10 @@ inline constexpr int64_t kPlanMaxBreakEvenBatch = 4096;
 struct PlanRequest {
   /// The GPU (find_gpu, or find_hardware of core/probe/this_machine.hpp for this host).
   HardwareSpec gpu;
-  std::string target, draft;    ///< model preset names (find_llm)
+  std::string target, draft;  ///< model preset names (find_llm)
+  /// The target itself (e.g. read_hf_config of --target-config), instead of a preset name.
+  std::optional<ModelSpec> target_model;
+  int64_t tensor_parallel = 1;  ///< GPUs both models are split over (vLLM --tensor-parallel-size)
   double alpha = 0.0;           ///< acceptance rate, 0 < α < 1
   std::vector<int64_t> gammas;  ///< empty: the best γ per batch (automatic)
   std::vector<int64_t> batches;
@@ -53,7 +56,9 @@ struct PlanResult {
 };
 
 /// The plan of `request`. Throws InvalidInput for an unknown preset, a draft whose vocabulary
-/// differs from the target's, or models that do not fit the GPU (plan_memory).
+/// differs from the target's, a tensor-parallel size the models cannot split into or on hardware
+/// without an interconnect, or models that do not fit the GPU (plan_memory) — then naming the
+/// smallest --tensor-parallel-size at which they fit, where one does.
 PlanResult compute_plan(const PlanRequest& request);
 
 }  // namespace speclab

@@ -1,9 +1,10 @@
-// `speclab plan` run as a user runs it: JSON keys, HDF5 output, α from a result file, and the
-// exit status and message of bad input.
+// `speclab plan` run as a user runs it: JSON keys, HDF5 output, α from a result file, tensor
+// parallelism and --target-config, and the exit status and message of bad input.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/io/hdf5_file.hpp"
@@ -115,6 +116,68 @@ TEST(PlanCli, BadGammaListExitsTwo) {
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("'x' is not an integer"));
   EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+}
+
+// The README's 70B example: on one H100 it names the smallest tensor-parallel size that fits (4;
+// tests/unit/tensor_parallel_test.cpp derives it), and with that size it plans.
+TEST(PlanCli, SeventyBTargetNamesTheTensorParallelSizeThatFitsAndRunsWithIt) {
+  const std::string readme =
+      "plan --gpu h100-sxm --target llama3-70b --draft llama3-8b --alpha 0.8";
+  const CliRun alone = run_cli(readme);
+  EXPECT_EQ(alone.status, 2) << alone.output;
+  EXPECT_THAT(alone.output, HasSubstr("does not fit in h100-sxm"));
+  EXPECT_THAT(alone.output, HasSubstr("pass --tensor-parallel-size 4"));
+  const CliRun two = run_cli(readme + " --tensor-parallel-size 2");
+  EXPECT_EQ(two.status, 2) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("pass --tensor-parallel-size 4"));
+  const CliRun four = run_cli(readme + " --tensor-parallel-size 4");
+  ASSERT_EQ(four.status, 0) << four.output;
+  EXPECT_THAT(four.output, HasSubstr("tensor parallel over 4 GPUs"));
+  EXPECT_THAT(four.output, HasSubstr("NVLink 4 at 450 GB/s"));
+  EXPECT_THAT(four.output, HasSubstr("VRAM on h100-sxm, per GPU of 4"));
+  EXPECT_THAT(four.output, HasSubstr("157 with"));  // sequences of 2048 tokens per GPU
+  const CliRun json = run_cli(readme + " --tensor-parallel-size 8 --json");
+  ASSERT_EQ(json.status, 0) << json.output;
+  EXPECT_THAT(json.output,
+              HasSubstr("\"tensor_parallel_size\": 8, \"interconnect\": \"NVLink 4\""));
+  const CliRun three = run_cli(readme + " --tensor-parallel-size 3");
+  EXPECT_EQ(three.status, 2) << three.output;
+  EXPECT_THAT(three.output, HasSubstr("cannot be split over 3 GPUs"));
+  const CliRun int4 = run_cli(
+      "plan --gpu h100-sxm --target llama3-70b-int4 --draft llama3-8b "
+      "--alpha 0.8");
+  EXPECT_EQ(int4.status, 0) << int4.output;
+}
+
+TEST(PlanCli, TargetConfigReadsAHuggingFaceConfigAndNamesBadKeys) {
+  const auto dir = fresh_dir("plan_target_config");
+  const std::string config = R"({"hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+    "vocab_size": 128256, "torch_dtype": "bfloat16", "tie_word_embeddings": false,
+    "rope_scaling": {"factor": 8.0, "rope_type": "llama3"}, "eos_token_id": [128001, 128009]})";
+  std::ofstream(dir / "config.json") << config;
+  const std::string args =
+      "--gpu rtx4090 --draft llama3.2-1b --alpha 0.8 --batch 1 --json --target-config ";
+  const CliRun r = run_cli("plan " + args + "'" + (dir / "config.json").string() + "'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // The Llama-3-8B layout: 8030261248 bf16 parameters = 16.06 GB, as the llama3-8b preset.
+  const CliRun preset = run_cli(
+      "plan --gpu rtx4090 --draft llama3.2-1b --alpha 0.8 --batch 1 --json --target llama3-8b");
+  ASSERT_EQ(preset.status, 0) << preset.output;
+  EXPECT_THAT(r.output, HasSubstr("\"target_weights_gb\": 16.0605"));
+  EXPECT_THAT(preset.output, HasSubstr("\"target_weights_gb\": 16.0605"));
+
+  std::ofstream(dir / "bad.json") << std::string(config).replace(config.find("\"vocab_size\""), 12,
+                                                                 "\"vocab_sizes\"");
+  const CliRun bad = run_cli("plan " + args + "'" + (dir / "bad.json").string() + "'");
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("bad.json: vocab_size is missing"));
+  const CliRun missing = run_cli("plan " + args + "'" + (dir / "none.json").string() + "'");
+  EXPECT_EQ(missing.status, 2) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("cannot open the file"));
+  const CliRun both = run_cli("plan " + args + "x.json --target llama3-8b");
+  EXPECT_EQ(both.status, 2) << both.output;
+  EXPECT_THAT(both.output, HasSubstr("one of --target PRESET and --target-config"));
 }
 
 }  // namespace

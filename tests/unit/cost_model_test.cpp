@@ -191,6 +191,8 @@ TEST(CostModel, PresetsMatchDataFiles) {
     EXPECT_EQ(g.fp8_tflops, builtin.fp8_tflops) << g.name;
     EXPECT_EQ(g.int8_tops, builtin.int8_tops) << g.name;
     EXPECT_EQ(g.fp32_tflops, builtin.fp32_tflops) << g.name;
+    EXPECT_EQ(g.interconnect, builtin.interconnect) << g.name;
+    EXPECT_EQ(g.interconnect_gbps, builtin.interconnect_gbps) << g.name;
   }
   const auto models =
       llm_presets_from_toml(read_text("data/llm_models.toml"), "data/llm_models.toml");

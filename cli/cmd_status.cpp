@@ -1,0 +1,136 @@
+// `speclab status CONFIG DIR... [--set KEY=VALUE]... [--shards N] [--json]`: which of a sweep's
+// points are done, partial (being written, or left by a killed task) or missing across the
+// results directories of its shards, per shard and per point (experiments/README.md "Cluster
+// scale"). Exit status 0 when every point is done, 3 otherwise (as `speclab merge`).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "experiments/cluster.hpp"
+#include "experiments/sweep.hpp"
+
+namespace speclab::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using experiments::PointState;
+
+constexpr int kIncompleteStatus = 3;
+
+struct StatusArgs {
+  std::string config;
+  std::vector<std::string> dirs;
+  std::vector<std::string> sets;
+  int64_t shards = 0;
+  bool json = false;
+};
+
+std::string json_string(std::string_view text) {
+  std::string s = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      s += '\\';
+      s += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      s += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      s += c;
+    }
+  }
+  return s + "\"";
+}
+
+void print_json(const experiments::SweepStatus& st) {
+  std::string s = fmt::format(
+      "{{\"sweep\": {}, \"points\": {}, \"shards\": {}, \"done\": {}, \"partial\": {}, "
+      "\"missing\": {}, \"damaged\": {}, \"list\": [",
+      json_string(st.name), st.points.size(), st.shards, st.count(PointState::kDone),
+      st.count(PointState::kPartial), st.count(PointState::kMissing),
+      st.count(PointState::kDamaged));
+  for (size_t i = 0; i < st.points.size(); ++i) {
+    const auto& p = st.points[i];
+    s += fmt::format(
+        "{}{{\"index\": {}, \"id\": {}, \"shard\": {}, \"state\": {}, \"path\": {}, \"detail\": "
+        "{}}}",
+        i ? ", " : "", p.index, json_string(p.id), p.shard,
+        json_string(experiments::point_state_name(p.state)), json_string(p.path.string()),
+        json_string(p.detail));
+  }
+  s += "]}\n";
+  std::fputs(s.c_str(), stdout);
+}
+
+void print_text(const experiments::SweepStatus& st) {
+  std::printf("sweep '%s': %zu points in %lld shard%s: %lld done, %lld partial, %lld missing%s\n",
+              st.name.c_str(), st.points.size(), static_cast<long long>(st.shards),
+              st.shards == 1 ? "" : "s", static_cast<long long>(st.count(PointState::kDone)),
+              static_cast<long long>(st.count(PointState::kPartial)),
+              static_cast<long long>(st.count(PointState::kMissing)),
+              st.count(PointState::kDamaged) > 0
+                  ? fmt::format(", {} damaged", st.count(PointState::kDamaged)).c_str()
+                  : "");
+  if (st.shards > 1) {
+    for (int64_t shard = 1; shard <= st.shards; ++shard) {
+      int64_t n[4] = {0, 0, 0, 0};
+      for (const auto& p : st.points) {
+        if (p.shard == shard) ++n[static_cast<int>(p.state)];
+      }
+      std::printf("  shard %lld/%lld: %lld done, %lld partial, %lld missing%s\n",
+                  static_cast<long long>(shard), static_cast<long long>(st.shards),
+                  static_cast<long long>(n[0]), static_cast<long long>(n[1]),
+                  static_cast<long long>(n[2]),
+                  n[3] > 0 ? fmt::format(", {} damaged", n[3]).c_str() : "");
+    }
+  }
+  std::printf("  %5s  %-7s  %-7s  %s\n", "index", "shard", "state", "id");
+  for (const auto& p : st.points) {
+    std::string line =
+        fmt::format("  {:>5}  {:<7}  {:<7}  {}", p.index, fmt::format("{}/{}", p.shard, st.shards),
+                    experiments::point_state_name(p.state), p.id);
+    if (!p.path.empty() && p.state != PointState::kDone) line += "  " + p.path.string();
+    if (!p.detail.empty()) line += " (" + p.detail + ")";
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+void status(const StatusArgs& args) {
+  const experiments::Sweep sweep = experiments::load_sweep(args.config, args.sets);
+  const std::vector<fs::path> dirs(args.dirs.begin(), args.dirs.end());
+  const experiments::SweepStatus st = experiments::sweep_status(
+      sweep, dirs, args.shards > 0 ? std::optional<int64_t>(args.shards) : std::nullopt);
+  if (args.json) {
+    print_json(st);
+  } else {
+    print_text(st);
+  }
+  std::fflush(stdout);
+  if (!st.complete()) throw ExitStatus{kIncompleteStatus};
+}
+
+void setup_status(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "status",
+      "List a sweep's done, partial and missing points across its shards' results directories "
+      "(exit 0: all done; 3: some are not; 2: bad input)");
+  auto args = std::make_shared<StatusArgs>();
+  cmd->add_option("config", args->config, "experiment config (TOML)")->required();
+  cmd->add_option("dirs", args->dirs, "results directories (the --out of the sweep's runs)")
+      ->required();
+  cmd->add_option("--set", args->sets, "override a key, KEY=VALUE (as given to the runs)");
+  cmd->add_option(
+      "--shards", args->shards,
+      "N of the runs' --shard I/N (default: from their summary.shard-I-of-N.csv, else 1)");
+  cmd->add_flag("--json", args->json, "print the status as JSON");
+  cmd->callback([args] { status(*args); });
+}
+
+const CommandRegistrar kRegistrar{"status", &setup_status};
+
+}  // namespace
+}  // namespace speclab::cli
