@@ -16,6 +16,7 @@
 
 #include "cli/command.hpp"
 #include "core/base/error.hpp"
+#include "experiments/project_files.hpp"
 
 extern char** environ;
 
@@ -34,26 +35,9 @@ struct PlotOptions {
 // the first python/speclab_plot.py above the executable (build/bin/speclab -> the source tree).
 fs::path find_plot_script() {
   const fs::path relative = fs::path("python") / "speclab_plot.py";
-  if (const char* source = std::getenv("SPECLAB_SOURCE"); source != nullptr && *source != '\0') {
-    const fs::path script = fs::path(source) / relative;
-    if (!fs::exists(script)) {
-      throw InvalidInput(
-          fmt::format("SPECLAB_SOURCE is {}, which holds no {}; expected the "
-                      "speclab source tree",
-                      source, relative.string()));
-    }
-    return script;
-  }
+  if (auto script = experiments::find_project_file(relative)) return *script;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path installed = exe.parent_path().parent_path() / "share" / "speclab" / relative;
-    if (fs::exists(installed)) return installed;
-    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-      if (fs::exists(dir / relative)) return dir / relative;
-      if (dir == dir.root_path()) break;
-    }
-  }
   throw InvalidInput(fmt::format(
       "cannot find {} beside the executable {} (PREFIX/share/speclab/{} for an installed speclab) "
       "or above it; reinstall, or set SPECLAB_SOURCE to the speclab source tree",
@@ -69,9 +53,7 @@ void run_plot(const PlotOptions& o) {
         o.results));
   }
   const fs::path script = find_plot_script();
-  const char* env_python = std::getenv("SPECLAB_PYTHON");
-  const std::string python =
-      env_python != nullptr && *env_python != '\0' ? env_python : "/usr/bin/python3";
+  const std::string python = experiments::python_for_helpers();
   if (access(python.c_str(), X_OK) != 0) {
     throw InvalidInput(
         fmt::format("{} is not an executable Python; speclab plot needs Debian's "

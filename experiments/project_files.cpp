@@ -24,6 +24,9 @@ std::optional<fs::path> find_project_file(const fs::path& relative) {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return std::nullopt;
+  // An installed speclab: PREFIX/bin/speclab beside PREFIX/share/speclab (cmake/install.cmake).
+  const fs::path installed = exe.parent_path().parent_path() / "share" / "speclab" / relative;
+  if (fs::exists(installed, ec)) return installed;
   for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
     if (fs::exists(dir / relative)) return dir / relative;
     if (dir == dir.root_path()) break;

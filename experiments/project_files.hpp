@@ -8,9 +8,10 @@
 
 namespace speclab::experiments {
 
-/// $SPECLAB_SOURCE/RELATIVE when SPECLAB_SOURCE is set (InvalidInput if that file is missing),
-/// else RELATIVE under the first directory above the executable that holds it (build/bin/speclab
-/// -> the source tree); nullopt when none does.
+/// $SPECLAB_SOURCE/RELATIVE when SPECLAB_SOURCE is set (InvalidInput if that file is missing);
+/// else, for an installed speclab (PREFIX/bin/speclab), PREFIX/share/speclab/RELATIVE; else
+/// RELATIVE under the first directory above the executable that holds it (build/bin/speclab ->
+/// the source tree); nullopt when none does.
 std::optional<std::filesystem::path> find_project_file(const std::filesystem::path& relative);
 
 /// $SPECLAB_PYTHON, else Debian's /usr/bin/python3 (the interpreter that sees python3-h5py,

@@ -120,3 +120,23 @@ def test_cli_exit_statuses_json_and_junit(tmp_path):
     assert _cli("--callable", "samplers:correct", "--epsilon", "2").returncode == 2
     listed = _cli("--list")
     assert listed.returncode == 0 and "large-vocab" in listed.stdout
+
+
+def test_speclab_conformance_command_finds_the_package_and_passes_the_status(speclab_cli):
+    """`speclab conformance` runs this module with the build's package on the path (the
+    environment below has only the samplers' folder) and exits with its status."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.path.dirname(__file__)
+
+    def run(*args):
+        return subprocess.run([speclab_cli, "conformance", *args], env=env, capture_output=True,
+                              text=True)
+
+    ok = run("--callable", "samplers:correct", "--instances", "narrow", "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["passed"] is True
+    bad = run("--callable", "samplers:residual_from_p", "--instances", "position-dependent")
+    assert bad.returncode == 1 and "does NOT conform" in bad.stdout
+    assert run("--callable", "samplers:nope").returncode == 2
+    helped = run("--help")
+    assert helped.returncode == 0 and "--callable" in helped.stdout
