@@ -1,4 +1,4 @@
-// `speclab exact` (cli/cmd_exact.cpp): the exact step distribution of docs/verifiers.md V1-V6 as
+// `speclab exact` (cli/cmd_exact.cpp): the exact step distribution of docs/verifiers.md V1-V7 as
 // JSON, and exit status 2 with a message naming the option for bad input (docs/architecture.md
 // "Errors").
 #include <gtest/gtest.h>
