@@ -384,6 +384,7 @@ void verify_traversal_request(const TreeBatch& batch, const TreeParams& params, 
       s.q[t] = s.drawn[t] || !(remaining > 0.0) ? 0.0 : q[t] / remaining;
     }
     ++s.next_child;
+    state[kid] = TraversalState{};  // its subtree is done: only the current path keeps V-rows
   };
 
   RandomAddress address{params.seed, request_id(batch, r), params.step, 0, Purpose::kBlockEta, 0};
