@@ -1,4 +1,4 @@
-// `speclab exact`: the exact output distribution of one verification step (docs/verifiers.md V1-V6)
+// `speclab exact`: the exact output distribution of one verification step (docs/verifiers.md V1-V7)
 // with the same target row P and draft row Q at every position (for trees: at every node, --gamma
 // the depth,
 // --branches the candidates per node), enumerated in rational arithmetic (core/exact/exact.hpp,
@@ -317,7 +317,7 @@ void setup_exact(CLI::App& app) {
   auto options = std::make_shared<ExactOptions>();
   CLI::App* command = app.add_subcommand(
       "exact",
-      "Exact output distribution of one verification step (docs/verifiers.md V1-V6), enumerated in "
+      "Exact output distribution of one verification step (docs/verifiers.md V1-V7), enumerated in "
       "rational arithmetic, as JSON");
   command
       ->add_option("--target", options->target,

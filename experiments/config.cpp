@@ -33,7 +33,7 @@ constexpr std::array<KeySpec, 24> kKeys = {{
     {"draft.min_p", ValueKind::kNumber, "draft's min-p; default sampling.min_p"},
     {"verifier.method", ValueKind::kString,
      "token | greedy | lenient | block | typical | tree-iid | tree-swor | tree-topk | "
-     "tree-topk-softmax-q | kseq; default token"},
+     "tree-topk-softmax-q | kseq | traversal; default token"},
     {"verifier.leniency", ValueKind::kNumber, "l in (0, 1] of lenient verification; default 1"},
     {"verifier.typical_epsilon", ValueKind::kNumber, "ε > 0 of typical acceptance; default 0.09"},
     {"verifier.typical_delta", ValueKind::kNumber, "δ > 0 of typical acceptance; default 0.3"},

@@ -460,10 +460,17 @@ def fig_speedup_vs_batch(df, runs, plan=None):
     return fig
 
 
+def is_tree_method(method):
+    """Whether a verifier drafts a tree shaped by decode.branches (the registry's tree methods:
+    tree-*, kseq, traversal) rather than a chain of γ tokens."""
+    method = str(method)
+    return method.startswith("tree") or method in ("kseq", "traversal")
+
+
 def nominal_positions(method, gamma, branches):
     """Positions the target scores per request per call: γ + 1 for chain verifiers, the root plus
     every node, 1 + Σ_d Π_{j≤d} k_j, for tree verifiers with branches [k_1, k_2, ...]."""
-    if str(method).startswith("tree") or method == "kseq":
+    if is_tree_method(method):
         ks = json.loads(branches) if isinstance(branches, str) else list(branches)
         return 1 + int(sum(np.cumprod(ks)))
     return int(gamma) + 1
@@ -499,7 +506,7 @@ def method_table(df, runs):
 
 
 def _method_label(row):
-    if row["method"].startswith("tree") or row["method"] == "kseq":
+    if is_tree_method(row["method"]):
         return f"{row['method']} {row['branches']}"
     return f"{row['method']} γ={row['gamma']}"
 
@@ -518,8 +525,8 @@ def fig_method_comparison(df, runs):
         s["cost"] = s["positions_per_call"]
         s = s.sort_values(["cost", "method", "gamma"]).reset_index(drop=True)
         x = np.arange(len(s))
-        colors = ["C0" if m in ("token", "block", "greedy") else "C1" if m.startswith("tree")
-                  or m == "kseq" else "C2" for m in s["method"]]
+        colors = ["C0" if m in ("token", "block", "greedy") else "C1" if is_tree_method(m)
+                  else "C2" for m in s["method"]]
         ax, ax_s = row_axes
         ax.bar(x, s["emitted_per_call"], color=colors, alpha=0.7)
         ax.errorbar(x, s["emitted_per_call"], yerr=s["ci95"], fmt="none", ecolor="k", capsize=2)
@@ -633,8 +640,7 @@ def render(results_dir, figdir, log=print):
         if spec:
             sdf = df.iloc[spec].reset_index(drop=True)
             sruns = [runs[i] for i in spec]
-            chain = [i for i in range(len(sdf)) if not str(sdf["verifier.method"].iloc[i]).startswith(
-                ("tree", "kseq"))]
+            chain = [i for i in range(len(sdf)) if not is_tree_method(sdf["verifier.method"].iloc[i])]
             if sdf["verifier.method"].nunique() > 1:
                 if sdf["speedup"].notna().any():
                     save(fig_method_comparison(sdf, sruns), f"{name}_method_comparison")

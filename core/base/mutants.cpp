@@ -15,10 +15,19 @@ namespace speclab {
 namespace {
 
 constexpr std::array kAllMutants{
-    Mutant::kResidualFromTarget,  Mutant::kDraftWarpingMismatch, Mutant::kMissingBonus,
-    Mutant::kReusedUniform,       Mutant::kBlockFirstFailure,    Mutant::kTopkSoftmaxQ,
-    Mutant::kAcceptedOffByOne,    Mutant::kBonusWithoutStep,     Mutant::kSworUnnormalisedResidual,
-    Mutant::kSworLastSiblingOnly, Mutant::kTypicalThresholdOnce, Mutant::kPlainUniformWithoutIndex,
+    Mutant::kResidualFromTarget,
+    Mutant::kDraftWarpingMismatch,
+    Mutant::kMissingBonus,
+    Mutant::kReusedUniform,
+    Mutant::kBlockFirstFailure,
+    Mutant::kTopkSoftmaxQ,
+    Mutant::kAcceptedOffByOne,
+    Mutant::kBonusWithoutStep,
+    Mutant::kSworUnnormalisedResidual,
+    Mutant::kSworLastSiblingOnly,
+    Mutant::kTypicalThresholdOnce,
+    Mutant::kPlainUniformWithoutIndex,
+    Mutant::kTraversalStaleSiblingWeight,
 };
 
 std::string known_names() {
@@ -57,6 +66,8 @@ std::string_view to_string(Mutant mutant) {
       return "typical-threshold-once";
     case Mutant::kPlainUniformWithoutIndex:
       return "plain-uniform-without-index";
+    case Mutant::kTraversalStaleSiblingWeight:
+      return "traversal-stale-sibling-weight";
   }
   return "unknown";
 }

@@ -28,6 +28,8 @@ enum class Mutant {
   kSworLastSiblingOnly,       ///< tree-swor's q⁽ʲ⁾ excludes only the last drawn sibling
   kTypicalThresholdOnce,      ///< V4's threshold computed once per request, from position 1's row
   kPlainUniformWithoutIndex,  ///< plain decoding's uniform addressed without the token index
+  kTraversalStaleSiblingWeight,  ///< V7 traversal: a later sibling's weight w·P(c)/Q(c) read
+                                 ///< from its parent's state before any deletion there
 };
 
 std::string_view to_string(Mutant mutant);

@@ -1,6 +1,7 @@
 // Tree decoding (docs/verifiers.md V6): draft a token tree per request breadth-first from the draft
 // model, score every node with one target call (per-node contexts: the tree attention mask of a
-// real LLM), verify with recursive rejection sampling, append the accepted path and one token.
+// real LLM), verify with recursive rejection sampling (or V7 traversal), append the accepted path
+// and one token.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,12 +38,14 @@ std::vector<int32_t> draw_children(std::span<const float> q, int64_t k, TreeMeth
     children.assign(order.begin(), order.begin() + n);
     return children;
   }
+  // Traversal verification's candidates are drawn without replacement, as tree-swor's.
+  const bool without_replacement = method == TreeMethod::kSwor || method == TreeMethod::kTraversal;
   std::vector<float> remaining;
-  if (method == TreeMethod::kSwor) remaining.assign(q.begin(), q.end());
+  if (without_replacement) remaining.assign(q.begin(), q.end());
   for (int64_t j = 0; j < k; ++j) {
     const uint32_t bits = philox_bits(address);
     ++address.index;
-    if (method == TreeMethod::kSwor) {
+    if (without_replacement) {
       // Without replacement: stop when no undrawn token has weight in the sampler's 2^-58 fixed
       // point (a float sum is not the test: weights below 2^-58 are positive yet undrawable).
       // That is an exact sampler of this law running out of support, so the node keeps fewer

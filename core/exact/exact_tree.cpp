@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/base/error.hpp"
@@ -34,7 +35,7 @@ void check_rows_allow(TreeMethod method, int branches, const std::vector<Row>& d
       throw InvalidInput(fmt::format("branches K = {} exceeds the vocabulary V = {} for top-k",
                                      branches, q.size()));
     }
-    if (method == TreeMethod::kSwor) {
+    if (method == TreeMethod::kSwor || method == TreeMethod::kTraversal) {
       const auto support = std::count_if(q.begin(), q.end(), [](const Q& x) { return x > 0; });
       if (branches > support) {
         throw InvalidInput(fmt::format(
@@ -43,6 +44,21 @@ void check_rows_allow(TreeMethod method, int branches, const std::vector<Row>& d
             branches, argument, i, support));
       }
     }
+  }
+}
+
+// Traversal enumerates every draw of the complete tree's subtrees: about (V + V² + … + V^K)^γ
+// branches, so large shapes are refused rather than left running.
+void check_traversal_size(TreeMethod method, int branches, int gamma, int vocab) {
+  if (method != TreeMethod::kTraversal) return;
+  double per_node = 0, level = 1;
+  for (int j = 0; j < branches; ++j) per_node += level *= vocab;
+  const double total = std::pow(per_node, gamma);
+  if (total > kMaxTraversalBranches) {
+    throw InvalidInput(fmt::format(
+        "traversal with V = {}, K = {}, γ = {} enumerates about {:.3g} branches; expected at most "
+        "{:.0e} (lower V, K or γ)",
+        vocab, branches, gamma, total, kMaxTraversalBranches));
   }
 }
 
@@ -107,6 +123,7 @@ struct TreeWalk {
       kseq(depth, p, q, mass);
       return;
     }
+    if (method == TreeMethod::kTraversal) throw Error("exact: traversal has its own walk");
     std::vector<char> drawn(q.size(), 0);
     const std::vector<int> top = method == TreeMethod::kTopk || method == TreeMethod::kTopkSoftmaxQ
                                      ? top_tokens(q, branches)
@@ -148,7 +165,8 @@ struct TreeWalk {
         test_q = &q;  // the mistake under test: the softmax is not the candidate's law
         break;
       case TreeMethod::kKseq:
-        throw Error("exact: K-SEQ has its own walk");
+      case TreeMethod::kTraversal:
+        throw Error("exact: K-SEQ and traversal have their own walks");
     }
     for (int c = 0; c < vocab; ++c) {
       if (law[c] == 0) continue;
@@ -201,6 +219,95 @@ struct TreeWalk {
   }
 };
 
+// Traversal verification (docs/verifiers.md V7), enumerated as the process it is: the complete
+// tree of depth γ with `branches` children per node, drawn without replacement from the node's q;
+// the nodes visited in post-order (first child first), each once all its children are deleted;
+// a node passes with probability w, which accepts the path to it and ends the step with one token
+// from P; a failure deletes it and updates its parent. traverse() enumerates every draw and coin
+// of a node's subtree, emits the branches that accept in it and returns the probability mass of
+// those that delete it: what follows a deletion (the parent's update and its next child) depends
+// on the deleted child's token only, never on how its subtree was drawn, so summing that mass over
+// the subtree's branches is exact, and no property of the weights is assumed.
+struct TraversalWalk {
+  const RowAt& target;
+  const RowAt& draft;
+  int gamma;
+  int branches;
+  const EmitLeaf& emit;
+  Sequence prefix;  // tokens of the path to the current node
+
+  // The node at `depth` after token `before`, entered with weight w; `mass` is the probability of
+  // the branch so far. Returns the mass of its branches that end with the node deleted.
+  Q traverse(int depth, int before, const Q& w, const Q& mass) {
+    const Row& p = target(depth, before);
+    if (depth == gamma) return leaf(p, w, mass);
+    const Row& q = draft(depth, before);
+    std::vector<char> drawn(q.size(), 0);
+    return child(depth, q, 0, w, p, drawn, mass);
+  }
+
+  // The node's test once its children are deleted: pass with w and emit one token from `law`.
+  Q leaf(const Row& law, const Q& w, const Q& mass) {
+    if (w > 0) {
+      const int n = static_cast<int>(prefix.size());
+      for (size_t a = 0; a < law.size(); ++a) {
+        if (law[a] == 0) continue;
+        prefix.push_back(static_cast<int>(a));
+        emit(prefix, n, Q(mass * w * law[a]));
+        prefix.pop_back();
+      }
+    }
+    return Q(mass * (1 - w));
+  }
+
+  // Child j (0-based) of a node whose state is (w, P = law) and whose drawn tokens are `drawn`.
+  Q child(int depth, const Row& q, int j, const Q& w, const Row& law, std::vector<char>& drawn,
+          const Q& mass) {
+    // All children deleted: the node is tested like a leaf. The root too, with its own w: that
+    // w is 1 (proofs/v7_traversal.md) is left for the tests to see (the law's total is 1).
+    if (j == branches) return leaf(law, w, mass);
+    const int vocab = static_cast<int>(q.size());
+    Q remaining = 0;
+    for (int a = 0; a < vocab; ++a) remaining += drawn[a] ? Q(0) : q[a];
+    if (remaining == 0) {
+      throw InvalidInput(fmt::format(
+          "candidate {} at depth {}: the draft row has no mass left after {} draws without "
+          "replacement",
+          j + 1, depth + 1, j));
+    }
+    Row current(vocab, Q(0));  // Q: the law child j is drawn from
+    for (int a = 0; a < vocab; ++a) current[a] = drawn[a] ? Q(0) : Q(q[a] / remaining);
+    // The parent's state after a deletion of child j: Z = Σ (w·P − Q)⁺, w' = Z/(Z + 1 − w) (1 on
+    // 0/0), P' = norm((w·P − Q)⁺) (P kept when Z = 0: then w' = 0 or no deletion can happen).
+    Row next(vocab);
+    Q z = 0;
+    for (int a = 0; a < vocab; ++a) {
+      next[a] = std::max(Q(0), Q(w * law[a] - current[a]));
+      z += next[a];
+    }
+    const Q denominator = z + 1 - w;
+    const Q w_next = denominator > 0 ? Q(z / denominator) : Q(1);
+    if (z > 0) {
+      for (Q& value : next) value /= z;
+    } else {
+      next = law;
+    }
+    Q deleted = 0;
+    for (int c = 0; c < vocab; ++c) {
+      if (current[c] == 0) continue;
+      const Q w_child = std::min(Q(1), Q(w * law[c] / current[c]));
+      prefix.push_back(c);
+      const Q child_deleted = traverse(depth + 1, c, w_child, Q(mass * current[c]));
+      prefix.pop_back();
+      if (child_deleted == 0) continue;
+      drawn[c] = 1;
+      deleted += child(depth, q, j + 1, w_next, next, drawn, child_deleted);
+      drawn[c] = 0;
+    }
+    return deleted;
+  }
+};
+
 Q kseq_f(const Row& p, const Row& q, int k, const Q& rho) {
   const Q beta = kseq_beta(p, q, rho);
   Q reject_all = 1;
@@ -243,6 +350,11 @@ StepLaw tree_law(TreeMethod method, int branches) {
   check_branches(method, branches);
   return [method, branches](const RowAt& target, const RowAt& draft, int gamma, int previous,
                             const EmitLeaf& emit) {
+    if (method == TreeMethod::kTraversal) {
+      TraversalWalk walk{target, draft, gamma, branches, emit, {}};
+      walk.traverse(0, previous, Q(1), Q(1));
+      return;
+    }
     TreeWalk walk{target, draft, gamma, method, branches, emit, {}};
     walk.node(0, previous, Q(1));
   };
@@ -259,6 +371,8 @@ StepResult enumerate_tree_step(const std::vector<Row>& probs_target,
                  static_cast<int>(i), fmt::format("depth {}", i));
   }
   check_rows_allow(method, branches, probs_draft, "probs_draft");
+  check_traversal_size(method, branches, static_cast<int>(probs_draft.size()),
+                       probs_target.empty() ? 0 : static_cast<int>(probs_target[0].size()));
   return enumerate_step_with(probs_target, probs_draft, law);
 }
 
@@ -270,6 +384,7 @@ Distribution enumerate_tree_stream(const MarkovChain& target, const MarkovChain&
                  fmt::format("after token {}", t));
   }
   check_rows_allow(method, branches, draft.transition, "draft chain");
+  check_traversal_size(method, branches, gamma, draft.vocab);
   return enumerate_stream_with(target, draft, start, gamma, length, tree_law(method, branches),
                                /*cap_gamma=*/false);
 }

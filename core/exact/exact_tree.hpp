@@ -1,7 +1,8 @@
 // Exact output distributions of tree verification (docs/verifiers.md V6: recursive rejection
 // sampling with i.i.d., without-replacement and top-k candidates, the lossy top-k with softmax q,
-// SpecTr K-SEQ) by enumerating every candidate, accept/reject, residual and bonus branch in
-// rational arithmetic. Independent of core/verify/verify_tree.cpp; shares only the method names.
+// SpecTr K-SEQ; V7 traversal verification) by enumerating every candidate, accept/reject, residual
+// and bonus branch in rational arithmetic. Independent of core/verify/verify_tree.cpp; shares only
+// the method names.
 #pragma once
 
 #include <vector>
@@ -13,6 +14,9 @@ namespace speclab::exact {
 
 /// Sibling candidates per node; enumeration grows like V^K per node.
 inline constexpr int kMaxBranches = 4;
+/// Traversal (V7) enumerates whole subtrees: about (V + V² + … + V^K)^γ branches per step, at most
+/// this many.
+inline constexpr double kMaxTraversalBranches = 2e6;
 /// Dyadic bisection steps of the exact K-SEQ ρ: the bracket ends within (k−1)·2^-64 of the root.
 inline constexpr int kKseqBisections = 64;
 
@@ -31,14 +35,17 @@ Q kseq_rho(const Row& probs_target, const Row& probs_draft, int k);
 /// The step law of tree verification: every node at depth 0..γ−1 gets `branches` candidates from
 /// the draft row at that node by `method`'s law (i.i.d.; without replacement; top-k of q, ties to
 /// the lowest id), verified by recursive rejection (K-SEQ for kKseq) against the target row at the
-/// node; an accepted candidate's node is the next one; depth γ ends with the bonus.
+/// node; an accepted candidate's node is the next one; depth γ ends with the bonus. kTraversal
+/// draws every node's candidates without replacement and verifies the complete tree by traversal
+/// (docs/verifiers.md V7).
 /// Throws InvalidInput (from the walk) when a without-replacement draw finds no mass left.
 StepLaw tree_law(TreeMethod method, int branches);
 
 /// One tree step with context-free rows: probs_target [γ+1][V] (row d at depth d), probs_draft
 /// [γ][V]. n in the result is the depth of the accepted path. Throws InvalidInput for bad rows,
 /// branches outside [1, kMaxBranches] (K-SEQ needs k ≥ 1), branches > V under top-k, or branches
-/// above the draft row's support under without-replacement sampling.
+/// above the draft row's support under without-replacement sampling (tree-swor, traversal), and for
+/// traversal shapes above kMaxTraversalBranches.
 StepResult enumerate_tree_step(const std::vector<Row>& probs_target,
                                const std::vector<Row>& probs_draft, TreeMethod method,
                                int branches);

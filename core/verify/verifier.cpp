@@ -36,7 +36,7 @@ using C = ChainMethod;
 using T = TreeMethod;
 
 // name, label, family, chain method, tree method, lossy, reads q, drafts a tree, parameters.
-constexpr std::array<VerifierEntry, 10> kRegistry = {{
+constexpr std::array<VerifierEntry, 11> kRegistry = {{
     {"token", "V1", F::kChain, C::kToken, T::kIid, false, true, false, kNone,
      "token-level speculative sampling: accept x with min(1, p(x)/q(x)), else draw from "
      "max(0, p − q)"},
@@ -58,6 +58,9 @@ constexpr std::array<VerifierEntry, 10> kRegistry = {{
      "top-k candidates verified as if drawn from q; lossy, kept to show why"},
     {"kseq", "V6", F::kTree, C::kToken, T::kKseq, false, true, true, kNone,
      "SpecTr K-SEQ: i.i.d. candidates with ρ-scaled acceptance at every node"},
+    {"traversal", "V7", F::kTree, C::kToken, T::kTraversal, false, true, true, kNone,
+     "traversal verification: candidates without replacement, paths accepted leaf to root at "
+     "sequence level (Weng et al. 2025); V5 on a chain"},
 }};
 
 std::string format_number(double value) { return fmt::format("{:g}", value); }

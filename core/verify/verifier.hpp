@@ -24,7 +24,8 @@ enum class VerifierFamily {
   kChain,    ///< V1-V3 over a draft chain: verify_chain
   kBlock,    ///< V5 block verification of a draft chain: verify_block
   kTypical,  ///< V4 typical acceptance of a draft chain (lossy): verify_typical
-  kTree,     ///< V6 recursive rejection or K-SEQ over a drafted token tree: verify_tree
+  kTree,     ///< V6 recursive rejection, K-SEQ or V7 traversal over a drafted token tree:
+             ///< verify_tree
 };
 
 /// Parameters of each family; the defaults are the registry's.

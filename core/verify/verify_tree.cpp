@@ -12,6 +12,7 @@
 #include "core/base/mutants.hpp"
 #include "core/base/philox.hpp"
 #include "core/sampling/sampling.hpp"
+#include "core/verify/verify_block.hpp"
 
 namespace speclab {
 
@@ -128,8 +129,9 @@ void validate_structure(const TreeBatch& batch, const TreeParams& params) {
 // Sibling rules of docs/verifiers.md V6 for one node's children.
 void validate_siblings(const TreeBatch& batch, TreeMethod method, int64_t r, int64_t node,
                        const std::vector<int32_t>& kids) {
-  const bool distinct = method == TreeMethod::kSwor || method == TreeMethod::kTopk ||
-                        method == TreeMethod::kTopkSoftmaxQ;
+  const bool without_replacement = method == TreeMethod::kSwor || method == TreeMethod::kTraversal;
+  const bool distinct =
+      without_replacement || method == TreeMethod::kTopk || method == TreeMethod::kTopkSoftmaxQ;
   if (!distinct || kids.empty()) return;
   if (static_cast<int64_t>(kids.size()) > batch.vocab) {
     throw InvalidInput(fmt::format(
@@ -146,7 +148,7 @@ void validate_siblings(const TreeBatch& batch, TreeMethod method, int64_t r, int
           "distinct sibling tokens",
           seen[token], kid, r, node, token, to_string(method)));
     }
-    if (method == TreeMethod::kSwor) {
+    if (without_replacement) {
       // q⁽ʲ⁾ renormalises q over the tokens not drawn before sibling j: it needs mass left.
       const auto q = draft_row(batch, r, node);
       double remaining = 0.0;
@@ -154,8 +156,8 @@ void validate_siblings(const TreeBatch& batch, TreeMethod method, int64_t r, int
       if (!(remaining > 0.0)) {
         throw InvalidInput(fmt::format(
             "node {} (request {}, sibling {} of node {}): probs_draft row {} has no mass left "
-            "after the {} earlier siblings; tree-swor cannot have drawn it",
-            kid, r, j + 1, node, row_index(batch, r, node), j));
+            "after the {} earlier siblings; {} cannot have drawn it",
+            kid, r, j + 1, node, row_index(batch, r, node), j, to_string(method)));
       }
     }
     seen[token] = kid;
@@ -246,7 +248,8 @@ TreeNodeLaws tree_node_laws(TreeMethod method, std::span<const float> probs_targ
       case TreeMethod::kKseq:
         law.assign(probs_draft.begin(), probs_draft.end());
         break;
-      case TreeMethod::kSwor: {
+      case TreeMethod::kSwor:
+      case TreeMethod::kTraversal: {  // traversal's candidates are drawn as tree-swor's
         if (mutant(Mutant::kSworLastSiblingOnly)) {
           std::fill(drawn.begin(), drawn.end(), 0);
           if (j > 0) drawn[candidates[j - 1]] = 1;
@@ -297,8 +300,157 @@ int32_t sample_double_weights(const std::vector<double>& weights, uint32_t bits)
   return sample_categorical(as_float, bits);
 }
 
+// The state of one node of a traversal (docs/verifiers.md V7), set when the walk enters it.
+struct TraversalState {
+  double w = 1.0;           // its weight
+  std::vector<double> p;    // P: its target row, then the residuals (normalised)
+  std::vector<double> q;    // Q: the law of its next child
+  std::vector<char> drawn;  // the children deleted so far (their tokens)
+  int deletions = 0;
+  double first_w = 1.0;          // w when its first child was deleted
+  std::vector<double> residual;  // (w·P − Q)⁺ of its last deletion, unnormalised
+  size_t next_child = 0;         // children[node][next_child] is the next one to enter
+};
+
+// Traversal verification of request r (docs/verifiers.md V7): post-order over the tree, each node
+// tested once all its children are deleted; a pass accepts the path to it.
+void verify_traversal_request(const TreeBatch& batch, const TreeParams& params, int64_t r,
+                              TreeResult& out) {
+  const auto children = children_of(batch, r);
+  const auto depth = depths_of(batch, r);
+  const int64_t n = node_count(batch, r);
+  const int64_t width = batch.max_nodes + 1;
+  const int64_t v = batch.vocab;
+  // index of a node's uniform: its rank among the nodes of its depth, in node order.
+  std::vector<uint32_t> rank(n + 1, 0);
+  {
+    std::vector<uint32_t> seen(n + 2, 0);
+    for (int64_t i = 0; i <= n; ++i) rank[i] = seen[depth[i]]++;
+  }
+  std::vector<TraversalState> state(n + 1);
+  const auto enter = [&](int32_t node, double w) {
+    TraversalState& s = state[node];
+    s.w = w;
+    const auto p = target_row(batch, r, node);
+    s.p.assign(p.begin(), p.end());
+    if (!children[node].empty()) {
+      const auto q = draft_row(batch, r, node);
+      s.q.assign(q.begin(), q.end());  // the first child's law: the row as given
+      s.drawn.assign(v, 0);
+    }
+  };
+  // The weight of the next child c of `node`: min(1, w·P(c)/Q(c)), 0 where Q(c) = 0.
+  const auto child_weight = [&](int32_t node, int32_t token) {
+    const TraversalState& s = state[node];
+    if (mutant(Mutant::kTraversalStaleSiblingWeight) && s.deletions > 0) {
+      const double p = target_row(batch, r, node)[token], q = draft_row(batch, r, node)[token];
+      return q > 0.0 ? std::min(1.0, s.first_w * p / q) : 0.0;
+    }
+    return s.q[token] > 0.0 ? std::min(1.0, s.w * s.p[token] / s.q[token]) : 0.0;
+  };
+  // From `node`, enter first children down to a node whose children are all deleted.
+  const auto descend = [&](int32_t node) {
+    while (state[node].next_child < children[node].size()) {
+      const int32_t kid = children[node][state[node].next_child];
+      enter(kid, child_weight(node, batch.tokens[r * width + kid]));
+      node = kid;
+    }
+    return node;
+  };
+  // Deletes `kid`, a child of `node`: Z = Σ (w·P − Q)⁺, w ← Z/(Z + 1 − w) (1 on 0/0),
+  // P ← norm((w·P − Q)⁺) (kept when Z = 0: then w = 0 or nothing is left to reject), Q ← q on the
+  // undrawn tokens renormalised.
+  const auto remove = [&](int32_t node, int32_t kid) {
+    TraversalState& s = state[node];
+    std::vector<double> residual(v);
+    double z = 0.0;
+    for (int64_t t = 0; t < v; ++t) {
+      residual[t] = std::max(0.0, s.w * s.p[t] - s.q[t]);
+      z += residual[t];
+    }
+    if (s.deletions == 0) s.first_w = s.w;
+    ++s.deletions;
+    const double denominator = z + (1.0 - s.w);
+    s.w = denominator > 0.0 ? std::min(1.0, z / denominator) : 1.0;
+    if (z > 0.0) {
+      for (int64_t t = 0; t < v; ++t) s.p[t] = residual[t] / z;
+    }
+    s.residual = std::move(residual);
+    s.drawn[batch.tokens[r * width + kid]] = 1;
+    const auto q = draft_row(batch, r, node);
+    double remaining = 0.0;
+    for (int64_t t = 0; t < v; ++t) remaining += s.drawn[t] ? 0.0 : q[t];
+    for (int64_t t = 0; t < v; ++t) {
+      s.q[t] = s.drawn[t] || !(remaining > 0.0) ? 0.0 : q[t] / remaining;
+    }
+    ++s.next_child;
+    state[kid] = TraversalState{};  // its subtree is done: only the current path keeps V-rows
+  };
+
+  RandomAddress address{params.seed, request_id(batch, r), params.step, 0, Purpose::kBlockEta, 0};
+  enter(0, 1.0);
+  int32_t node = descend(0);
+  while (node != 0) {  // the root always passes: its weight stays 1 (proofs/v7_traversal.md)
+    address.position = static_cast<uint32_t>(depth[node]);
+    address.index = rank[node];
+    if (philox_uniform(address) <= state[node].w) break;
+    const int32_t parent = batch.parents[row_index(batch, r, node)];
+    remove(parent, node);
+    node = descend(parent);
+  }
+
+  // The accepted path: node's ancestors from the root's child down to node.
+  const int32_t n_accepted = depth[node];
+  for (int32_t at = node, d = n_accepted; at != 0; at = batch.parents[row_index(batch, r, at)]) {
+    --d;
+    out.accepted_nodes[r * width + d] = at;
+    out.emitted_tokens[r * width + d] = batch.tokens[r * width + at];
+  }
+  out.n_accepted[r] = n_accepted;
+
+  const TraversalState& s = state[node];
+  const auto p = target_row(batch, r, node);
+  address.position = static_cast<uint32_t>(n_accepted + 1);
+  address.index = 0;
+  int32_t last = -1;
+  if (s.deletions == 0) {  // an original leaf: the bonus from its p
+    address.purpose = Purpose::kBonusSample;
+    if (mutant(Mutant::kBonusWithoutStep)) address.step = 0;
+    last = sample_categorical(p, philox_bits(address));
+  } else {
+    address.purpose = Purpose::kResidualSample;
+    if (s.deletions == 1) {
+      // The node's first residual norm((w·p − q)⁺) on its own rows, weighted as V5's: on a chain
+      // the token is V5's bit for bit.
+      const std::vector<uint64_t> weights =
+          block_residual_weights(static_cast<float>(s.first_w), p, draft_row(batch, r, node));
+      uint64_t mass = 0;
+      for (uint64_t w : weights) mass += w;
+      if (mass > 0) {
+        const uint64_t target = fixed_target(philox_bits(address), mass);
+        uint64_t cumulative = 0;
+        for (int64_t t = 0; t < v && last < 0; ++t) {
+          cumulative += weights[t];
+          if (cumulative > target) last = static_cast<int32_t>(t);
+        }
+      }
+    } else {
+      last = sample_double_weights(s.residual, philox_bits(address));
+    }
+    if (last < 0) {  // zero mass after rounding: p, counted (docs/verifiers.md V1)
+      out.residual_fallback[r] = 1;
+      last = sample_categorical(p, philox_bits(address));
+    }
+  }
+  out.emitted_tokens[r * width + n_accepted] = last;
+}
+
 void verify_request(const TreeBatch& batch, const TreeParams& params, int64_t r, TreeResult& out) {
   const TreeMethod method = method_of(batch, params, r);
+  if (method == TreeMethod::kTraversal) {
+    verify_traversal_request(batch, params, r, out);
+    return;
+  }
   const auto children = children_of(batch, r);
   const auto depth = depths_of(batch, r);
   const int64_t width = batch.max_nodes + 1;

@@ -19,9 +19,12 @@ enum class TreeMethod {
   kTopk,  ///< "tree-topk": deterministic top-k of q; q⁽ʲ⁾ = one-hot(c_j)
   kTopkSoftmaxQ,  ///< "tree-topk-softmax-q": top-k picks verified as if q⁽ʲ⁾ = q — LOSSY
   kKseq,          ///< "kseq": SpecTr K-SEQ, c_j i.i.d. from q, ρ-scaled acceptance
+  kTraversal,     ///< "traversal": traversal verification (Weng et al. 2025), candidates drawn
+                  ///< without replacement as tree-swor, accepted leaf-to-root at sequence level
 };
 
-/// "tree-iid", "tree-swor", "tree-topk", "tree-topk-softmax-q", "kseq" (the registry's names).
+/// "tree-iid", "tree-swor", "tree-topk", "tree-topk-softmax-q", "kseq", "traversal" (the
+/// registry's names).
 std::string_view to_string(TreeMethod method);
 /// Parses a method name; throws InvalidInput listing the valid names.
 TreeMethod parse_tree_method(std::string_view name);
@@ -73,9 +76,9 @@ struct TreeResult {
 };
 
 /// Checks shapes, the tree structure (parents[i] < i, so no cycle), token ids, sibling rules
-/// (without replacement and top-k: distinct tokens, at most V of them; without replacement: the
-/// draft row keeps mass for every sibling) and every probability row the batch uses. Throws
-/// InvalidInput naming the argument, request, node and value.
+/// (without replacement — tree-swor and traversal — and top-k: distinct tokens, at most V of them;
+/// without replacement: the draft row keeps mass for every sibling) and every probability row the
+/// batch uses. Throws InvalidInput naming the argument, request, node and value.
 void validate_tree_batch(const TreeBatch& batch, const TreeParams& params);
 
 /// The laws of docs/verifiers.md V6 step 1 at one node whose children hold the tokens c_1..c_k
@@ -106,6 +109,18 @@ TreeNodeLaws tree_node_laws(TreeMethod method, std::span<const float> probs_targ
 /// depth of the candidates, kAcceptTest, index = sibling number 0..k-1); the last token at position
 /// depth+1 with kResidualSample or kBonusSample, index 0. p⁽ʲ⁾ is kept in double (sums in token
 /// order) and sampled through fixed point like core/sampling/sampling.cpp.
+/// kTraversal (docs/verifiers.md V7, traversal verification) walks the tree differently: every
+/// node carries a weight w (the root 1), a target law P (its p row) and a draft law Q (its q row);
+/// a child c entered from its parent gets w_c = min(1, w·P(c)/Q(c)) (0 if Q(c) = 0). The walk
+/// visits the nodes in post-order (first child first): the current node, once all its children are
+/// deleted, passes with u ≤ w, where u is at (seed; request, step, position = its depth,
+/// kBlockEta, index = its rank among the nodes of that depth in node order); the root always
+/// passes. A pass accepts the path to the node and ends the step with one token from P (the bonus
+/// from p at an original leaf, kBonusSample; else the residual, kResidualSample; position
+/// depth+1, index 0). A failure deletes the node and updates its parent with Z = Σ (w·P − Q)⁺:
+/// w ← Z/(Z + 1 − w) (1 on 0/0), P ← norm((w·P − Q)⁺), Q ← q on the tokens not drawn yet,
+/// renormalised. On a chain (one child per node) this is V5 block verification with V5's uniforms
+/// and weights, token for token (the first residual of a node is V5's block_residual_weights).
 TreeResult verify_tree(const TreeBatch& batch, const TreeParams& params);
 
 /// K-SEQ's ρ ∈ [1, k] (docs/verifiers.md V6): with β(ρ) = Σ min(q, p/ρ), the root of

@@ -23,7 +23,7 @@ def step(probs_target, probs_draft, *, method="token", leniency=1, epsilon=0.09,
             "tree-iid", "kseq", ...
         leniency: l in (0, 1] for "lenient" (exact).
         epsilon, delta: typical acceptance's ε and δ (floats).
-        branches: candidates per tree node for the tree methods and "kseq".
+        branches: candidates per tree node for the tree methods ("tree-*", "kseq", "traversal").
 
     Returns:
         dict: distribution {tuple of emitted ids: Fraction}, expected_accepted,

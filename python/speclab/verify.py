@@ -178,8 +178,9 @@ def verify_typical(probs_target, draft_tokens, *, seed, probs_draft=None, n_draf
 
 def verify_tree(probs_target, probs_draft, parents, tokens, *, seed, method="tree-iid",
                 n_nodes=None, step=0, request_ids=None):
-    """Tree verification (docs/verifiers.md V6) by recursive rejection sampling, or SpecTr's
-    K-SEQ (method "kseq"), over one flattened token tree per request: node 0 is the root (the
+    """Tree verification (docs/verifiers.md V6) by recursive rejection sampling, SpecTr's
+    K-SEQ (method "kseq") or traversal verification (V7, method "traversal": candidates drawn
+    without replacement), over one flattened token tree per request: node 0 is the root (the
     context), nodes 1..n have parents[i] < i; the children of a node, in node order, are its
     sibling candidates in the order drawn.
 
@@ -190,7 +191,8 @@ def verify_tree(probs_target, probs_draft, parents, tokens, *, seed, method="tre
         parents: int32 [B, N+1]; entry 0 is not read.
         tokens: int32 [B, N+1] in [0, V); entry 0 is not read.
         seed: int in [0, 2^64).
-        method: "tree-iid", "tree-swor", "tree-topk", "tree-topk-softmax-q" (lossy) or "kseq".
+        method: "tree-iid", "tree-swor", "tree-topk", "tree-topk-softmax-q" (lossy), "kseq" or
+            "traversal".
         n_nodes: optional int32 [B], nodes used per request (≤ N); None means N.
         step: int in [0, 2^32).
         request_ids: optional uint32 [B].

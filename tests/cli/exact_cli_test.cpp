@@ -1,4 +1,4 @@
-// `speclab exact` (cli/cmd_exact.cpp): the exact step distribution of docs/verifiers.md V1-V6 as
+// `speclab exact` (cli/cmd_exact.cpp): the exact step distribution of docs/verifiers.md V1-V7 as
 // JSON, and exit status 2 with a message naming the option for bad input (docs/architecture.md
 // "Errors").
 #include <gtest/gtest.h>
@@ -85,7 +85,8 @@ TEST(ExactCli, TreeMethodsReportLosslessness) {
   const Case cases[] = {{"tree-iid", "112/81", true},
                         {"tree-swor", "2/1", true},
                         {"tree-topk", "2/1", true},
-                        {"tree-topk-softmax-q", "2/1", false}};
+                        {"tree-topk-softmax-q", "2/1", false},
+                        {"traversal", "2/1", true}};
   for (const Case& c : cases) {
     const CliRun run =
         run_exact(std::string("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method ") + c.method +
@@ -113,6 +114,17 @@ TEST(ExactCli, KseqPrintsRhoAndIsLossless) {
   EXPECT_TRUE(contains(run.output, "\"rho\": \"1.43425854591")) << run.output;  // (5+√13)/6
   EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
   EXPECT_TRUE(contains(run.output, "\"conditionals_hold\": true")) << run.output;
+}
+
+TEST(ExactCli, TraversalWithOneBranchIsBlockOnTheSpecVector) {
+  // One child per node: traversal is V5 and accepts 11/9 (proofs/v5_block.md §4).
+  const CliRun run =
+      run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method traversal --branches 1");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"method\": \"traversal\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"expected_accepted\": \"11/9\"")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"conditionals_hold\": true")) << run.output;
+  EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
 }
 
 TEST(ExactCli, TypicalIsLossyOnTheSpecVector) {
@@ -146,6 +158,10 @@ TEST(ExactCli, BadInputExitsTwoNamingTheOption) {
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method tree-swor --branches 3", "--branches"},
       {"--target 1/3,2/3 --draft 1,0 --gamma 2 --method tree-swor --branches 2", "support"},
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method tree-topk --branches 3", "vocabulary"},
+      {"--target 1/3,2/3 --draft 1,0 --gamma 2 --method traversal --branches 2", "support"},
+      {"--target 1/8,1/8,1/8,1/8,1/8,1/8,1/8,1/8 --draft 1/8,1/8,1/8,1/8,1/8,1/8,1/8,1/8 "
+       "--gamma 4 --method traversal --branches 4",
+       "enumerates about"},
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical --epsilon 0", "--epsilon"},
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method typical --delta -1", "--delta"},
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method block --epsilon 0.1", "--epsilon"},

@@ -255,6 +255,21 @@ TEST(SpeculativeDecodeGpu, BadConfigThrows) {
   DecodeConfig typical{.max_new_tokens = 4};
   typical.verifier = make_verifier("typical");
   EXPECT_THROW(gpu::speculative_decode(target, draft, prompts, typical), InvalidInput);
+  // The tree verifiers (V6, K-SEQ, V7 traversal) are CPU-only: the device loop refuses them by
+  // name, listing the verifiers it runs.
+  for (const char* tree : {"tree-iid", "kseq", "traversal"}) {
+    DecodeConfig config{.max_new_tokens = 4};
+    config.verifier = make_verifier(tree, {2, 1});
+    try {
+      gpu::speculative_decode(target, draft, prompts, config);
+      ADD_FAILURE() << tree << " ran on the device";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("verifier is \"") + tree + "\""),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("the device loop runs"), std::string::npos) << e.what();
+    }
+  }
   DecodeConfig filtered{.max_new_tokens = 4};
   filtered.sampling.top_p = 0.9;
   EXPECT_THROW(gpu::speculative_decode(target, draft, prompts, filtered), InvalidInput);

@@ -195,6 +195,13 @@ TEST(Mutant, TopkSoftmaxQIsCaughtByStream) {
   expect_stream_caught(Mutant::kTopkSoftmaxQ, config);
 }
 
+TEST(Mutant, TraversalStaleSiblingWeightIsCaughtByStream) {
+  // Two candidates per node, depth 2: a second sibling is entered after the first one's deletion,
+  // with the mutant's weight from the parent's state before it.
+  DecodeConfig config{.verifier = make_verifier("traversal", {2, 2})};
+  expect_stream_caught(Mutant::kTraversalStaleSiblingWeight, config);
+}
+
 TEST(Mutant, ResidualFromTargetIsCaughtByStream) {
   expect_stream_caught(Mutant::kResidualFromTarget, {.gamma = 2});
 }

@@ -229,6 +229,81 @@ TEST(ExactTree, SpecVectorValues) {
   EXPECT_EQ(enumerate_tree_step(target, draft, TreeMethod::kIid, 2).expected_accepted, Q(112, 81));
 }
 
+// Traversal verification (docs/verifiers.md V7, proofs/v7_traversal.md). Its enumerator walks the
+// whole tree, so the shapes are smaller than above: V ≤ 4, K ≤ 3, γ ≤ 2 (at most 84² branches).
+RC_GTEST_PROP(ExactTree, TraversalIsLosslessOneStep, ()) {
+  const int vocab = *rc::gen::inRange(2, 5);
+  const int gamma = *rc::gen::inRange(0, 3);
+  const int branches = *rc::gen::inRange(1, std::min(vocab, 3) + 1);
+  const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> probs_draft = gen_rows(gamma, vocab, branches);
+  const StepResult step =
+      enumerate_tree_step(probs_target, probs_draft, TreeMethod::kTraversal, branches);
+  RC_ASSERT(total_probability(step.distribution) == 1);
+  RC_ASSERT(step.first_token_marginal == probs_target[0]);
+  const auto violation = find_conditional_violation(step, probs_target);
+  RC_ASSERT_FALSE(violation.has_value());
+}
+
+RC_GTEST_PROP(ExactTree, TraversalStreamsMatchTargetChain, ()) {
+  // Markov rows: every node has the rows of its own token, so the walk's per-node state matters.
+  const int vocab = *rc::gen::inRange(2, 4);
+  const int gamma = *rc::gen::inRange(1, 3);
+  const int branches = *rc::gen::inRange(1, vocab + 1);
+  const int start = *rc::gen::inRange(0, vocab);
+  const MarkovChain target{vocab, gen_rows(vocab, vocab)};
+  const MarkovChain draft{vocab, gen_rows(vocab, vocab, branches)};
+  const Distribution stream =
+      enumerate_tree_stream(target, draft, start, gamma, branches, 3, TreeMethod::kTraversal);
+  RC_ASSERT(stream == chain_distribution(target, start, 3));
+}
+
+RC_GTEST_PROP(ExactTree, TraversalOnAChainIsBlockVerification, ()) {
+  // K = 1: one child per node, the tree is V5's draft chain and traversal is V5 (proofs/
+  // v7_traversal.md §3): the same step law by position, and the same stream over Markov chains.
+  const int vocab = *rc::gen::inRange(2, 5);
+  const int gamma = *rc::gen::inRange(1, 4);
+  const std::vector<Row> probs_target = gen_rows(gamma + 1, vocab);
+  const std::vector<Row> probs_draft = gen_rows(gamma, vocab);
+  const StepResult block = enumerate_step(probs_target, probs_draft, BlockMethod{});
+  const StepResult traversal =
+      enumerate_tree_step(probs_target, probs_draft, TreeMethod::kTraversal, 1);
+  RC_ASSERT(traversal.distribution == block.distribution);
+  RC_ASSERT(traversal.accepted_length == block.accepted_length);
+  const int start = *rc::gen::inRange(0, vocab);
+  const MarkovChain target{vocab, gen_rows(vocab, vocab)};
+  const MarkovChain draft{vocab, gen_rows(vocab, vocab)};
+  const int stream_gamma = std::min(gamma, 2);
+  RC_ASSERT(
+      enumerate_tree_stream(target, draft, start, stream_gamma, 1, 3, TreeMethod::kTraversal) ==
+      enumerate_stream(target, draft, start, stream_gamma, 3, BlockMethod{}));
+}
+
+RC_GTEST_PROP(ExactTree, TraversalOfDepthOneIsRecursiveRejectionWithoutReplacement, ()) {
+  // γ = 1: the children are leaves and the root's weight stays 1, so child j is tested with
+  // min(1, P(c_j)/Q(c_j)) where P is the root's p after j − 1 residual updates norm((P − Q)⁺) and
+  // Q is q without the deleted tokens, renormalised — tree-swor's test and residual, exactly.
+  const int vocab = *rc::gen::inRange(2, 6);
+  const int branches = *rc::gen::inRange(1, std::min(vocab, 4) + 1);
+  const std::vector<Row> probs_target = gen_rows(2, vocab);
+  const std::vector<Row> probs_draft = gen_rows(1, vocab, branches);
+  RC_ASSERT(
+      enumerate_tree_step(probs_target, probs_draft, TreeMethod::kTraversal, branches)
+          .distribution ==
+      enumerate_tree_step(probs_target, probs_draft, TreeMethod::kSwor, branches).distribution);
+}
+
+TEST(ExactTree, TraversalSpecVectorValues) {
+  // K = 1 on the test vector is V5: E[τ] = 11/9 (proofs/v5_block.md §4), where tree-swor (V1 on a
+  // chain) accepts 10/9. K = 2 over V = 2 holds every sequence; both then accept γ = 2 always
+  // (the branch-by-branch walk of proofs/v7_traversal.md §4).
+  const std::vector<Row> target(3, kSpecTarget), draft(2, kSpecDraft);
+  EXPECT_EQ(enumerate_tree_step(target, draft, TreeMethod::kTraversal, 1).expected_accepted,
+            Q(11, 9));
+  EXPECT_EQ(enumerate_tree_step(target, draft, TreeMethod::kSwor, 1).expected_accepted, Q(10, 9));
+  EXPECT_EQ(enumerate_tree_step(target, draft, TreeMethod::kTraversal, 2).expected_accepted, 2);
+}
+
 template <typename F>
 void expect_invalid(F&& call, const std::string& needle) {
   try {
@@ -253,6 +328,17 @@ TEST(ExactTree, RejectsBadInput) {
       "(1 tokens with q > 0)");
   expect_invalid([&] { enumerate_tree_step(target, draft, TreeMethod::kTopk, 3); },
                  "exceeds the vocabulary V = 2");
+  expect_invalid([&] { enumerate_tree_step(target, draft, TreeMethod::kTraversal, 3); },
+                 "branches K = 3 exceeds the support of probs_draft row 0");
+  {
+    const Row uniform(8, Q(1, 8));
+    expect_invalid(
+        [&] {
+          enumerate_tree_step(std::vector<Row>(5, uniform), std::vector<Row>(4, uniform),
+                              TreeMethod::kTraversal, 4);
+        },
+        "traversal with V = 8, K = 4, γ = 4 enumerates about");
+  }
   expect_invalid([&] { enumerate_tree_step(target, draft, TreeMethod::kIid, 5); },
                  "branches K is 5");
   expect_invalid(

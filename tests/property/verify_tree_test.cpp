@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "core/exact/exact.hpp"
+#include "core/verify/verify_block.hpp"
 #include "core/verify/verify_chain.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/chain_gen.hpp"
@@ -49,7 +50,7 @@ struct Instance {
 
 TreeMethod gen_method() {
   return *rc::gen::element(TreeMethod::kIid, TreeMethod::kSwor, TreeMethod::kTopk,
-                           TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq);
+                           TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq, TreeMethod::kTraversal);
 }
 
 // B 1..3 K-ary trees (K 1..3 ≤ V, depth 0..2) padded to a common N, rows from a pool picked by
@@ -68,9 +69,10 @@ Instance gen_instance(bool lossless_only = false) {
   Instance inst{OwnedTreeBatch(b, kary_nodes(k, max_depth), v), {}, {}};
   inst.params.seed = *rc::gen::arbitrary<uint64_t>();
   inst.params.step = *rc::gen::arbitrary<uint32_t>();
-  inst.params.method = lossless_only ? *rc::gen::element(TreeMethod::kIid, TreeMethod::kSwor,
-                                                         TreeMethod::kTopk, TreeMethod::kKseq)
-                                     : gen_method();
+  inst.params.method =
+      lossless_only ? *rc::gen::element(TreeMethod::kIid, TreeMethod::kSwor, TreeMethod::kTopk,
+                                        TreeMethod::kKseq, TreeMethod::kTraversal)
+                    : gen_method();
   const bool own_methods = !lossless_only && *rc::gen::arbitrary<bool>();
   inst.batch.n_nodes.resize(b);
   for (int64_t r = 0; r < b; ++r) {
@@ -219,6 +221,48 @@ RC_GTEST_PROP(VerifyTreeProperty, OneBranchIidChainIsTokenLevel, ()) {
   const auto t = verify_tree(tree.view(), {.method = TreeMethod::kIid, .seed = seed});
   RC_ASSERT(c.n_accepted == t.n_accepted);
   RC_ASSERT(c.emitted_tokens == t.emitted_tokens);
+}
+
+RC_GTEST_PROP(VerifyTreeProperty, TraversalOnAChainIsBlockVerification, ()) {
+  // docs/verifiers.md V7: with one child per node traversal tests the leaf with w_γ, then each
+  // node, deepest first, with V5's h_i = Z_i/(Z_i + 1 − w_i), at V5's addresses (position = depth,
+  // kBlockEta, index 0), and samples V5's residual; so the tokens equal verify_block's on the same
+  // seed, for every row (not only exact ones), ragged depths and request ids included.
+  const int64_t b = *rc::gen::inRange<int64_t>(1, 4);
+  const int64_t g = *rc::gen::inRange<int64_t>(0, 5);
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 7);
+  testing::OwnedChainBatch chain(b, g, v);
+  OwnedTreeBatch tree(b, g, v);
+  const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
+  const uint32_t step = *rc::gen::arbitrary<uint32_t>();
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t i = 0; i <= g; ++i) {
+      fill_row(chain.target_row(r, i), gen_weights(v));
+      std::copy_n(chain.target_row(r, i), v, tree.target_row(r, i));
+    }
+    for (int64_t i = 0; i < g; ++i) {
+      fill_row(chain.draft_row(r, i), gen_weights(v));
+      std::copy_n(chain.draft_row(r, i), v, tree.draft_row(r, i));
+    }
+  }
+  chain.draw_drafts(seed);
+  chain.n_draft = *rc::gen::container<std::vector<int32_t>>(
+      b, rc::gen::inRange<int32_t>(0, static_cast<int32_t>(g) + 1));
+  tree.n_nodes = chain.n_draft;
+  chain.request_ids = *rc::gen::container<std::vector<uint32_t>>(b, rc::gen::arbitrary<uint32_t>());
+  tree.request_ids = chain.request_ids;
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t i = 1; i <= g; ++i) {
+      tree.parent(r, i) = static_cast<int32_t>(i - 1);
+      tree.token(r, i) = chain.token(r, i - 1);
+    }
+  }
+  const auto c = verify_block(chain.view(), {.seed = seed, .step = step});
+  const auto t =
+      verify_tree(tree.view(), {.method = TreeMethod::kTraversal, .seed = seed, .step = step});
+  RC_ASSERT(c.n_accepted == t.n_accepted);
+  RC_ASSERT(c.emitted_tokens == t.emitted_tokens);
+  RC_ASSERT(c.residual_fallback == t.residual_fallback);
 }
 
 RC_GTEST_PROP(VerifyTreeProperty, NodeLawsMatchRationalRecursion, ()) {

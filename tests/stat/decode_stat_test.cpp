@@ -22,12 +22,12 @@ using testing::fits;
 using testing::report_chi_square;
 using testing::stat_seed;
 
-// Fourteen checks in this suite share the 1e-6 budget (Bonferroni):
-// TokenLevelStreamIsTheTargetChain 2, TreeStreamsAreTheTargetChain 4 (the lossy control is no
+// Fifteen checks in this suite share the 1e-6 budget (Bonferroni):
+// TokenLevelStreamIsTheTargetChain 2, TreeStreamsAreTheTargetChain 5 (the lossy control is no
 // false-failure risk), LenientStreamIsItsExactLossyLaw 1,
 // PlainDecodingIsTheTargetChainAtItsTemperature 2, SpeculativeAtHalfTemperatureIsPlainDecodingsLaw
 // 1, SixTokenStreamsAreTheTargetChain 4.
-const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 14);
+const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 15);
 
 constexpr int kVocab = 3;
 constexpr int kLength = 4;
@@ -105,9 +105,10 @@ TEST(DecodeStat, TokenLevelStreamIsTheTargetChain) {
 
 TEST(DecodeStat, TreeStreamsAreTheTargetChain) {
   // Tree decoding end to end (drafting the tree from the draft chain, one target call over every
-  // node, recursive rejection): each lossless candidate law gives the target chain's stream.
+  // node, recursive rejection or traversal): each lossless candidate law gives the target chain's
+  // stream.
   const auto expected = exact::chain_distribution(exact_chain(kTargetWeights), 0, kLength);
-  for (const char* method : {"tree-iid", "tree-swor", "tree-topk", "kseq"}) {
+  for (const char* method : {"tree-iid", "tree-swor", "tree-topk", "kseq", "traversal"}) {
     DecodeConfig config{.verifier = make_verifier(method, {2, 2})};
     check_stream(method, expected, config);
   }

@@ -41,7 +41,7 @@ TEST_P(LosslessVerifier, JointLawOfFourTokensIsTheTargets) {
 
 INSTANTIATE_TEST_SUITE_P(Slow, LosslessVerifier,
                          ::testing::Values("token", "block", "tree-iid", "tree-swor", "tree-topk",
-                                           "kseq"),
+                                           "kseq", "traversal"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -3,7 +3,8 @@
 // Philox draft-sample uniforms, verified by verify_tree, against the exact laws of
 // core/exact/exact_tree.hpp — the joint emitted sequence of one step for every method (binary
 // trees over V = 3 with rows by depth; ternary trees over V = 5 with rows by the node's token), and
-// the lossy variant's first token detectably away from the target.
+// the lossy variant's first token detectably away from the target. Traversal (V7) draws its
+// candidates without replacement, like tree-swor.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -24,9 +25,9 @@ using testing::fits;
 using testing::OwnedTreeBatch;
 using testing::stat_seed;
 
-// One χ² per method and instance (2 × 5) share the 1e-6 budget; the positive control below is not
+// One χ² per method and instance (2 × 6) share the 1e-6 budget; the positive control below is not
 // a risk of false failure (see there).
-constexpr int64_t kChecks = 10;
+constexpr int64_t kChecks = 12;
 const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, kChecks);
 constexpr int64_t kBatch = 2048, kVocab = 3, kDepth = 2, kBranches = 2;
 
@@ -126,7 +127,8 @@ TEST_P(VerifyTreeStat, JointMatchesExact) {
 
 INSTANTIATE_TEST_SUITE_P(Methods, VerifyTreeStat,
                          ::testing::Values(TreeMethod::kIid, TreeMethod::kSwor, TreeMethod::kTopk,
-                                           TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq),
+                                           TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq,
+                                           TreeMethod::kTraversal),
                          [](const auto& info) {
                            std::string name(to_string(info.param));
                            for (char& c : name) c = c == '-' ? '_' : c;

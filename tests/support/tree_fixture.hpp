@@ -57,7 +57,8 @@ inline int64_t kary_nodes(int64_t branches, int64_t depth) {
 /// (float rows of V) for a node at `depth` whose token is parent_token (−1 for the root). The
 /// children of each node are drawn from its draft row by `method`'s law with the uniforms
 /// (seed; request id, step, position = node index, kDraftSample, index = sibling number): i.i.d.,
-/// without replacement (sequentially from q restricted to undrawn tokens), or top-k (ties to the
+/// without replacement (tree-swor and traversal: sequentially from q restricted to undrawn
+/// tokens), or top-k (ties to the
 /// lowest id).
 template <class RowOf>
 void fill_kary_tree(OwnedTreeBatch& batch, int64_t r, TreeMethod method, int64_t branches,
@@ -88,7 +89,7 @@ void fill_kary_tree(OwnedTreeBatch& batch, int64_t r, TreeMethod method, int64_t
         int32_t c = 0;
         if (method == TreeMethod::kTopk || method == TreeMethod::kTopkSoftmaxQ) {
           c = order[j];
-        } else if (method == TreeMethod::kSwor) {
+        } else if (method == TreeMethod::kSwor || method == TreeMethod::kTraversal) {
           c = sample_categorical(remaining, philox_bits(a));
           remaining[c] = 0.0f;
         } else {

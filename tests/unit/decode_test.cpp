@@ -296,7 +296,7 @@ TEST(DecodeEngine, EachVerifierIsTheOneThatRuns) {
 TEST(DecodeEngine, TreeDecodingAcceptsEverythingWhenDraftEqualsTarget) {
   auto model = random_markov("m", 4, 2, 51);
   const auto ps = prompts(5, 4);
-  for (const char* name : {"tree-iid", "tree-swor", "kseq"}) {
+  for (const char* name : {"tree-iid", "tree-swor", "kseq", "traversal"}) {
     DecodeConfig config{
         .max_new_tokens = 12, .seed = 2, .verifier = make_verifier(name, {2, 2, 1})};
     const auto r = speculative_decode(model, model, ps, config);

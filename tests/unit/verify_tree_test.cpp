@@ -43,7 +43,7 @@ OwnedTreeBatch small_tree() {
 
 TEST(VerifyTree, MethodNamesRoundTrip) {
   for (TreeMethod m : {TreeMethod::kIid, TreeMethod::kSwor, TreeMethod::kTopk,
-                       TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq}) {
+                       TreeMethod::kTopkSoftmaxQ, TreeMethod::kKseq, TreeMethod::kTraversal}) {
     EXPECT_EQ(parse_tree_method(to_string(m)), m);
     EXPECT_EQ(is_lossy(m), m == TreeMethod::kTopkSoftmaxQ);
   }
@@ -52,6 +52,54 @@ TEST(VerifyTree, MethodNamesRoundTrip) {
     ADD_FAILURE();
   } catch (const InvalidInput& e) {
     EXPECT_THAT(e.what(), HasSubstr("tree method is \"tree\"; expected one of"));
+  }
+}
+
+TEST(VerifyTree, TraversalKeepsAPathWhoseFirstTokenAloneWouldFail) {
+  // docs/verifiers.md V7 on a chain: root p = (1/2, 1/2), q = (1, 0), child token 0: w₁ = 1/2;
+  // node 1 p = (1, 0), q = (1/2, 1/2), child token 0: w₂ = min(1, w₁·1/(1/2)) = 1. The leaf, tested
+  // first, passes surely: every seed accepts both tokens, and the bonus from node 2's p = (0, 1)
+  // is 1. Token-level rejection (tree-swor with one child) accepts node 1 only with 1/2.
+  OwnedTreeBatch b(1, 2, 2);
+  fill_row(b.target_row(0, 0), {1, 1});
+  fill_row(b.draft_row(0, 0), {1, 0});
+  fill_row(b.target_row(0, 1), {1, 0});
+  fill_row(b.draft_row(0, 1), {1, 1});
+  fill_row(b.target_row(0, 2), {0, 1});
+  fill_row(b.draft_row(0, 2), {1, 1});
+  b.parents = {-1, 0, 1};
+  b.tokens = {0, 0, 0};
+  int swor_short = 0;
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    const TreeResult t = verify_tree(b.view(), {.method = TreeMethod::kTraversal, .seed = seed});
+    EXPECT_EQ(t.n_accepted[0], 2) << seed;
+    EXPECT_EQ(t.emitted_tokens, (std::vector<int32_t>{0, 0, 1})) << seed;
+    EXPECT_EQ(t.accepted_nodes, (std::vector<int32_t>{1, 2, -1})) << seed;
+    swor_short +=
+        verify_tree(b.view(), {.method = TreeMethod::kSwor, .seed = seed}).n_accepted[0] < 2;
+  }
+  EXPECT_GT(swor_short, 0);  // P(all 64 accept) = 2^-64
+}
+
+TEST(VerifyTree, TraversalResidualAfterEverySiblingIsDeleted) {
+  // Root p = (0, 0, 1), q = (1/2, 1/2, 0), two leaf children with tokens 0 and 1: both have weight
+  // 0 (p(c) = 0), so both are deleted whatever u is; the root's residual is then norm((p − q)⁺) =
+  // (0, 0, 1) after the first deletion and stays so after the second (Q = (0, 1, 0), w = 1):
+  // token 2, nothing accepted, no fallback.
+  OwnedTreeBatch b(1, 2, 3);
+  fill_row(b.target_row(0, 0), {0, 0, 1});
+  fill_row(b.draft_row(0, 0), {1, 1, 0});
+  for (int64_t i = 1; i <= 2; ++i) {
+    fill_row(b.target_row(0, i), {1, 1, 1});
+    fill_row(b.draft_row(0, i), {1, 1, 1});
+  }
+  b.parents = {-1, 0, 0};
+  b.tokens = {0, 0, 1};
+  for (uint64_t seed = 0; seed < 16; ++seed) {
+    const TreeResult t = verify_tree(b.view(), {.method = TreeMethod::kTraversal, .seed = seed});
+    EXPECT_EQ(t.n_accepted[0], 0);
+    EXPECT_EQ(t.emitted_tokens, (std::vector<int32_t>{2, -1, -1}));
+    EXPECT_EQ(t.residual_fallbacks, 0);
   }
 }
 
@@ -140,6 +188,8 @@ TEST(VerifyTree, SiblingRulesOfTheCandidateLaw) {
   EXPECT_THAT(error_of(b, TreeMethod::kSwor),
               HasSubstr("nodes 1 and 2 (request 0, children of node 0) both hold token 0"));
   EXPECT_THAT(error_of(b, TreeMethod::kTopk), HasSubstr("tree-topk needs distinct sibling tokens"));
+  EXPECT_THAT(error_of(b, TreeMethod::kTraversal),
+              HasSubstr("traversal needs distinct sibling tokens"));
 
   // Four children over V = 3 without replacement: more siblings than the vocabulary.
   OwnedTreeBatch wide(1, 4, 3);
@@ -159,6 +209,9 @@ TEST(VerifyTree, SiblingRulesOfTheCandidateLaw) {
   EXPECT_THAT(
       error_of(b, TreeMethod::kSwor),
       HasSubstr("node 2 (request 0, sibling 2 of node 0): probs_draft row 0 has no mass left"));
+  EXPECT_THAT(
+      error_of(b, TreeMethod::kTraversal),
+      HasSubstr("no mass left after the 1 earlier siblings; traversal cannot have drawn it"));
 }
 
 TEST(VerifyTree, RowErrorsNameTheNode) {
