@@ -4,13 +4,17 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -311,6 +315,72 @@ void read_attribute_value(const Hdf5Reader& reader, const OpenAttribute& open,
   }
 }
 
+// HDF5 1.10 reads a variable-length string through the file's global heap, and on a damaged file
+// its reader can crash or loop there (H5HG_read under H5Aread; tests/fuzz/verify_batch_fuzz.cpp
+// finds such files). The read therefore runs in a forked child that sends the text back through
+// a pipe, under an alarm: a damaged heap is an InvalidInput naming the file and the attribute,
+// never a crash or a hang of the process that reads it. The child only reads; the parent's HDF5
+// state is untouched. (speclab reads files only while no other thread of it is inside HDF5: a
+// child forked while another thread held HDF5's lock would wait for it until the alarm.)
+constexpr unsigned kStringReadSeconds = 10;
+
+std::string read_variable_string(const Hdf5Reader& reader, const OpenAttribute& open,
+                                 std::string_view name, hid_t memory_type) {
+  const std::string where = fmt::format("{}: root attribute '{}'", reader.path().string(), name);
+  int fds[2];
+  if (::pipe(fds) != 0) throw IoError(fmt::format("{}: cannot create a pipe", where));
+  std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw IoError(fmt::format("{}: cannot fork to read it ({})", where, std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::signal(SIGALRM, SIG_DFL);
+    ::alarm(kStringReadSeconds);
+    char* text = nullptr;
+    const bool ok = H5Aread(open.attribute.get(), memory_type, &text) >= 0;
+    const std::string reply =
+        ok ? "0" + std::string(text != nullptr ? text : "") : "1" + hdf5_detail();
+    for (size_t done = 0; done < reply.size();) {
+      const ssize_t n = ::write(fds[1], reply.data() + done, reply.size() - done);
+      if (n <= 0 && errno != EINTR) ::_exit(4);
+      if (n > 0) done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string reply;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n > 0) {
+      reply.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !reply.empty()) {
+    if (reply[0] == '0') return reply.substr(1);
+    throw InvalidInput(fmt::format("{}: cannot read root attribute '{}'{}", reader.path().string(),
+                                   name, reply.substr(1)));
+  }
+  const std::string how =
+      WIFSIGNALED(status)
+          ? (WTERMSIG(status) == SIGALRM
+                 ? fmt::format("did not finish within {} s", kStringReadSeconds)
+                 : fmt::format("crashed ({})", strsignal(WTERMSIG(status))))
+          : fmt::format("failed (status {})", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  throw InvalidInput(fmt::format(
+      "{} is damaged: the HDF5 library's read of this variable-length string {}", where, how));
+}
+
 // An integer attribute's value as Range, or InvalidInput saying which bound it passes.
 template <typename Range, typename Value>
 Range attribute_in_range(const Hdf5Reader& reader, std::string_view name, Value value) {
@@ -575,11 +645,7 @@ std::string Hdf5Reader::read_string_attribute(std::string_view name) const {
     Hdf5Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(memory_type.get(), H5T_VARIABLE);
     H5Tset_cset(memory_type.get(), H5Tget_cset(type));
-    char* text = nullptr;
-    read_attribute_value(*this, open, name, memory_type.get(), &text);
-    std::string value = text != nullptr ? std::string(text) : std::string();
-    H5free_memory(text);
-    return value;
+    return read_variable_string(*this, open, name, memory_type.get());
   }
   const size_t size = H5Tget_size(type);
   std::string value(size, '\0');

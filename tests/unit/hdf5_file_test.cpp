@@ -203,6 +203,36 @@ TEST(Hdf5File, NonHdf5FileIsInvalidInput) {
                              {path.string() + ": not an HDF5 file"});
 }
 
+// A variable-length string lives in the file's global heap ("GCOL" collection: signature, version,
+// 3 reserved bytes, the collection's 8-byte size, then per object a 2-byte index, 2-byte reference
+// count, 4 reserved bytes and the 8-byte object size). An object size far beyond the collection
+// makes HDF5 1.10.8's H5HG_read copy past its buffer: reading the attribute in-process crashes
+// (h5py on the same file dies with SIGSEGV). speclab's reader must answer InvalidInput instead,
+// and still read the undamaged file and the other attributes of the damaged one.
+TEST(Hdf5File, DamagedStringHeapIsInvalidInputNotACrash) {
+  const fs::path dir = test_dir();
+  const fs::path path = dir / "strings.h5";
+  {
+    Hdf5Writer writer(path);
+    writer.write_attribute("method", "token");
+    writer.write_attribute<int64_t>("gamma", 3);
+    writer.commit();
+  }
+  EXPECT_EQ(Hdf5Reader(path).read_string_attribute("method"), "token");
+  std::string bytes = read_bytes(path);
+  const size_t heap = bytes.find("GCOL");
+  ASSERT_NE(heap, std::string::npos);
+  ASSERT_EQ(bytes.substr(heap + 16, 2), std::string("\x01\x00", 2));  // object 1 follows
+  const uint64_t huge = uint64_t{0x7fffffffff};
+  for (int i = 0; i < 8; ++i) bytes[heap + 24 + i] = static_cast<char>((huge >> (8 * i)) & 0xff);
+  const fs::path damaged = dir / "damaged.h5";
+  write_bytes(damaged, bytes);
+  const Hdf5Reader reader(damaged);
+  EXPECT_EQ(reader.read_attribute<int64_t>("gamma"), 3);
+  expect_error<InvalidInput>([&] { reader.read_string_attribute("method"); },
+                             {damaged.string() + ": root attribute 'method' is damaged"});
+}
+
 TEST(Hdf5File, WrongDtypeIsRejected) {
   const fs::path path = test_dir() / "dtype.h5";
   {
