@@ -372,6 +372,46 @@ TEST(SpeculativeDecodeGpu, GpuMatchesReference) {
   expect_same_tokens(tiny, prompts_for(16), tiny_token, "tiny token γ=6");
 }
 
+TEST(SpeculativeDecodeGpu, NearTieMarginIsTheUniformsDistanceToItsBoundary) {
+  // The margin of one V1 step at V = 4, γ = 1, derived independently: every row is a multiple of
+  // 1/4, so the fixed-point weights are exact and a fixed-point draw is u = (bits + 1/2) / 2^32
+  // exactly (fixed_target's definition); its boundaries are the CDF's edges k/4 (k/2 for the
+  // residual (p − q)⁺ = (1/4, 1/4, 0, 0)). The accept test's boundary is p(x)/q(x).
+  const int64_t v = 4;
+  DecodeConfig c{.max_new_tokens = 8, .seed = 77, .gamma = 1};
+  c.verifier = ChainVerifier{.method = ChainMethod::kToken, .leniency = 1.0};
+  const auto edge_distance = [](uint32_t bits, double width) {
+    const double u = (static_cast<double>(bits) + 0.5) / 4294967296.0;
+    const double r = std::fmod(u, width);
+    return std::min(r, width - r);
+  };
+  for (uint32_t step = 0; step < 40; ++step) {
+    Replay r;
+    r.probs_draft = {0.25f, 0.25f, 0.25f, 0.25f};
+    r.probs_target = {0.5f, 0.5f, 0.0f, 0.0f, 0.25f, 0.25f, 0.25f, 0.25f};
+    const RandomAddress draw{c.seed, 3, step, 1, Purpose::kDraftSample, 0};
+    r.drafts = {sample_categorical(r.probs_draft, philox_bits(draw))};
+    const std::vector<uint32_t> ids = {3};
+    const ChainBatch batch{1, 1, v, r.probs_target, r.probs_draft, r.drafts, {}, ids};
+    const ChainResult result = verify_chain(
+        batch, {.method = ChainMethod::kToken, .leniency = 1.0, .seed = c.seed, .step = step});
+    r.n = result.n_accepted[0];
+    const Step s{step, 0, r.n, 1, {}};
+    const int32_t x = r.drafts[0];
+    double expected = edge_distance(philox_bits(draw), 0.25);
+    const RandomAddress accept{c.seed, 3, step, 1, Purpose::kAcceptTest, 0};
+    expected = std::min(expected, std::abs(philox_uniform(accept) - r.probs_target[x] / 0.25));
+    const RandomAddress last{c.seed,
+                             3,
+                             step,
+                             static_cast<uint32_t>(r.n + 1),
+                             r.n == 1 ? Purpose::kBonusSample : Purpose::kResidualSample,
+                             0};
+    expected = std::min(expected, edge_distance(philox_bits(last), r.n == 1 ? 0.25 : 0.5));
+    EXPECT_DOUBLE_EQ(smallest_margin(r, s, c, 3, v), expected) << "step " << step;
+  }
+}
+
 TEST(SpeculativeDecodeGpu, BadConfigThrows) {
   SPECLAB_SKIP_WITHOUT_GPU();
   auto target_model = make_linear_softmax_model("lsm-tiny-target");
