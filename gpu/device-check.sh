@@ -71,8 +71,12 @@ if [ "$mode" = prepare ]; then
   }
   mkdir -p "$build"
   # -Xptxas -v: ptxas reports every kernel's registers, stack, spills and shared memory.
+  # $ORIGIN/../lib as DT_RPATH (not RUNPATH: it then also serves the libraries' own dependencies),
+  # so that the carried binaries find the carried libraries with no LD_LIBRARY_PATH, which would
+  # also reach compute-sanitizer, ncu and python3 on the device.
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DSPECLAB_NATIVE=OFF -DCMAKE_CUDA_FLAGS="-Xptxas -v" "${launcher[@]}" >"$build/prepare-configure.log" 2>&1 ||
+    -DSPECLAB_NATIVE=OFF -DCMAKE_CUDA_FLAGS="-Xptxas -v" '-DCMAKE_BUILD_RPATH=$ORIGIN/../lib' \
+    -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags "${launcher[@]}" >"$build/prepare-configure.log" 2>&1 ||
     { tail -20 "$build/prepare-configure.log"; echo "device-check.sh --prepare: configure failed" >&2; exit 1; }
   grep -q "speclab: CUDA enabled" "$build/prepare-configure.log" || {
     echo "device-check.sh --prepare: CMake did not enable CUDA ($build/prepare-configure.log)" >&2
@@ -96,6 +100,12 @@ if [ "$mode" = prepare ]; then
     cp -L "$path" "$carry/lib/$name"
   done
   strip --strip-unneeded "$carry"/lib/*.so* 2>/dev/null || true
+  for binary in speclab speclab_gpu_tests; do
+    readelf -d "$carry/bin/$binary" | grep -q 'RPATH.*\$ORIGIN/../lib' || {
+      echo "device-check.sh --prepare: $binary has no \$ORIGIN/../lib RPATH" >&2
+      exit 1
+    }
+  done
   # The libraries each binary needs, for the device half's ldd check and the fallback decision.
   for binary in speclab speclab_gpu_tests; do
     ldd "$carry/bin/$binary" | awk '{ print $1 }' >"$carry/$binary.needs"
@@ -285,7 +295,9 @@ else
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   ptxas_report=$carry/ptxas.txt
-  export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The carried binaries find the carried libraries through their RPATH ($ORIGIN/../lib); the
+  # CUDA libraries are the machine's.
+  export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   step "nvidia-smi" 10 "$logs/nvidia-smi.log" \
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
   note "device: $(head -1 "$logs/nvidia-smi.log")"
