@@ -11,7 +11,7 @@
 #                                           the device half with the device parts stubbed (no
 #                                           device, no carry needed): timeouts, DIR, summary and
 #                                           exit status; --stub-fail makes the stubbed tests fail.
-# The device half's limits add up to 445 s (plus 5 s grace per step): under 8 minutes without the
+# The device half's limits add up to 435 s (plus 5 s grace per step): under 8 minutes without the
 # fallback build. Device-half outputs (at most 8 files): summary.txt (also printed), gpu-tests.json (gtest),
 # bench-gpu.json, ptxas.txt, logs.tar.gz (every log).
 set -uo pipefail
@@ -256,11 +256,13 @@ echo "========= ERROR SUMMARY: 0 errors"
 EOF
   cat >"$stub/bin/ncu" <<'EOF'
 #!/usr/bin/env bash
-# stub: ncu --csv --page raw with two kernels; also shows that a step past its limit is stopped
+# stub: `ncu --csv --page raw` output for the kernel named by -k regex:NAME
+kernel=unknown
+while [ $# -gt 0 ]; do case $1 in -k) kernel=${2#regex:}; shift ;; esac; shift; done
+echo '==PROF== Connected to process 1 (stub)'
 echo '"ID","Kernel Name","gpu__time_duration.sum","sm__throughput.avg.pct_of_peak_sustained_elapsed","gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed","sm__warps_active.avg.pct_of_peak_sustained_active","sm__maximum_warps_per_active_cycle_pct","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"'
 echo '"","","usecond","%","%","%","%","ratio","ratio"'
-echo '"0","verify_chain_kernel(ChainKernelArgs)","12.5","20.1","75.3","45.0","50","6.2","1.1"'
-echo '"1","logits_kernel(LogitsKernelArgs)","30.2","10.0","81.0","48.0","50","7.5","0.4"'
+echo "\"0\",\"$kernel(Args)\",\"12.5\",\"20.1\",\"75.3\",\"45.0\",\"50\",\"6.2\",\"1.1\""
 EOF
   cat >"$stub/bin/speclab" <<'EOF'
 #!/usr/bin/env bash
@@ -329,7 +331,7 @@ fi
 note ""
 tests_json=$out/gpu-tests.json
 rm -f "$tests_json"
-step "gpu tests" 100 "$logs/gpu-tests.log" "$tests_bin" --gtest_output=json:"$tests_json"
+step "gpu tests" 90 "$logs/gpu-tests.log" "$tests_bin" --gtest_output=json:"$tests_json"
 tests_status=$?
 if [ -s "$tests_json" ]; then
   python3 - "$tests_json" <<'PY' | tee -a "$summary"
@@ -385,7 +387,7 @@ fi
 # 3. speclab bench gpu: the γ = 5 matrix, µs and % of copy bandwidth per B.
 note ""
 bench_json=$out/bench-gpu.json
-step "speclab bench gpu" 110 "$logs/bench-gpu.log" "$speclab_bin" bench gpu --json
+step "speclab bench gpu" 100 "$logs/bench-gpu.log" "$speclab_bin" bench gpu --json
 bench_status=$?
 # The JSON object starts at the first line that opens one (anything printed before stays in the log).
 python3 - "$logs/bench-gpu.log" "$bench_json" <<'PY' || rm -f "$bench_json"
@@ -423,41 +425,56 @@ else
   fail "speclab bench gpu exited $bench_status (logs/bench-gpu.log)"
 fi
 
-# 4. ncu snapshot of the main kernels (one launch each) from one verifier test per kernel.
+# 4. ncu snapshot: the first launch of each main kernel, from a verifier test that runs it.
 note ""
 if [ -x "$ncu_bin" ]; then
   ncu_csv=$logs/ncu.csv
-  step "ncu" 60 "$ncu_csv" "$ncu_bin" --csv --page raw --section SpeedOfLight --section Occupancy \
-    --section WarpStateStats --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
-    -k 'regex:verify_chain_kernel|verify_block_kernel|logits_kernel|verify_chain_logits' \
-    --launch-count 6 "$tests_bin" \
-    --gtest_filter='VerifyChain.GpuMatchesReferenceManyRequests:VerifyChainLogits.GpuMatchesReferenceManyRequests:Logits.GpuMatchesReference:VerifyBlock.GpuMatchesReference'
-  ncu_status=$?
+  : >"$ncu_csv"
+  for pair in verify_chain_kernel:VerifyChain.GpuMatchesReferenceManyRequests \
+    verify_block_kernel:VerifyBlock.GpuMatchesReference logits_kernel:Logits.GpuMatchesReference \
+    verify_chain_logits_kernel:VerifyChainLogits.GpuMatchesReferenceManyRequests; do
+    kernel=${pair%%:*}
+    step "ncu $kernel" 20 "$logs/ncu-$kernel.csv" "$ncu_bin" --csv --page raw \
+      --section SpeedOfLight --section Occupancy --section WarpStateStats \
+      --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+      -k "regex:$kernel" --launch-count 1 "$tests_bin" --gtest_filter="${pair#*:}" ||
+      fail "ncu $kernel exited $? (logs/ncu-$kernel.csv; counters may need permission)"
+    cat "$logs/ncu-$kernel.csv" >>"$ncu_csv"
+  done
   python3 - "$ncu_csv" <<'PY' | tee -a "$summary"
 import csv, re, sys
-lines = [l for l in open(sys.argv[1], errors="replace") if l.startswith('"')]
-rows = list(csv.reader(lines))
-if len(rows) < 3:
-    print("ncu: no kernel rows (see logs/ncu.csv)"); sys.exit(0)
-head, data = rows[0], rows[2:]
-col = {name: i for i, name in enumerate(head)}
-def get(row, name):
+rows = list(csv.reader(l for l in open(sys.argv[1], errors="replace") if l.startswith('"')))
+col, data, skip = {}, [], False
+for row in rows:
+    if "Kernel Name" in row:  # a header (one per ncu run), then its units row
+        col, skip = {name: i for i, name in enumerate(row)}, True
+    elif skip:
+        skip = False
+    else:
+        data.append((col, row))
+if not data:
+    print("ncu: no kernel rows (see logs/ncu*.csv)"); sys.exit(0)
+def get(col, row, name):
     i = col.get(name)
     return row[i] if i is not None and i < len(row) else "n/a"
-print("ncu (one launch per row): µs, SM %, memory % of peak, achieved/theoretical occupancy %, top stalls")
-for row in data:
-    stalls = sorted(((float(get(row, n)) if get(row, n).replace('.', '', 1).isdigit() else 0.0,
+def number(text):
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return 0.0
+print("ncu (first launch of each): µs | SM % | memory % of peak | occupancy achieved/theoretical % | top stalls (cycles per issue)")
+for col, row in data:
+    stalls = sorted(((number(get(col, row, n)),
                       re.sub(r"smsp__average_warps_issue_stalled_(.*)_per_issue_active\.ratio", r"\1", n))
-                     for n in head if n.startswith("smsp__average_warps_issue_stalled_")), reverse=True)
+                     for n in col if n.startswith("smsp__average_warps_issue_stalled_")), reverse=True)
     top = ", ".join(f"{s} {v:.1f}" for v, s in stalls[:3])
-    name = re.sub(r"\(.*", "", get(row, "Kernel Name"))
-    print(f"  {name[:30]:30} {get(row, 'gpu__time_duration.sum'):>8} "
-          f"{get(row, 'sm__throughput.avg.pct_of_peak_sustained_elapsed'):>6} "
-          f"{get(row, 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed'):>6} "
-          f"{get(row, 'sm__warps_active.avg.pct_of_peak_sustained_active'):>6}/"
-          f"{get(row, 'sm__maximum_warps_per_active_cycle_pct'):<4} {top}")
+    name = re.sub(r"\(.*", "", get(col, row, "Kernel Name"))
+    print(f"  {name[:30]:30} {get(col, row, 'gpu__time_duration.sum'):>8} "
+          f"{get(col, row, 'sm__throughput.avg.pct_of_peak_sustained_elapsed'):>6} "
+          f"{get(col, row, 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed'):>6} "
+          f"{get(col, row, 'sm__warps_active.avg.pct_of_peak_sustained_active'):>6}/"
+          f"{get(col, row, 'sm__maximum_warps_per_active_cycle_pct'):<4} {top}")
 PY
-  [ "$ncu_status" -eq 0 ] || fail "ncu exited $ncu_status (logs/ncu.csv; counters may need permission)"
 else
   fail "ncu not found"
 fi
