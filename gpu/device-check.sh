@@ -15,7 +15,7 @@
 # fallback build. Device-half outputs (at most 8 files): summary.txt (also printed), gpu-tests.json (gtest),
 # bench-gpu.json, ptxas.txt, logs.tar.gz (every log).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 root=$PWD
 
 mode=device
@@ -319,8 +319,8 @@ else
       -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSPECLAB_NATIVE=OFF &&
       step "fallback build" 420 "$logs/fallback-build.log" cmake --build build-device \
         -j"$(nproc)" --target speclab speclab_gpu_tests; then
-      tests_bin=build-device/tests/speclab_gpu_tests
-      speclab_bin=build-device/bin/speclab
+      tests_bin=$root/build-device/tests/speclab_gpu_tests
+      speclab_bin=$root/build-device/bin/speclab
     else
       fail "fallback source build failed (logs/fallback-*.log)"
     fi
