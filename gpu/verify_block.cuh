@@ -442,7 +442,7 @@ __device__ void block_sample_last(const BlockKernelArgs& a, const BlockRows<kLog
 /// whole block, so their barriers are reached by every thread.
 template <bool kLogits>
 __global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a) {
-  __shared__ BlockRequestState state;
+  SPECLAB_STATIC_SHARED(BlockRequestState, state);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
   const int64_t r = blockIdx.x, g = a.gamma;
   const BlockShared sm = block_shared(shared, g, a.n_chunks);

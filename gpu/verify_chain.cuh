@@ -423,7 +423,7 @@ __device__ void write_request_outputs(const Args& a, int64_t r, int64_t g, const
 
 template <KernelMutant kMutant>
 __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
-  __shared__ RequestState state;
+  SPECLAB_STATIC_SHARED(RequestState, state);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
   BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
   uint64_t* chunk_sums = shared + sizeof(BlockScratch) / sizeof(uint64_t);

@@ -59,9 +59,9 @@ inline size_t chain_logits_shared_bytes(int64_t n_chunks) {
 }
 
 __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKernelArgs a) {
-  __shared__ RequestState state;
-  __shared__ LogitsRowStats stats[2];  // of the rows in use: target, draft
-  __shared__ int32_t stop_flag;
+  SPECLAB_STATIC_SHARED(RequestState, state);
+  SPECLAB_STATIC_SHARED(LogitsRowStats[2], stats);  // of the rows in use: target, draft
+  SPECLAB_STATIC_SHARED(int32_t, stop_flag);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
   BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
   RowStatsScratch* logits_scratch = reinterpret_cast<RowStatsScratch*>(scratch + 1);

@@ -1,8 +1,11 @@
 // The emulated CUDA runtime (gpu/emulation/include/cuda_runtime_api.h): one device whose memory
 // is host memory from malloc, so AddressSanitizer sees every allocation's exact bounds. Calls are
 // synchronous; a failure inside an emulated grid is returned by the next synchronising call.
+// cudaMalloc fills new memory with poison (0xFF bytes: CUDA leaves it undefined) and records it in
+// a map of device allocations, against which cudaMemcpy checks its kind and cudaFree its pointer.
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +25,7 @@ struct RuntimeState {
   bool failure_pending = false;
   std::string failure_message;
   std::map<const void*, size_t> shared_limits;
+  std::map<uintptr_t, size_t> allocations;  // device allocations: start address → bytes
 };
 
 RuntimeState& state() {
@@ -69,6 +73,16 @@ void record_execution_failure(const std::string& message) {
     s.failure_message = message;
   }
   std::fprintf(stderr, "speclab SIMT emulation: %s\n", message.c_str());
+}
+
+bool is_device_range(const void* pointer, size_t bytes) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  const auto address = reinterpret_cast<uintptr_t>(pointer);
+  auto it = s.allocations.upper_bound(address);
+  if (it == s.allocations.begin()) return false;
+  --it;
+  return address - it->first < it->second && bytes <= it->second - (address - it->first);
 }
 
 size_t dynamic_shared_limit(const void* kernel) {
@@ -170,10 +184,26 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   *pointer = nullptr;
   if (bytes == 0) return cudaSuccess;
   *pointer = std::malloc(bytes);
-  return *pointer != nullptr ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+  if (*pointer == nullptr) return fail(cudaErrorMemoryAllocation);
+  std::memset(*pointer, speclab::emulation::kSharedPoison, bytes);
+  auto& s = speclab::emulation::state();
+  std::lock_guard lock(s.mutex);
+  s.allocations[reinterpret_cast<uintptr_t>(*pointer)] = bytes;
+  return cudaSuccess;
 }
 
 cudaError_t cudaFree(void* pointer) {
+  if (pointer == nullptr) return cudaSuccess;
+  {
+    auto& s = speclab::emulation::state();
+    std::lock_guard lock(s.mutex);
+    if (s.allocations.erase(reinterpret_cast<uintptr_t>(pointer)) == 0) {
+      std::fprintf(stderr, "speclab SIMT emulation: cudaFree(%p): not a device allocation\n",
+                   pointer);
+      s.last_error = cudaErrorInvalidValue;
+      return cudaErrorInvalidValue;
+    }
+  }
   std::free(pointer);
   return cudaSuccess;
 }
@@ -191,6 +221,21 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   }
   if (bytes == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return fail(cudaErrorInvalidValue);
+  if (kind != cudaMemcpyDefault) {
+    // The kind names where each side lives; the device side must lie inside one allocation.
+    using speclab::emulation::detail::is_device_range;
+    const bool dst_device = is_device_range(dst, bytes), src_device = is_device_range(src, bytes);
+    const bool want_dst = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    const bool want_src = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    if (dst_device != want_dst || src_device != want_src) {
+      std::fprintf(stderr,
+                   "speclab SIMT emulation: cudaMemcpy kind %d with %s destination %p and %s "
+                   "source %p (%zu bytes)\n",
+                   static_cast<int>(kind), dst_device ? "device" : "host", dst,
+                   src_device ? "device" : "host", src, bytes);
+      return fail(cudaErrorInvalidValue);
+    }
+  }
   std::memcpy(dst, src, bytes);
   return cudaSuccess;
 }

@@ -1,5 +1,6 @@
-// The SIMT scheduler of the emulation (gpu/emulation/simt.hpp): blocks one after another, each
-// block's threads as Boost.Context fibers resumed round-robin in thread order. A thread runs until
+// The SIMT scheduler of the emulation (gpu/emulation/simt.hpp): blocks one after another (in grid
+// order, reversed or shuffled), each block's threads as Boost.Context fibers resumed round-robin
+// (in thread order, reversed or shuffled every round: the Schedule). A thread runs until
 // it reaches a barrier; after each round the scheduler releases every warp barrier whose mask has
 // fully arrived (computing shuffles and votes) and the block barrier once every live thread is
 // there. No release possible with threads still waiting is a deadlock, reported as a failure.
@@ -11,9 +12,11 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/stack_context.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <vector>
 
 #include "gpu/emulation/runtime_state.hpp"
@@ -100,9 +103,18 @@ struct Thread {
   void* fake_stack = nullptr;
 };
 
+struct StaticShared {
+  const void* key = nullptr;
+  size_t bytes = 0;
+  std::unique_ptr<unsigned char[]> storage;  // exactly `bytes`, so ASan sees its bounds
+};
+
 struct Block {
   std::vector<Thread> threads;
   unsigned char* shared = nullptr;
+  std::vector<StaticShared> statics;  // of this launch, created as threads first reach them
+  Schedule schedule;
+  uint64_t round = 0;   // rounds run in this launch (varies the shuffles)
   std::string failure;  // the first SIMT rule broken in this launch
   const void* scheduler_stack_bottom = nullptr;
   size_t scheduler_stack_size = 0;
@@ -312,12 +324,48 @@ std::vector<ctx::fiber>& abandoned_fibers() {
   return *fibers;
 }
 
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// 0..n-1 in `order`; kShuffled is a Fisher-Yates permutation seeded by (seed, salt).
+void fill_order(std::vector<unsigned>& out, unsigned n, Order order, uint64_t seed, uint64_t salt) {
+  out.resize(n);
+  for (unsigned i = 0; i < n; ++i) out[i] = order == Order::kReverse ? n - 1 - i : i;
+  if (order != Order::kShuffled) return;
+  uint64_t state = seed ^ (salt * 0xd1342543de82ef95ull);
+  for (unsigned i = n; i > 1; --i) {
+    const auto j = static_cast<unsigned>(splitmix64(state) % i);
+    std::swap(out[i - 1], out[j]);
+  }
+}
+
+Schedule schedule_from_environment() {
+  const char* text = std::getenv("SPECLAB_EMU_SCHEDULE");
+  if (text == nullptr || *text == 0) return {};
+  try {
+    return parse_schedule(text);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "speclab SIMT emulation: %s\n", e.what());
+    std::exit(2);
+  }
+}
+
+Schedule& schedule_setting() {
+  static Schedule schedule = schedule_from_environment();
+  return schedule;
+}
+
 void run_block(Block& block, const ThreadBuiltins& shape, size_t shared_bytes,
                const std::function<void()>& thread_body) {
   const unsigned n = shape.block_dim.x * shape.block_dim.y * shape.block_dim.z;
   block.threads.clear();
   block.threads.resize(n);
   std::memset(block.shared, kSharedPoison, shared_bytes);
+  for (StaticShared& s : block.statics) std::memset(s.storage.get(), kSharedPoison, s.bytes);
   for (unsigned i = 0; i < n; ++i) {
     Thread& t = block.threads[i];
     t.builtins = shape;
@@ -344,8 +392,16 @@ void run_block(Block& block, const ThreadBuiltins& shape, size_t shared_bytes,
   }
   const unsigned n_warps = (n + kWarpSize - 1) / kWarpSize;
   unsigned alive = n;
+  std::vector<unsigned> order;
+  const uint64_t block_linear =
+      shape.block_idx.x +
+      static_cast<uint64_t>(shape.grid_dim.x) *
+          (shape.block_idx.y + static_cast<uint64_t>(shape.grid_dim.y) * shape.block_idx.z);
   while (alive > 0) {
-    for (Thread& t : block.threads) {
+    fill_order(order, n, block.schedule.threads, block.schedule.seed,
+               (block_linear << 20) ^ block.round++);
+    for (unsigned i : order) {
+      Thread& t = block.threads[i];
       if (t.wait == Wait::kRunnable) resume(t);
     }
     alive = 0;
@@ -407,6 +463,16 @@ int block_barrier(BlockOp op, int predicate) {
 
 void* dynamic_shared() { return g_block->shared; }
 
+void* static_shared(const void* key, size_t bytes) {
+  for (StaticShared& s : g_block->statics) {
+    if (s.key == key) return s.storage.get();
+  }
+  StaticShared s{key, bytes, std::unique_ptr<unsigned char[]>(new unsigned char[bytes])};
+  std::memset(s.storage.get(), kSharedPoison, bytes);
+  g_block->statics.push_back(std::move(s));
+  return g_block->statics.back().storage.get();
+}
+
 cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block_dim, size_t shared_bytes,
                      const std::function<void()>& thread_body) {
   const unsigned long long threads =
@@ -421,23 +487,31 @@ cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block_dim, size_t share
     set_last_error(cudaErrorInvalidValue);
     return cudaErrorInvalidValue;
   }
-  static std::mutex launch_mutex;  // static __shared__ variables exist once per process
+  static std::mutex launch_mutex;  // one emulated launch at a time (the scheduler's globals)
   std::lock_guard lock(launch_mutex);
   // Exactly the requested bytes, so AddressSanitizer catches a read past dynamic shared memory.
   std::unique_ptr<unsigned char[]> shared(new unsigned char[shared_bytes > 0 ? shared_bytes : 1]);
   Block block;
   block.shared = shared_bytes > 0 ? shared.get() : nullptr;
+  block.schedule = schedule_setting();
+  static uint64_t launches = 0;  // varies the block shuffle from one launch to the next
   g_block = &block;
   ThreadBuiltins shape;
   shape.block_dim = block_dim;
   shape.grid_dim = grid;
-  for (unsigned z = 0; z < grid.z && block.failure.empty(); ++z) {
-    for (unsigned y = 0; y < grid.y && block.failure.empty(); ++y) {
-      for (unsigned x = 0; x < grid.x && block.failure.empty(); ++x) {
-        shape.block_idx = {x, y, z};
-        run_block(block, shape, shared_bytes, thread_body);
-      }
-    }
+  const unsigned long long n_blocks = static_cast<unsigned long long>(grid.x) * grid.y * grid.z;
+  if (n_blocks > 0xffffffffull) {
+    g_block = nullptr;
+    set_last_error(cudaErrorInvalidConfiguration);
+    return cudaErrorInvalidConfiguration;
+  }
+  std::vector<unsigned> blocks;
+  fill_order(blocks, static_cast<unsigned>(n_blocks), block.schedule.blocks,
+             block.schedule.seed ^ 0x5bd1e995u, launches++);
+  for (size_t i = 0; i < blocks.size() && block.failure.empty(); ++i) {
+    const unsigned b = blocks[i];
+    shape.block_idx = {b % grid.x, b / grid.x % grid.y, b / (grid.x * grid.y)};
+    run_block(block, shape, shared_bytes, thread_body);
   }
   g_block = nullptr;
   if (!block.failure.empty()) record_execution_failure(block.failure);
@@ -445,4 +519,30 @@ cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block_dim, size_t share
 }
 
 }  // namespace detail
+
+Schedule set_schedule(const Schedule& schedule) {
+  const Schedule previous = detail::schedule_setting();
+  detail::schedule_setting() = schedule;
+  return previous;
+}
+
+Schedule current_schedule() { return detail::schedule_setting(); }
+
+Schedule parse_schedule(const std::string& text) {
+  Schedule s;
+  if (text == "forward") return s;
+  if (text == "reverse") return {Order::kReverse, Order::kReverse, 0};
+  if (text.rfind("shuffle", 0) == 0) {
+    s = {Order::kShuffled, Order::kShuffled, 1};
+    if (text.size() == 7) return s;
+    char* end = nullptr;
+    if (text[7] == ':' && text.size() > 8) {
+      s.seed = std::strtoull(text.c_str() + 8, &end, 10);
+      if (end != nullptr && *end == 0) return s;
+    }
+  }
+  throw std::invalid_argument("SPECLAB_EMU_SCHEDULE: '" + text +
+                              "' is not forward, reverse, shuffle or shuffle:SEED");
+}
+
 }  // namespace speclab::emulation

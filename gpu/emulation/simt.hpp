@@ -27,10 +27,9 @@
 #define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)
-// A function-local static is per block because blocks run one at a time on one OS thread. It is
-// zero at program start and keeps the previous block's values (CUDA leaves shared memory
-// undefined); dynamic shared memory is poisoned with 0xFF bytes before every block instead.
-#define __shared__ static
+// `__shared__` is not defined here: kernels declare static shared variables with
+// SPECLAB_STATIC_SHARED (gpu/simt.cuh), which the emulation allocates per launch and fills with
+// poison (0xFF bytes) before every block, as it does dynamic shared memory.
 
 namespace speclab::emulation {
 
@@ -47,6 +46,25 @@ inline constexpr unsigned kMaxThreadsPerBlock = 1024;
 inline constexpr size_t kDefaultDynamicSharedBytes = 48 * 1024;
 inline constexpr size_t kMaxDynamicSharedBytes = 227 * 1024;  // opt-in maximum per block
 inline constexpr unsigned char kSharedPoison = 0xFF;
+
+/// The order in which the scheduler resumes a block's runnable threads in every round (between
+/// barriers) and runs a grid's blocks. Thread order (kForward) is the default; kReverse and
+/// kShuffled (a new seeded permutation every round and every grid) expose results that depend on
+/// an order CUDA does not promise: a race that thread order happens to resolve, a block reading
+/// what another block writes.
+enum class Order { kForward, kReverse, kShuffled };
+struct Schedule {
+  Order threads = Order::kForward;
+  Order blocks = Order::kForward;
+  uint64_t seed = 0;  // of kShuffled
+};
+/// The schedule of later launches; returns the previous one. The initial schedule comes from the
+/// environment variable SPECLAB_EMU_SCHEDULE: `forward` (default), `reverse` or `shuffle[:SEED]`
+/// (threads and blocks alike).
+Schedule set_schedule(const Schedule& schedule);
+Schedule current_schedule();
+/// Parses SPECLAB_EMU_SCHEDULE's syntax; throws std::invalid_argument naming the bad text.
+Schedule parse_schedule(const std::string& text);
 
 /// The message of the last emulated launch that failed while running (a SIMT rule broken or a
 /// deadlock at a barrier); empty if none.
@@ -68,6 +86,9 @@ void warp_exchange(WarpOp op, unsigned mask, const void* value, size_t bytes, in
 int block_barrier(BlockOp op, int predicate);
 /// Start of this block's dynamic shared memory.
 void* dynamic_shared();
+/// This block's copy of the static shared variable identified by `key` (`bytes` long, poisoned
+/// before every block); SPECLAB_STATIC_SHARED's storage.
+void* static_shared(const void* key, size_t bytes);
 /// Runs `thread_body` once for every thread of every block of the grid.
 cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t shared_bytes,
                      const std::function<void()>& thread_body);

@@ -75,7 +75,8 @@ TEST(VerifyChain, GpuMatchesReferenceEdgeRows) {
 
 TEST(VerifyChain, GpuMatchesReferenceLargeVocab) {
   SPECLAB_SKIP_WITHOUT_GPU();
-  // A Llama-3-sized vocabulary: 1024 threads per CTA, 502 chunks of 256 tokens.
+  // A Llama-3-sized vocabulary: 1024 threads per CTA, 501 chunks of 256 tokens (128256 = 501 ·
+  // 256).
   const int64_t vocab = 128256;
   expect_matches_reference(
       random_batch(31, 3, 3, vocab, {RowKind::kDense, RowKind::kPeaked}, false, false),

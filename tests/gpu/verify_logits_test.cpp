@@ -138,7 +138,8 @@ TEST(VerifyChainLogits, GpuMatchesReferenceManyRequests) {
 
 TEST(VerifyLogits, GpuMatchesReferenceLargeVocab) {
   SPECLAB_SKIP_WITHOUT_GPU();
-  // A Llama-3-sized vocabulary: 1024 threads, 63 exponential tiles per row, 502 chunks.
+  // A Llama-3-sized vocabulary: 1024 threads, 63 exponential tiles per row (⌈128256/2048⌉), 501
+  // chunks (128256 = 501 · 256).
   const LogitsCase c(45, 2, 2, 128256, LogitsFormat::kBFloat16, 0.7, 0.7,
                      {LogitRow::kNormal, LogitRow::kPeaked, LogitRow::kMasked}, false, false);
   expect_chain_matches_core(c, {ChainMethod::kToken, 1.0, 46, 1}, "V = 128256");
@@ -337,6 +338,15 @@ TEST(VerifyLogits, GraphReplayMatchesReference) {
   DeviceBuffer<gpu::DeviceSeedStep> word(std::vector<gpu::DeviceSeedStep>{{777, 0, 0}});
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  // Warm-up: one uncaptured launch of each kernel first, so that loading the modules (lazy by
+  // default) and any launcher-side attribute call happen outside the capture.
+  ASSERT_EQ(gpu::verify_chain(d.batch(), {ChainMethod::kToken, 1.0, 0, 0}, d.output(), stream,
+                              word.const_span().data()),
+            cudaSuccess);
+  ASSERT_EQ(gpu::verify_block(d_block.batch(), {0, 0}, d_block.output(), stream,
+                              {false, word.const_span().data()}),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
   const cudaError_t chain_launch = gpu::verify_chain(d.batch(), {ChainMethod::kToken, 1.0, 0, 0},
