@@ -4,12 +4,9 @@
 // of vLLM V0's (scripts/peer/torch_v0_sampler.py) timed on the same batches in the same run.
 #include <fmt/format.h>
 #include <omp.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -26,8 +23,6 @@
 #include "core/verify/synthetic_batch.hpp"
 #include "core/verify/verify_chain.hpp"
 #include "experiments/project_files.hpp"
-
-extern char** environ;
 
 namespace speclab::cli {
 namespace {
@@ -90,39 +85,19 @@ std::optional<PeerResult> run_peer(const std::vector<ChainBatchData>& batches, i
                                    fmt::format("{}", omp_get_max_threads()),
                                    "--repeats",
                                    fmt::format("{}", repeats)};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) throw IoError("bench verify --peer: cannot create a pipe");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-  pid_t pid = 0;
-  const int err = posix_spawn(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fds[1]);
-  std::string output;
-  if (err == 0) {
-    char buffer[4096];
-    ssize_t n = 0;
-    while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) output.append(buffer, static_cast<size_t>(n));
-    }
-  }
-  ::close(pipe_fds[0]);
-  int status = 0;
-  if (err == 0) {
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+  std::string output, failure;
+  int code = 0;
+  try {
+    code = experiments::run_helper(args, &output);
+  } catch (const InvalidInput& e) {
+    failure = e.what();
   }
   std::error_code ec;
   fs::remove(file, ec);
-  if (err != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  if (!failure.empty() || code != 0) {
     std::fprintf(stderr, "speclab bench verify: --peer: %s %s did not run (%s); no peer timed\n",
                  python.c_str(), script->c_str(),
-                 err != 0 ? std::strerror(err) : "see its message above");
+                 failure.empty() ? "see its message above" : failure.c_str());
     return std::nullopt;
   }
   PeerResult peer;

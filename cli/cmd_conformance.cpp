@@ -3,13 +3,8 @@
 // build's package on the path, passing every argument through and returning its exit status
 // (0 conforms, 1 does not, 2 bad usage or a sampler that crashes).
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -18,8 +13,6 @@
 #include "cli/command.hpp"
 #include "core/base/error.hpp"
 #include "experiments/project_files.hpp"
-
-extern char** environ;
 
 namespace speclab::cli {
 namespace {
@@ -59,23 +52,9 @@ void run_conformance(const std::vector<std::string>& arguments) {
   if (setenv("PYTHONPATH", path.c_str(), 1) != 0) throw Error("cannot set PYTHONPATH");
   std::vector<std::string> args = {python, "-m", "speclab.conformance"};
   args.insert(args.end(), arguments.begin(), arguments.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (const int err = posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ);
-      err != 0) {
-    throw InvalidInput(
-        fmt::format("cannot start {}: {} (set SPECLAB_PYTHON to a python3 with "
-                    "numpy)",
-                    python, std::strerror(err)));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(fmt::format("waitpid on {} failed", python));
-  }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 2;
-  if (code != 0) throw ExitStatus{code};
+  const int code = experiments::run_helper(args);
+  // A sampler that kills the interpreter counts as the test's "a sampler that crashes" (2).
+  if (code != 0) throw ExitStatus{code <= 2 ? code : 2};
 }
 
 void setup_conformance(CLI::App& app) {

@@ -2,13 +2,9 @@
 // by python/speclab_plot.py (the module the notebooks use) under Debian's /usr/bin/python3,
 // so the command and the notebooks cannot drift apart.
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -17,8 +13,6 @@
 #include "cli/command.hpp"
 #include "core/base/error.hpp"
 #include "experiments/project_files.hpp"
-
-extern char** environ;
 
 namespace speclab::cli {
 namespace {
@@ -60,21 +54,9 @@ void run_plot(const PlotOptions& o) {
                     "python3 with python3-matplotlib (or set SPECLAB_PYTHON)",
                     python));
   }
-  std::vector<std::string> args = {python, script.string(), "render", o.results, "-o", o.out};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (const int err = posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ);
-      err != 0) {
-    throw Error(fmt::format("cannot start {}: {}", python, std::strerror(err)));
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(fmt::format("waitpid on {} failed", python));
-  }
   // The script prints its own message: 2 for bad input (no runs), 1 for a failure.
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  const int code =
+      experiments::run_helper({python, script.string(), "render", o.results, "-o", o.out});
   if (code != 0) throw ExitStatus{code == 2 ? 2 : 1};
 }
 

@@ -2,10 +2,17 @@
 #include "experiments/project_files.hpp"
 
 #include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/base/error.hpp"
+
+extern char** environ;
 
 namespace speclab::experiments {
 
@@ -32,6 +39,41 @@ std::optional<fs::path> find_project_file(const fs::path& relative) {
     if (dir == dir.root_path()) break;
   }
   return std::nullopt;
+}
+
+int run_helper(const std::vector<std::string>& arguments, std::string* captured) {
+  std::vector<std::string> args = arguments;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int pipe_fds[2] = {-1, -1};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (captured != nullptr) {
+    if (::pipe(pipe_fds) != 0) throw IoError(fmt::format("cannot create a pipe for {}", args[0]));
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  }
+  pid_t pid = 0;
+  const int err = posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (captured != nullptr) {
+    ::close(pipe_fds[1]);
+    if (err == 0) {
+      char buffer[4096];
+      ssize_t n = 0;
+      while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) captured->append(buffer, static_cast<size_t>(n));
+      }
+    }
+    ::close(pipe_fds[0]);
+  }
+  if (err != 0) throw InvalidInput(fmt::format("cannot start {}: {}", args[0], std::strerror(err)));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw Error(fmt::format("waitpid on {} failed", args[0]));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 std::string python_for_helpers() {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace speclab::experiments {
 
@@ -17,5 +18,10 @@ std::optional<std::filesystem::path> find_project_file(const std::filesystem::pa
 /// $SPECLAB_PYTHON, else Debian's /usr/bin/python3 (the interpreter that sees python3-h5py,
 /// python3-matplotlib and python3-torch).
 std::string python_for_helpers();
+
+/// Runs ARGV (argv[0] the program's path, no shell) and waits for it: its exit status, or 128 +
+/// the signal that ended it. With `captured` its standard output goes there instead of speclab's.
+/// Throws InvalidInput when it cannot be started (naming the program and the reason).
+int run_helper(const std::vector<std::string>& argv, std::string* captured = nullptr);
 
 }  // namespace speclab::experiments
