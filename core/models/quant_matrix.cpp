@@ -53,7 +53,8 @@ uint16_t load_u16(const std::byte* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-int32_t load_i32(const void* p) {
+// Unused by the portable kernel.
+[[maybe_unused]] int32_t load_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof v);
   return v;
@@ -110,7 +111,8 @@ struct KernelArgs {
 //                              Q4_1: acc = fma(m_w, s_x, acc)
 // with the integer sums exact, so every ISA's kernel returns the same bits.
 
-void store_rows(const KernelArgs& g, int64_t row, int c, const float* acc, int64_t lanes) {
+[[maybe_unused]] void store_rows(const KernelArgs& g, int64_t row, int c, const float* acc,
+                                 int64_t lanes) {
   const int64_t n = std::min<int64_t>(lanes, g.rows - row);
   if (n > 0) std::memcpy(g.out + c * g.ldo + row, acc, n * sizeof(float));
 }
