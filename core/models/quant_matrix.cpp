@@ -39,7 +39,7 @@ constexpr int64_t kQ8_0Source = 34;
 // or L1.
 constexpr int kMaxCols = 8;
 constexpr int64_t kBlockPanels = 4;  // panels per OpenMP work item (a multiple of every R)
-constexpr int64_t kPrefetchRecords = 4;
+[[maybe_unused]] constexpr int64_t kPrefetchRecords = 4;  // unused by the portable kernel
 // Weights above which a product is split over threads (in SmolLM2 only the 28 M-weight LM head,
 // streamed from memory, where a second core adds bandwidth). The 0.1–0.9 M-weight layer products
 // take 2–10 µs on one core: a fork/join per product (~210 per step) costs more than it saves,
