@@ -64,7 +64,8 @@ class QuantMatrix {
 /// out[c·ldo + i] ≈ Σ_{k<depth} W[i][k] · x[c·ldx + k] for i < rows, c < n_cols, with W the
 /// dequantised matrix (out = x · Wᵀ for x [n_cols × depth]). Each column is quantised per block
 /// b of 32 (as GGUF's Q8_1 / Q8_0): δ_b = max|x_k| / 127, q_k = round(x_k·(1/δ_b)) (to
-/// nearest, ties to even; q_k = 0 when δ_b = 0), and σ_b = δ_b·Σq_k, all in float. An output is then the float chain over blocks in increasing order
+/// nearest, ties to even; q_k = 0 when δ_b = 0), and σ_b = δ_b·Σq_k, all in float. An output
+/// is then the float chain over blocks in increasing order
 ///   acc = fma(float(Σ_k qw_k·q_k), d_b·δ_b, acc), and for Q4_1 acc = fma(m_b, σ_b, acc),
 /// with the integer sum exact; every ISA's kernel gives the same bits, and a column's result
 /// does not depend on the other columns of the call. Against the fp32 product the error is the
