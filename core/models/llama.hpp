@@ -35,9 +35,10 @@ struct LlamaConfig {
 };
 
 /// A LLaMA model whose linear layers are each one skinny product over the new positions, with the
-/// weights kept in their Q4_1 / Q8_0 blocks and dequantised in registers (SmolLM2-135M: 96 MB)
-/// or dequantised to fp32 at load (538 MB). Both storages give the same logits, bit for bit
-/// (quant_matrix.hpp); the quantised one streams less memory per step.
+/// weights kept in their Q4_1 / Q8_0 blocks and multiplied by 8-bit activations with integer dot
+/// products (SmolLM2-135M: 96 MB), or dequantised to fp32 at load (538 MB), the reference: the
+/// quantised storage's logits stay within the activation rounding of it (quant_matrix.hpp) and
+/// it streams less memory and does less work per step.
 /// Rotary embeddings use llama.cpp's rope type 0 (adjacent pairs (2i, 2i+1), θ_i =
 /// base^(-2i/head_dim)), which is what GGUF's permuted Q/K weights expect.
 ///

@@ -24,9 +24,9 @@ namespace speclab {
 namespace {
 
 constexpr std::string_view kSmolLM2 = "smollm2-135m";
-// The same model with its weights dequantised to fp32 at load: the same logits, bit for bit, at
-// ~2.7× the time per step at m = 1 and ~2× at m = 8 (it streams 538 MB instead of 96 MB;
-// bench/micro/llama_bench.cpp, one thread).
+// The same model with its weights dequantised to fp32 at load and float activations: the
+// reference the quantised model is checked against (tests/model/llama_storage_test.cpp), at
+// several times its time per step (it streams 538 MB instead of 96 MB).
 constexpr std::string_view kSmolLM2Fp32 = "smollm2-135m-f32";
 // Prompt lookup over SmolLM2's vocabulary (the byte-level `prompt-lookup` has V = 256).
 constexpr std::string_view kSmolLM2PromptLookup = "prompt-lookup-smollm2";

@@ -1,7 +1,8 @@
 // The weights of one linear layer of the LLaMA forward pass (core/models/llama.hpp), stored either
 // dequantised to fp32 (PanelMatrix, skinny_gemm) or in their GGUF blocks (QuantMatrix,
-// quant_gemm). Both products give the same bits (quant_matrix.hpp); the quantised one streams
-// ~0.6 instead of 4 bytes per weight.
+// quant_gemm, 8-bit activations). The fp32 product is the reference; the quantised one stays
+// within its activation rounding of it (quant_matrix.hpp) and streams ~0.6 instead of 4 bytes per
+// weight.
 #pragma once
 
 #include <cstdint>

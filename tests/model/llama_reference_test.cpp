@@ -1,6 +1,7 @@
 // LlamaModel on the real SmolLM2-135M GGUF (30 layers, d 576, 9 query / 3 KV heads of 64, FFN
 // 1536, vocab 49152, rope base 100000) against the Eigen reference forward pass of
-// tests/support/eigen_reference.hpp over the same weights dequantised to float, fresh at m = 1,
+// tests/support/eigen_reference.hpp over the same weights dequantised to float (the fp32 storage;
+// llama_storage_test bounds the quantised one against it), fresh at m = 1,
 // 3, 8, 9 positions and after a cached prefix. Skipped when `speclab fetch-model smollm2-135m`
 // has not put the file in data/models/. The reference forward pass takes a few seconds.
 #include <gtest/gtest.h>
@@ -66,7 +67,7 @@ TEST(SmolLM2Reference, LogitsMatchEigenReference) {
   // All 9 positions once; a fresh pass at m positions gives the last m columns.
   const Matrix want = ref.logits(tokens, n);
 
-  LlamaModel model(kModel);
+  LlamaModel model(kModel, {}, WeightStorage::kFp32);
   int64_t id = 0;
   for (int64_t m : {1, 3, 8, 9}) {
     const ScoreRequest request{tokens, m, id++};

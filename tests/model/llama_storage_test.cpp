@@ -1,17 +1,24 @@
 // LlamaModel's two weight storages (core/models/weight_matrix.hpp) on the real SmolLM2-135M: the
-// quantised one (Q4_1 / Q8_0 blocks dequantised in registers) gives the fp32 one's logits bit for
-// bit, hence the same greedy tokens, from the GGUF's own byte count. Skipped when `speclab
+// quantised one (Q4_1 / Q8_0 blocks times 8-bit activations) stays within a stated bound of the
+// fp32 reference's logits on the workloads' prompts, with the same top-1 wherever the reference's
+// margin exceeds twice the bound, and takes the GGUF's own byte count. Skipped when `speclab
 // fetch-model smollm2-135m` has not put the file in data/models/.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/decode/decode.hpp"
 #include "core/io/gguf.hpp"
 #include "core/models/llama.hpp"
+#include "experiments/workload.hpp"
 
 namespace speclab {
 namespace {
@@ -55,36 +62,123 @@ TEST(LlamaStorage, WeightBytesAreTheGgufBlocks) {
               4e-6 * static_cast<double>(elements));
 }
 
-TEST(LlamaStorage, QuantisedLogitsEqualFp32Bitwise) {
-  SPECLAB_REQUIRE_MODEL();
-  // m = 1 (one LM-head column) and m = 12 (two column tiles in every product).
-  for (int64_t m : {1, 12}) {
-    std::vector<std::vector<float>> logits;
-    for (WeightStorage storage : {WeightStorage::kFp32, WeightStorage::kQuantised}) {
-      LlamaModel& lm = model(storage);
-      lm.release(1);
-      const ScoreRequest request{kTokens, m, 1};
-      logits.push_back(lm.logits({&request, 1}));
-      lm.release(1);
-    }
-    ASSERT_EQ(logits[0].size(), logits[1].size());
-    EXPECT_EQ(0, std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)))
-        << "m " << m;
+// The quantised storage against the fp32 reference on the shipped workloads' prompts (every
+// conversation of data/workloads/rewrite.toml and chat.toml, ChatML-tokenised, 150–260 tokens),
+// all positions scored in one pass.
+//
+// The bound. Each product moves by at most Σ_b (δ_b / 2)·Σ_{k∈b} |w_k| from the activation
+// rounding (quant_matrix.hpp; checked per product in quant_matrix_test): at most half a step of
+// 1/127 of a block's largest activation per weight, and ~1/(127·√12) in the mean, i.e. well under
+// 1% of a product's magnitude, except in blocks where one outlier channel sets δ for 31 small
+// activations. Seven such products per layer over 30 layers feed the residual stream, whose
+// RMSNorms keep the relative error from compounding, but no closed form bounds the logits'
+// error below the trivial one; so the bound is measured with a margin. Measured over these
+// prompts: max |Δ logit| 3.0, mean 0.21 (-march=native on AVX-512 VNNI), 2.4 and 0.20 (x86-64-v3;
+// quant_gemm gives the same bits on both, the float kernels around it do not), on logits
+// spanning ~±30. Allowed: B = 6, twice the largest seen, and a mean ≤ 0.4. A broken kernel (a
+// swapped nibble half, a dropped Q4_1 minimum term, a wrong scale) moves logits by units to tens
+// everywhere, which the mean catches even where the maximum would not.
+//
+// Top-1: |Δ| ≤ B on every logit keeps the fp32 argmax wherever its margin over the runner-up
+// exceeds 2B, so agreement is required there; elsewhere the two may pick different near-ties,
+// and overall agreement is required to be ≥ 95% (measured: 660 and 661 of 672 positions).
+constexpr double kLogitBound = 6.0;
+constexpr double kMeanBound = 0.4;
+
+std::vector<std::vector<int32_t>> workload_prompts_all() {
+  std::vector<std::vector<int32_t>> prompts;
+  for (const char* name : {"rewrite", "chat"}) {
+    const auto w = experiments::load_workload(std::string(SPECLAB_SOURCE_DIR) + "/data/workloads/" +
+                                              name + ".toml");
+    const auto p = experiments::workload_prompts(w, "smollm2-135m",
+                                                 static_cast<int64_t>(w.conversations.size()), 64);
+    prompts.insert(prompts.end(), p.begin(), p.end());
   }
+  return prompts;
 }
 
-TEST(LlamaStorage, GreedyDecodeGivesTheSameTokens) {
+std::vector<float> all_logits(WeightStorage storage, const std::vector<int32_t>& tokens) {
+  LlamaModel& lm = model(storage);
+  lm.release(1);
+  const ScoreRequest request{tokens, static_cast<int64_t>(tokens.size()), 1};
+  auto logits = lm.logits({&request, 1});
+  lm.release(1);
+  return logits;
+}
+
+TEST(LlamaStorage, QuantisedLogitsWithinTheBoundOfFp32OnTheWorkloads) {
+  SPECLAB_REQUIRE_MODEL();
+  const int64_t vocab = model(WeightStorage::kFp32).vocab();
+  double max_delta = 0.0, sum_delta = 0.0;
+  int64_t n_logits = 0, positions = 0, agree = 0, clear = 0;
+  for (const auto& tokens : workload_prompts_all()) {
+    const auto ref = all_logits(WeightStorage::kFp32, tokens);
+    const auto got = all_logits(WeightStorage::kQuantised, tokens);
+    ASSERT_EQ(ref.size(), got.size());
+    for (size_t j = 0; j < tokens.size(); ++j) {
+      const float* r = ref.data() + j * vocab;
+      const float* g = got.data() + j * vocab;
+      int64_t best = 0, best_got = 0;
+      for (int64_t v = 0; v < vocab; ++v) {
+        const double delta = std::abs(static_cast<double>(g[v]) - r[v]);
+        max_delta = std::max(max_delta, delta);
+        sum_delta += delta;
+        if (r[v] > r[best]) best = v;
+        if (g[v] > g[best_got]) best_got = v;
+      }
+      float runner_up = -std::numeric_limits<float>::infinity();
+      for (int64_t v = 0; v < vocab; ++v) {
+        if (v != best) runner_up = std::max(runner_up, r[v]);
+      }
+      ++positions;
+      agree += best == best_got;
+      if (r[best] - runner_up > 2.0 * kLogitBound) {
+        ++clear;
+        EXPECT_EQ(best_got, best) << "position " << j << ": fp32 margin " << r[best] - runner_up;
+      }
+    }
+    n_logits += static_cast<int64_t>(ref.size());
+  }
+  EXPECT_LE(max_delta, kLogitBound);
+  EXPECT_LE(sum_delta / static_cast<double>(n_logits), kMeanBound);
+  EXPECT_GE(static_cast<double>(agree), 0.95 * static_cast<double>(positions));
+  std::printf(
+      "max |Δ logit| %.3f, mean %.4f over %lld logits; top-1 agreement %lld / %lld (%lld "
+      "with a margin > 2B)\n",
+      max_delta, sum_delta / static_cast<double>(n_logits), static_cast<long long>(n_logits),
+      static_cast<long long>(agree), static_cast<long long>(positions),
+      static_cast<long long>(clear));
+}
+
+// Greedy decoding on the quantised storage picks, at every step, a token whose fp32 logit is
+// within 2B of the fp32 maximum (what |Δ| ≤ B on every logit implies).
+TEST(LlamaStorage, QuantisedGreedyTokensAreNearFp32Argmax) {
   SPECLAB_REQUIRE_MODEL();
   const std::vector<std::vector<int32_t>> prompts = {{504, 3575, 282, 4649, 314}};
   const DecodeConfig config{
       .max_new_tokens = 24, .sampling = {.temperature = 0.0}, .seed = 1, .gamma = 4};
-  const auto fp32 = plain_decode(model(WeightStorage::kFp32), prompts, config);
   const auto quantised = plain_decode(model(WeightStorage::kQuantised), prompts, config);
-  EXPECT_EQ(quantised.tokens, fp32.tokens);
-  ASSERT_FALSE(fp32.tokens.empty());
-  std::printf("greedy:");
-  for (int32_t t : fp32.tokens[0]) std::printf(" %d", t);
-  std::printf("\n");
+  ASSERT_EQ(quantised.tokens.size(), 1u);
+  const auto& out = quantised.tokens[0];
+  ASSERT_FALSE(out.empty());
+  std::vector<int32_t> tokens = prompts[0];
+  tokens.insert(tokens.end(), out.begin(), out.end() - 1);
+  LlamaModel& fp32 = model(WeightStorage::kFp32);
+  fp32.release(2);
+  const auto n_out = static_cast<int64_t>(out.size());
+  const ScoreRequest request{tokens, n_out, 2};
+  const auto logits = fp32.logits({&request, 1});
+  fp32.release(2);
+  const int64_t vocab = fp32.vocab();
+  int64_t same = 0;
+  for (int64_t j = 0; j < n_out; ++j) {
+    const float* r = logits.data() + j * vocab;
+    const float best = *std::max_element(r, r + vocab);
+    EXPECT_GE(r[out[static_cast<size_t>(j)]], best - 2.0 * kLogitBound) << "step " << j;
+    same += r[out[static_cast<size_t>(j)]] == best;
+  }
+  std::printf("quantised greedy: %lld of %lld tokens are the fp32 argmax\n",
+              static_cast<long long>(same), static_cast<long long>(n_out));
 }
 
 }  // namespace

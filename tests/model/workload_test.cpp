@@ -63,13 +63,16 @@ TEST(WorkloadModel, PromptsAreTheChatTemplateTokenised) {
 TEST(WorkloadModel, GenerationStopsAtImEnd) {
   SPECLAB_REQUIRE_MODEL();
   // A question with a one-line answer: greedy decoding ends the turn with <|im_end|> long
-  // before the budget, in plain and in speculative decoding alike.
+  // before the budget, in plain and in speculative decoding alike. ("Answer in one sentence."
+  // gives the first token a clear margin, 1.5 logits in the fp32 storage: without it "The" leads
+  // "L" by 0.08, a near-tie that the quantised storage's 8-bit activations may flip.)
   auto target = make_model("smollm2-135m");
   auto draft = make_model("prompt-lookup-smollm2");
   const int32_t im_end = BpeTokenizer(GgufFile::open(kModel)).token_id("<|im_end|>");
   ASSERT_EQ(target->eos_token(), im_end);
   const ChatTokenizer t = chat_tokenizer("smollm2-135m");
-  const std::vector<ChatMessage> chat = {{"user", "What is the capital of France?"}};
+  const std::vector<ChatMessage> chat = {
+      {"user", "What is the capital of France? Answer in one sentence."}};
   constexpr int64_t kBudget = 64;
   const std::vector<std::vector<int32_t>> prompts = {
       tokenize_conversation(t, chat, kBudget, "question")};

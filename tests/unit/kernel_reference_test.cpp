@@ -1,11 +1,12 @@
 // The hand-written matrix kernels of core/models/ against the Eigen references of
 // tests/support/eigen_reference.hpp: skinny_gemm (A·X + b), quant_gemm (Q4_1 / Q8_0 weights
-// dequantised in registers) and LinearSoftmaxModel::score (G_r·(σ_r ⊙ (H_r·h)) + b, then the
-// tempered softmax), at shapes that stress the tiling: m = 1, 3, 8, 9, 16, 17 columns (one or
-// several 8-column tiles, partial tiles), rows not a multiple of the 16-row panel or of the 2- and
-// 4-panel kernel groups, and products large enough for the OpenMP path. The references compute
-// in double from the kernels' float inputs, so each tolerance is a bound on the kernel's float
-// rounding, stated where it is used.
+// times activations quantised per block to 8 bits) and LinearSoftmaxModel::score
+// (G_r·(σ_r ⊙ (H_r·h)) + b, then the tempered softmax), at shapes that stress the tiling: m = 1, 3,
+// 8, 9, 16, 17 columns (one or several 8-column tiles, partial tiles), rows not a multiple of the
+// 16-row panel or of the 2- and 4-panel kernel groups, and products large enough for the OpenMP
+// path. The references compute in double from the kernels' float inputs, so each tolerance is a
+// bound on the kernel's float rounding (and, for quant_gemm, its activation quantisation), stated
+// where it is used.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -118,13 +119,25 @@ void check_quant_gemm(GgmlType type, int64_t rows, int64_t depth, std::span<cons
     std::vector<float> out(static_cast<size_t>(m * ldo), kSentinel);
     quant_gemm(w, x, m, ldx, out, ldo);
     const Matrix x_ref = eigen_ref::columns(x, depth, m, ldx);
-    // The kernel's weights are the float dequantised weights exactly (quant_matrix.hpp; the test
-    // below checks the reference's), so each output is a float sum of depth products: within
-    // γ_depth·Σ|w·x| of the exact value.
+    // The activations are quantised per 32-element block to δ·q with δ = max|x| / 127
+    // (quant_matrix.hpp), each moved by ≤ δ·(1/2 + 381·u) (half a step, plus the float rounding
+    // of δ, 1/δ and x·(1/δ)); the float work on the exact integer sums is ≤ 2·n_blocks + 3
+    // roundings deep, and the reference's float weights are one rounding from d·q + m. So
+    // |out − W·x| ≤ |W|·Δ·(1/2 + 381·u) + γ_{2·n_blocks+4}·|W|·(|x| + Δ), Δ_kc the δ of k's block.
+    const double u = std::ldexp(1.0, -24);
+    Matrix delta(depth, m);
+    for (int64_t c = 0; c < m; ++c) {
+      for (int64_t b = 0; b < depth / 32; ++b) {
+        const double amax = x_ref.col(c).segment(32 * b, 32).cwiseAbs().maxCoeff();
+        delta.col(c).segment(32 * b, 32).setConstant(amax / 127.0);
+      }
+    }
+    const Matrix bound = w_ref.cwiseAbs() * delta * (0.5 + 381.0 * u) +
+                         gamma_float(2.0 * static_cast<double>(depth / 32) + 4.0) *
+                             (w_ref.cwiseAbs() * (x_ref.cwiseAbs() + delta));
     EXPECT_TRUE(all_close(
         std::string("quant_gemm ") + ggml_type_name(type) + " " + shape_name(rows, depth, m),
-        eigen_ref::columns(out, rows, m, ldo), w_ref * x_ref, w_ref.cwiseAbs() * x_ref.cwiseAbs(),
-        0.0, gamma_float(static_cast<double>(depth))));
+        eigen_ref::columns(out, rows, m, ldo), w_ref * x_ref, bound, 0.0, 1.0));
     for (int64_t c = 0; c < m; ++c) {
       for (int64_t i = rows; i < ldo; ++i) {
         ASSERT_EQ(out[static_cast<size_t>(c * ldo + i)], kSentinel)

@@ -1,12 +1,13 @@
 // core/models/quant_matrix: the repacked Q4_1 / Q8_0 matrix dequantises to what GGUF's
-// dequantize() gives, quant_gemm equals the dequantise-then-fp32 product within the rounding
-// bound of a float dot product (and bitwise equals skinny_gemm on the dequantised matrix, which
-// sums in the same order), for ragged shapes and 1–16 positions; bad shapes are InvalidInput.
+// dequantize() gives; quant_gemm bitwise equals a blockwise 8-bit reference written from the GGUF
+// blocks, and the exact dequantised product within the derived activation-rounding bound, for
+// ragged shapes and 1–16 positions; NaN activations propagate; bad shapes are InvalidInput.
 #include "core/models/quant_matrix.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,7 +16,6 @@
 
 #include "core/base/error.hpp"
 #include "core/io/gguf.hpp"
-#include "core/models/skinny_gemm.hpp"
 #include "tests/support/error_of.hpp"
 #include "tests/support/quant_blocks.hpp"
 
@@ -71,18 +71,107 @@ TEST(QuantMatrix, DequantizeRowEqualsGgufDequantize) {
   }
 }
 
-// Both sides are float dot products of the same float weights (the test above) and activations.
-// Any summation order, fused or not, gives |fl(Σ w·x) − Σ w·x| ≤ γ_k Σ|w·x| with γ_k = k·u/(1 −
-// k·u), u = 2⁻²⁴ (Higham, Accuracy and Stability of Numerical Algorithms, §3.1); so the two
-// differ by at most 2·γ_k Σ|w·x|, with Σ|w·x| evaluated here in double.
-TEST(QuantGemm, EqualsDequantisedFp32ProductWithinRoundingBound) {
+// The blockwise 8-bit product written out from the GGUF blocks themselves (not the repacked
+// panels): each column quantised per 32-element block b as quant_matrix.hpp states
+// (δ = max|x| / 127, q = round-to-nearest-even(x·(1/δ)), σ = δ·Σq), the integer dot with the
+// block's quants, then acc = fma(float(dot), d·δ, acc) and, for Q4_1, acc = fma(m, σ, acc).
+std::vector<float> blockwise_reference(GgmlType type, const std::vector<std::byte>& blocks,
+                                       int64_t rows, int64_t depth, const std::vector<float>& x,
+                                       int64_t m, int64_t ldx) {
+  const int64_t nb = depth / 32, size = block_bytes(type);
+  std::vector<float> out(static_cast<size_t>(m * rows));
+  for (int64_t c = 0; c < m; ++c) {
+    std::vector<int> q(static_cast<size_t>(depth));
+    std::vector<float> delta(static_cast<size_t>(nb)), sigma(static_cast<size_t>(nb));
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* xb = x.data() + c * ldx + 32 * b;
+      float amax = 0.0f;
+      for (int e = 0; e < 32; ++e) amax = std::max(amax, std::abs(xb[e]));
+      const float dx = amax / 127.0f, inv = dx != 0.0f ? 1.0f / dx : 0.0f;
+      int sum = 0;
+      for (int e = 0; e < 32; ++e) {
+        q[static_cast<size_t>(32 * b + e)] = static_cast<int>(std::nearbyint(xb[e] * inv));
+        sum += q[static_cast<size_t>(32 * b + e)];
+      }
+      delta[static_cast<size_t>(b)] = dx;
+      sigma[static_cast<size_t>(b)] = dx * static_cast<float>(sum);
+    }
+    for (int64_t i = 0; i < rows; ++i) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const std::byte* blk = blocks.data() + (i * nb + b) * size;
+        uint16_t dh, mh;
+        std::memcpy(&dh, blk, 2);
+        int dot = 0;
+        for (int e = 0; e < 32; ++e) {
+          int qw;
+          if (type == GgmlType::kQ4_1) {
+            const auto byte = static_cast<uint8_t>(blk[4 + e % 16]);
+            qw = e < 16 ? byte & 0x0f : byte >> 4;  // GGUF: byte j holds elements j and j + 16
+          } else {
+            qw = static_cast<int8_t>(blk[2 + e]);
+          }
+          dot += qw * q[static_cast<size_t>(32 * b + e)];
+        }
+        const float d = fp16_to_float(dh);
+        acc = std::fma(static_cast<float>(dot), d * delta[static_cast<size_t>(b)], acc);
+        if (type == GgmlType::kQ4_1) {
+          std::memcpy(&mh, blk + 2, 2);
+          acc = std::fma(fp16_to_float(mh), sigma[static_cast<size_t>(b)], acc);
+        }
+      }
+      out[static_cast<size_t>(c * rows + i)] = acc;
+    }
+  }
+  return out;
+}
+
+// The kernel (whichever ISA this build compiled, quant_gemm_isa()) gives the reference's bits:
+// the repacking, the nibble order, the unsigned-times-signed byte products and the Q8_0 sign
+// handling are all in what it checks. As the reference computes each column alone, a column's
+// result does not depend on the other columns of the call.
+TEST(QuantGemm, BitwiseEqualsTheBlockwiseInt8Reference) {
+  // The last shape has 2²² weights and takes the OpenMP path.
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  shapes.push_back({4096, 1024});
+  for (GgmlType type : kTypes) {
+    for (const Shape& s : shapes) {
+      const auto blocks = random_blocks(type, s.rows, s.depth, 31);
+      const QuantMatrix w(type, blocks, s.rows, s.depth);
+      const bool big = s.rows * s.depth >= (int64_t{1} << 22);
+      for (int64_t m = 1; m <= 16; m += big ? 7 : 1) {
+        const int64_t ldx = s.depth + 3;
+        auto x = random_x(m * ldx, 200 + m);
+        // An all-zero block (δ = 0) in the first column.
+        std::fill_n(x.begin(), 32, 0.0f);
+        std::vector<float> got(static_cast<size_t>(m * s.rows));
+        quant_gemm(w, x, m, ldx, got, s.rows);
+        const auto want = blockwise_reference(type, blocks, s.rows, s.depth, x, m, ldx);
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+            << ggml_type_name(type) << " " << s.rows << " × " << s.depth << " m " << m << " ("
+            << quant_gemm_isa() << ")";
+      }
+    }
+  }
+}
+
+// Against the exact product with the exactly dequantised weights w_k = d·q_k (+ m), in double.
+// Quantising a block's activations moves each by |x_k − δ·q_k| ≤ δ·(1/2 + 3·127·u) (the half
+// step of rounding, plus the float rounding of δ, 1/δ and x·(1/δ), each ≤ u relative, which can
+// move x·(1/δ) ≤ 127 by 3·127·u), so the product moves by at most
+//   A = Σ_b δ_b·(1/2 + 381·u)·Σ_{k∈b} |w_k|.
+// The kernel's float work on the exact integer sums (d·δ, σ = δ·Σq, two fused multiply-adds per
+// block) is a float sum of ≤ 2·n_blocks terms each rounded ≤ 2 times: within γ_{2·n_blocks+3}·M
+// of its exact value, M = Σ_b Σ_k (|d·q_k| + |m|)·(|x_k| + δ_b) (Higham, Accuracy and
+// Stability of Numerical Algorithms, §3.1; u = 2⁻²⁴, γ_n = n·u/(1 − n·u)).
+TEST(QuantGemm, WithinTheActivationRoundingBoundOfTheExactProduct) {
   const double u = std::ldexp(1.0, -24);
   for (GgmlType type : kTypes) {
     for (const Shape& s : kShapes) {
       const auto blocks = random_blocks(type, s.rows, s.depth, 21);
       const QuantMatrix w(type, blocks, s.rows, s.depth);
-      const auto ref_w = dequantised(type, blocks, s.rows, s.depth);
-      const double gamma = s.depth * u / (1.0 - s.depth * u);
+      const int64_t nb = s.depth / 32, size = block_bytes(type);
+      const double n = 2.0 * static_cast<double>(nb) + 3.0, gamma = n * u / (1.0 - n * u);
       for (int64_t m = 1; m <= 16; ++m) {
         const int64_t ldx = s.depth + 3, ldo = s.rows + 5;  // strides with gaps
         const auto x = random_x(m * ldx, 100 + m);
@@ -96,17 +185,37 @@ TEST(QuantGemm, EqualsDequantisedFp32ProductWithinRoundingBound) {
               ASSERT_TRUE(std::isnan(got)) << "wrote past rows at column " << c << " row " << i;
               continue;
             }
-            float fp32 = 0.0f;
-            double magnitude = 0.0;
-            for (int64_t k = 0; k < s.depth; ++k) {
-              const float wk = ref_w[static_cast<size_t>(i * s.depth + k)];
-              const float xk = x[static_cast<size_t>(c * ldx + k)];
-              fp32 += wk * xk;
-              magnitude += std::abs(static_cast<double>(wk) * xk);
+            double exact = 0.0, activation = 0.0, magnitude = 0.0;
+            for (int64_t b = 0; b < nb; ++b) {
+              const std::byte* blk = blocks.data() + (i * nb + b) * size;
+              uint16_t dh, mh = 0;
+              std::memcpy(&dh, blk, 2);
+              if (type == GgmlType::kQ4_1) std::memcpy(&mh, blk + 2, 2);
+              const double d = fp16_to_float(dh), mw = fp16_to_float(mh);
+              double amax = 0.0;
+              for (int e = 0; e < 32; ++e) {
+                amax = std::max(amax, std::abs(static_cast<double>(x[c * ldx + 32 * b + e])));
+              }
+              const double delta = amax / 127.0;
+              double w_abs = 0.0;
+              for (int e = 0; e < 32; ++e) {
+                double qw;
+                if (type == GgmlType::kQ4_1) {
+                  const auto byte = static_cast<uint8_t>(blk[4 + e % 16]);
+                  qw = e < 16 ? byte & 0x0f : byte >> 4;
+                } else {
+                  qw = static_cast<int8_t>(blk[2 + e]);
+                }
+                const double wk = d * qw + mw, xk = x[c * ldx + 32 * b + e];
+                exact += wk * xk;
+                w_abs += std::abs(wk);
+                magnitude += (std::abs(d * qw) + std::abs(mw)) * (std::abs(xk) + delta);
+              }
+              activation += delta * (0.5 + 381.0 * u) * w_abs;
             }
-            ASSERT_LE(std::abs(static_cast<double>(got) - fp32), 2.0 * gamma * magnitude)
+            ASSERT_LE(std::abs(static_cast<double>(got) - exact), activation + gamma * magnitude)
                 << ggml_type_name(type) << " " << s.rows << " × " << s.depth << " m " << m
-                << " column " << c << " row " << i << ": " << got << " vs " << fp32;
+                << " column " << c << " row " << i << ": " << got << " vs " << exact;
           }
         }
       }
@@ -114,37 +223,19 @@ TEST(QuantGemm, EqualsDequantisedFp32ProductWithinRoundingBound) {
   }
 }
 
-// The same FMA chain over k in the same order as skinny_gemm on the dequantised PanelMatrix, so
-// the LLaMA forward pass gives the same logits with either storage; and a column's result does
-// not depend on the other columns of the call.
-TEST(QuantGemm, BitwiseEqualsSkinnyGemmOnDequantisedWeights) {
-  // The last shape has 2²² weights and takes the OpenMP path.
-  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
-  shapes.push_back({4096, 1024});
+// A NaN activation makes its column's outputs NaN (as the fp32 product's), and only its column's.
+TEST(QuantGemm, NanActivationGivesNanOutputsInItsColumn) {
   for (GgmlType type : kTypes) {
-    for (const Shape& s : shapes) {
-      const auto blocks = random_blocks(type, s.rows, s.depth, 31);
-      const QuantMatrix w(type, blocks, s.rows, s.depth);
-      const auto ref_w = dequantised(type, blocks, s.rows, s.depth);
-      PanelMatrix panel(s.rows, s.depth);
-      for (int64_t i = 0; i < s.rows; ++i) {
-        for (int64_t k = 0; k < s.depth; ++k) panel.at(i, k) = ref_w[i * s.depth + k];
-      }
-      const bool big = s.rows * s.depth >= (int64_t{1} << 22);
-      for (int64_t m = 1; m <= 16; m += big ? 7 : 1) {
-        const auto x = random_x(m * s.depth, 200 + m);
-        std::vector<float> got(static_cast<size_t>(m * s.rows)), want(got.size());
-        quant_gemm(w, x, m, s.depth, got, s.rows);
-        skinny_gemm(panel, {.rows = s.rows, .depth = s.depth, .n_cols = m}, x, s.depth, {}, want,
-                    s.rows);
-        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-            << ggml_type_name(type) << " " << s.rows << " × " << s.depth << " m " << m;
-        // Column m − 1 alone.
-        std::vector<float> alone(static_cast<size_t>(s.rows));
-        quant_gemm(w, std::span(x).subspan((m - 1) * s.depth), 1, s.depth, alone, s.rows);
-        ASSERT_EQ(0, std::memcmp(alone.data(), got.data() + (m - 1) * s.rows,
-                                 alone.size() * sizeof(float)))
-            << ggml_type_name(type) << " " << s.rows << " × " << s.depth << " m " << m;
+    const auto blocks = random_blocks(type, 20, 64, 71);
+    const QuantMatrix w(type, blocks, 20, 64);
+    auto x = random_x(3 * 64, 72);
+    x[64 + 40] = std::numeric_limits<float>::quiet_NaN();  // column 1, second block
+    std::vector<float> out(3 * 20);
+    quant_gemm(w, x, 3, 64, out, 20);
+    for (int64_t c = 0; c < 3; ++c) {
+      for (int64_t i = 0; i < 20; ++i) {
+        EXPECT_EQ(std::isnan(out[static_cast<size_t>(c * 20 + i)]), c == 1)
+            << ggml_type_name(type) << " column " << c << " row " << i;
       }
     }
   }
