@@ -451,8 +451,10 @@ def fig_speedup_vs_batch(df, runs, plan=None):
         a.grid(alpha=0.3, which="both")
     ax.set_ylabel("speedup over plain decoding (× tokens/s)")
     model = f"{df['target.model'].iloc[0]} / {df['draft.model'].iloc[0]}"
-    ax.set_title(f"Speedup against batch size ({model})" +
-                 ("" if plan else "\nno plan_validate.json: measurement only"), fontsize=9)
+    source = ("planner: plan_validate.json" if plan else
+              "planner: each point's predicted_speedup at its measured α"
+              if table["predicted"].notna().any() else "no planner prediction: measurement only")
+    ax.set_title(f"Speedup against batch size ({model})\n{source}", fontsize=9)
     ax.legend(fontsize=7)
     ax_r.set_ylabel("r = T(b, γ+1) / T(b, 1)  (verification call ÷ plain call)")
     ax_r.set_title("Measured cost of scoring γ+1 positions", fontsize=9)
