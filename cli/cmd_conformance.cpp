@@ -46,9 +46,8 @@ void run_conformance(const std::vector<std::string>& arguments) {
   const fs::path package = find_python_package();
   const std::string python = experiments::python_for_helpers();
   const char* old_path = std::getenv("PYTHONPATH");
-  const std::string path =
-      package.string() +
-      (old_path != nullptr && *old_path != '\0' ? ":" + std::string(old_path) : "");
+  std::string path = package.string();
+  if (old_path != nullptr && *old_path != '\0') path.append(":").append(old_path);
   if (setenv("PYTHONPATH", path.c_str(), 1) != 0) throw Error("cannot set PYTHONPATH");
   std::vector<std::string> args = {python, "-m", "speclab.conformance"};
   args.insert(args.end(), arguments.begin(), arguments.end());

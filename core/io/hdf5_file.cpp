@@ -361,8 +361,9 @@ std::string read_variable_string(const Hdf5Reader& reader, const OpenAttribute& 
     ::alarm(kStringReadSeconds);
     char* text = nullptr;
     const bool ok = H5Aread(open.attribute.get(), memory_type, &text) >= 0;
-    const std::string reply =
-        ok ? "0" + std::string(text != nullptr ? text : "") : "1" + hdf5_detail();
+    // One status byte, then the text or HDF5's account of the error.
+    std::string reply(1, ok ? '0' : '1');
+    reply += ok ? std::string(text != nullptr ? text : "") : hdf5_detail();
     for (size_t done = 0; done < reply.size();) {
       const ssize_t n = ::write(fds[1], reply.data() + done, reply.size() - done);
       if (n <= 0 && errno != EINTR) ::_exit(4);
