@@ -294,7 +294,7 @@ void setup_demo(CLI::App& app) {
   auto* demo = app.add_subcommand(
       "demo", "Built-in default experiment: verify synthetic batches, write HDF5, print a summary");
   auto o = std::make_shared<DemoOptions>();
-  demo->add_option("--out", o->out, "results directory")->capture_default_str();
+  demo->add_option("-o,--out", o->out, "results directory")->capture_default_str();
   demo->add_option("--batch", o->batch, "requests per batch (B)")->capture_default_str();
   demo->add_option("--gamma", o->gamma, "draft tokens per request (γ)")->capture_default_str();
   demo->add_option("--vocab", o->vocab, "vocabulary size (V)")->capture_default_str();

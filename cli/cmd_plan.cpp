@@ -397,7 +397,7 @@ void setup_plan(CLI::App& app) {
       ->capture_default_str();
   plan->add_option("--overhead-us", o->overhead_us,
                    "fixed launch overhead per forward pass in µs (default 20 on GPUs)");
-  plan->add_option("--out", o->out, "also write the plan to this HDF5 file");
+  plan->add_option("-o,--out", o->out, "also write the plan to this HDF5 file");
   plan->add_flag("--json", o->json, "print one JSON object");
   plan->add_flag("--validate", o->validate,
                  "predicted vs measured speedup of lsm-target/lsm-draft on this machine");

@@ -117,7 +117,7 @@ void setup_run(CLI::App& app) {
   cmd->add_option("--set", args->sets,
                   "override a key, KEY=VALUE with VALUE in TOML (repeatable), e.g. "
                   "--set decode.gamma=8 or --set sweep.decode.gamma=[1,2]");
-  cmd->add_option("--out", args->out, "results directory (default: results/<name>)");
+  cmd->add_option("-o,--out", args->out, "results directory (default: results/<name>)");
   cmd->add_option("--shard", args->shard,
                   "run shard I of N: the points whose index i has i mod N = I-1")
       ->capture_default_str();

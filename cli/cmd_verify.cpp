@@ -172,7 +172,8 @@ void setup_verify(CLI::App& app) {
       "Test that speculative decoding's output distribution equals the target's (χ² against "
       "the exact joint law); exit 0 pass, 1 fail, 3 vacuous (the draft was never exercised)");
   auto o = std::make_shared<VerifyCliOptions>();
-  cmd->add_option("--config", o->config, "experiment config (TOML)")->required();
+  cmd->add_option("config,--config", o->config, "experiment config (TOML), positional or --config")
+      ->required();
   cmd->add_option("--set", o->sets, "override a key, KEY=VALUE (VALUE parsed as TOML)");
   cmd->add_option("--samples", o->check.samples, "samples (0: enough to detect --epsilon)")
       ->capture_default_str();
@@ -181,7 +182,7 @@ void setup_verify(CLI::App& app) {
   cmd->add_option("--length", o->check.length,
                   "tokens per sample (0: the most whose support has ≤ 4096 sequences)")
       ->capture_default_str();
-  cmd->add_option("--out", o->out, "report HDF5 (default: POINT_ID.verify.h5)");
+  cmd->add_option("-o,--out", o->out, "report HDF5 (default: POINT_ID.verify.h5)");
   cmd->add_flag("--json", o->json, "print one JSON object per point");
   cmd->add_flag("--allow-vacuous", o->allow_vacuous,
                 "exit 0 even when no draft token was tested (e.g. --length 1)");

@@ -57,7 +57,7 @@ void setup_verify_batch(CLI::App& app) {
                    "attributes method, seed, optional leniency and step")
       ->required();
   command
-      ->add_option("--out", options->out,
+      ->add_option("-o,--out", options->out,
                    "output HDF5 (written as OUT.partial and renamed when complete)")
       ->required();
   command->callback([options] { run_verify_batch(*options); });

@@ -48,6 +48,22 @@ TEST(VerifyCli, OneReportIntoANewDirectoryMakesIt) {
   EXPECT_TRUE(std::filesystem::is_regular_file(report)) << r.output;
 }
 
+// The config is positional, as for run, validate and expand (--config stays an alias), and -o is
+// --out, as for every command that writes.
+TEST(VerifyCli, ConfigIsPositionalAndOIsOut) {
+  const auto dir = std::filesystem::path(SPECLAB_BINARY_DIR) / "test-output" / "verify-positional";
+  std::filesystem::remove_all(dir);
+  const auto report = dir / "token.h5";
+  const auto r = run_cli(std::string("verify '") + SPECLAB_SOURCE_DIR +
+                         "/experiments/configs/verify_token.toml' --length 2 --samples 20000 -o '" +
+                         report.string() + "'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::is_regular_file(report)) << r.output;
+  const auto none = run_cli("verify --length 2");
+  EXPECT_EQ(none.status, 2) << none.output;
+  EXPECT_THAT(none.output, HasSubstr("config"));
+}
+
 TEST(VerifyCli, LenientIsCaught) {
   const auto r = run_cli("verify " + config() +
                          " --set verifier.method=lenient --set verifier.leniency=0.5 --length 2 "
