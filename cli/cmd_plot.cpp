@@ -54,10 +54,11 @@ void run_plot(const PlotOptions& o) {
                     "python3 with python3-matplotlib (or set SPECLAB_PYTHON)",
                     python));
   }
-  // The script prints its own message: 2 for bad input (no runs), 1 for a failure.
+  // The script prints its own message: 2 for bad input (no runs), 3 when no figure fits the
+  // results (it says why for each), 1 for a failure.
   const int code =
       experiments::run_helper({python, script.string(), "render", o.results, "-o", o.out});
-  if (code != 0) throw ExitStatus{code == 2 ? 2 : 1};
+  if (code != 0) throw ExitStatus{code == 2 || code == 3 ? code : 1};
 }
 
 void setup_plot(CLI::App& app) {
@@ -65,7 +66,8 @@ void setup_plot(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "plot",
       "Render the standard figures of a results directory (a `speclab run` --out directory, a "
-      "root of such directories, `speclab verify` reports) as PNG");
+      "root of such directories, `speclab verify` reports) as PNG: the figures the sweep's axes "
+      "give, and for each one they cannot, why. Exit 0, 2 bad input, 3 no figure fits");
   command->add_option("results", options->results, "results directory")->required();
   command->add_option("-o,--out", options->out, "figure directory (created)")->required();
   command->callback([options] { run_plot(*options); });

@@ -622,7 +622,8 @@ def fig_verification(reports):
 
 def render(results_dir, figdir, log=print):
     """Writes the standard figures of RESULTS_DIR (a run directory or a root of run directories,
-    plus any `speclab verify` reports) as PNG into FIGDIR; returns the paths written."""
+    plus any `speclab verify` reports) as PNG into FIGDIR; returns the paths written. Each figure
+    the sweep's axes cannot give is logged as `not drawn` with the reason."""
     plt = _plt()
     figdir = Path(figdir)
     figdir.mkdir(parents=True, exist_ok=True)
@@ -635,10 +636,16 @@ def render(results_dir, figdir, log=print):
         written.append(path)
         log(f"  {path}")
 
+    def skip(name, reason):
+        log(f"  not drawn: {name}: {reason}")
+
     for d in run_dirs(results_dir):
         df, runs = load_runs(d)
         name = str(df["name"].iloc[0]) if len(df) else d.name
         spec = [i for i, r in enumerate(runs) if "position/reached" in r]
+        if not spec:
+            skip(f"{name}_*", "no speculative points (plain decoding only: acceptance figures "
+                 "need a [draft] model)")
         if spec:
             sdf = df.iloc[spec].reset_index(drop=True)
             sruns = [runs[i] for i in spec]
@@ -646,15 +653,24 @@ def render(results_dir, figdir, log=print):
             if sdf["verifier.method"].nunique() > 1:
                 if sdf["speedup"].notna().any():
                     save(fig_method_comparison(sdf, sruns), f"{name}_method_comparison")
+                else:
+                    skip(f"{name}_method_comparison", "no speedup: set decode.baseline = true")
             elif chain:
                 save(fig_position_acceptance(sdf, sruns), f"{name}_position_acceptance")
                 save(fig_accepted_length(sdf, sruns), f"{name}_accepted_length")
                 if sdf["decode.gamma"].nunique() > 1:
                     save(fig_emitted_vs_gamma(sdf, sruns), f"{name}_emitted_vs_gamma")
+                else:
+                    skip(f"{name}_emitted_vs_gamma", "one γ in the sweep (sweep decode.gamma)")
                 if sdf["sampling.temperature"].nunique() > 1:
                     save(fig_alpha_vs_temperature(sdf), f"{name}_alpha_vs_temperature")
+            elif not chain:
+                skip(f"{name}_position_acceptance", "tree verifiers only (per-depth curves are in "
+                     "the files)")
             if sdf["decode.batch_size"].nunique() > 1 and sdf["speedup"].notna().any():
                 save(fig_speedup_vs_batch(sdf, sruns, load_plan(d)), f"{name}_speedup_vs_batch")
+            elif sdf["decode.batch_size"].nunique() > 1:
+                skip(f"{name}_speedup_vs_batch", "no speedup: set decode.baseline = true")
     reports = []
     for p in verify_reports(results_dir):
         try:
@@ -712,6 +728,10 @@ def main(argv):
         print(f"speclab plot: {e}", file=sys.stderr)
         return 2
     print(f"speclab plot: {len(written)} figures")
+    if not written:
+        print("speclab plot: no figure fits these results (the reasons are above)",
+              file=sys.stderr)
+        return 3
     return 0
 
 

@@ -106,5 +106,23 @@ TEST(PlotCli, RendersTheStandardFiguresOfARun) {
   }
 }
 
+// A sweep whose axes give no figure (plain decoding only, one point) is not "0 figures, exit 0":
+// each figure is named with the reason it cannot be drawn, and the status is 3.
+TEST(PlotCli, SweepWithNoDrawableFigureSaysWhyAndExitsThree) {
+  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
+  const auto dir = fresh_dir("plot-plain");
+  fs::create_directories(dir);
+  std::ofstream(dir / "plain.toml") << "name = \"plain\"\n[target]\nmodel = \"lsm-tiny-target\"\n"
+                                       "[decode]\nsequences = 2\nmax_new_tokens = 4\n";
+  const CliRun run = run_cli("run '" + (dir / "plain.toml").string() + "' --out '" +
+                             (dir / "results").string() + "'");
+  ASSERT_EQ(run.status, 0) << run.output;
+  const CliRun r =
+      run_cli("plot '" + (dir / "results").string() + "' -o '" + (dir / "figs").string() + "'");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("not drawn: plain_*: no speculative points"));
+  EXPECT_THAT(r.output, HasSubstr("no figure fits these results"));
+}
+
 }  // namespace
 }  // namespace speclab
