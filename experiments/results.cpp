@@ -69,17 +69,68 @@ constexpr MetricSpec kMetrics[] = {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+constexpr DatasetSpec kDatasets[] = {
+    {"steps/accepted", "tokens", "accepted draft tokens of each request-step, bonus not counted"},
+    {"steps/emitted", "tokens", "tokens appended by the request-step: accepted + 1, cut at EOS"},
+    {"steps/drafted", "tokens", "draft tokens the request-step proposed (fewer near the end)"},
+    {"steps/batch", "index",
+     "the batch the request-step belongs to; within a batch in (step, request) order"},
+    {"sequences/prompt_tokens", "token id", "every request's prompt, concatenated"},
+    {"sequences/prompt_length", "tokens", "each request's prompt length, to split prompt_tokens"},
+    {"sequences/tokens", "token id", "every request's generated tokens, concatenated"},
+    {"sequences/length", "tokens", "each request's generated length, to split tokens"},
+    {"batches/seed", "seed", "the Philox seed the batch decoded with"},
+    {"batches/requests", "requests", "requests decoded in the batch"},
+    {"batches/steps", "steps", "per-request steps of the batch"},
+    {"batches/tokens", "tokens", "tokens the batch generated"},
+    {"batches/accepted", "tokens", "accepted draft tokens in the batch, bonus not counted"},
+    {"batches/tested_positions", "positions", "draft positions the verifier tested"},
+    {"batches/accepted_positions", "positions", "tested positions accepted (before any EOS cut)"},
+    {"batches/target_calls", "calls", "target score() calls"},
+    {"batches/draft_calls", "calls", "draft score() calls"},
+    {"batches/alpha_sum_min", "probability", "sum over tested positions of sum_x min(p(x), q(x))"},
+    {"batches/seconds", "s", "wall time of the batch's decoding"},
+    {"batches/target_seconds", "s", "time inside the target's score()"},
+    {"batches/draft_seconds", "s", "time inside the draft's score()"},
+    {"batches/verify_seconds", "s", "time inside the verifier"},
+    {"baseline/sequences/tokens", "token id", "plain decoding's generated tokens, concatenated"},
+    {"baseline/sequences/length", "tokens", "plain decoding's generated length per request"},
+    {"baseline/batches/tokens", "tokens", "tokens plain decoding generated per batch"},
+    {"baseline/batches/seconds", "s", "wall time of plain decoding per batch"},
+    {"position/reached", "steps",
+     "steps whose draft position i (0-based; tree verifiers: depth) was tested"},
+    {"position/accepted", "steps", "of those, steps that accepted position i"},
+    {"position/offered", "steps", "steps that drafted at least i + 1 tokens"},
+    {"position/acceptance_rate", "probability",
+     "conditional acceptance: accepted / reached at position i (NaN where never reached)"},
+    {"position/acceptance_rate_lower95", "probability",
+     "lower end of the 95% Wilson interval of acceptance_rate"},
+    {"position/acceptance_rate_upper95", "probability",
+     "upper end of the 95% Wilson interval of acceptance_rate"},
+    {"accepted_length_histogram", "steps", "steps by accepted count 0..gamma"},
+};
+
+// The units and description of a run file's dataset (kDatasets), written on the dataset.
+void describe(Hdf5Writer& file, std::string_view name) {
+  for (const DatasetSpec& d : kDatasets) {
+    if (d.name == name) return file.describe(name, d.units, d.description);
+  }
+  throw Error(fmt::format("dataset '{}' has no entry in the run file's dataset table", name));
+}
+
 double ratio(double a, double b) { return b > 0 ? a / b : kNaN; }
 
 // Writes `total` int64 entries named `name` from a vector (the fixed-size curves).
 void write_int64(Hdf5Writer& file, std::string_view name, const std::vector<int64_t>& values) {
   const int64_t shape[] = {static_cast<int64_t>(values.size())};
   file.write(name, std::span<const int64_t>(values), shape);
+  describe(file, name);
 }
 
 void write_double(Hdf5Writer& file, std::string_view name, const std::vector<double>& values) {
   const int64_t shape[] = {static_cast<int64_t>(values.size())};
   file.write(name, std::span<const double>(values), shape);
+  describe(file, name);
 }
 
 std::string csv_cell(const std::string& text) {
@@ -193,6 +244,8 @@ std::string utc_now() {
 
 std::span<const MetricSpec> summary_metrics() { return kMetrics; }
 
+std::span<const DatasetSpec> run_datasets() { return kDatasets; }
+
 void PointTotals::add(const DecodeMetrics& m) {
   sequences += m.requests;
   steps += m.steps;
@@ -234,24 +287,32 @@ PointWriter::PointWriter(const fs::path& path, const SweepPoint& point, int64_t 
                                 "sequences/prompt_tokens", "sequences/prompt_length",
                                 "sequences/tokens", "sequences/length"}) {
     f.create_extendable<int32_t>(name, 16384);
+    describe(f, name);
   }
   f.create_extendable<uint64_t>("batches/seed", 1024);
+  describe(f, "batches/seed");
   for (std::string_view name :
        {"batches/requests", "batches/steps", "batches/tokens", "batches/accepted",
         "batches/tested_positions", "batches/accepted_positions", "batches/target_calls",
         "batches/draft_calls"}) {
     f.create_extendable<int64_t>(name, 1024);
+    describe(f, name);
   }
   for (std::string_view name :
        {"batches/alpha_sum_min", "batches/seconds", "batches/target_seconds",
         "batches/draft_seconds", "batches/verify_seconds"}) {
     f.create_extendable<double>(name, 1024);
+    describe(f, name);
   }
   if (point.settings.baseline) {
     f.create_extendable<int32_t>("baseline/sequences/tokens", 16384);
     f.create_extendable<int32_t>("baseline/sequences/length", 16384);
     f.create_extendable<int64_t>("baseline/batches/tokens", 1024);
     f.create_extendable<double>("baseline/batches/seconds", 1024);
+    for (std::string_view name : {"baseline/sequences/tokens", "baseline/sequences/length",
+                                  "baseline/batches/tokens", "baseline/batches/seconds"}) {
+      describe(f, name);
+    }
   }
 }
 

@@ -53,6 +53,13 @@ struct MetricSpec {
 };
 std::span<const MetricSpec> summary_metrics();
 
+/// A dataset of a run file with the `units` and `description` attributes it carries.
+struct DatasetSpec {
+  std::string_view name, units, description;
+};
+/// Every dataset a run file may hold (docs/hdf5.md).
+std::span<const DatasetSpec> run_datasets();
+
 /// Sums of the DecodeMetrics of a point's batches.
 struct PointTotals {
   int64_t sequences = 0, steps = 0, tokens = 0, accepted = 0;

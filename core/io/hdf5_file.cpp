@@ -1002,6 +1002,34 @@ void Hdf5Writer::write_attribute(std::string_view name, T value) {
   write_attribute_value(name, type.stored, type.native, &value);
 }
 
+void Hdf5Writer::describe(std::string_view dataset, std::string_view units,
+                          std::string_view description) {
+  silence_hdf5_errors();
+  check_name(dataset, path_);
+  check_open(fmt::format("dataset '{}'", dataset));
+  Hdf5Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  const std::string object(dataset);
+  for (const auto& [name, value] :
+       {std::pair{"units", units}, std::pair{"description", description}}) {
+    const std::string text(value);
+    const char* pointer = text.c_str();
+    if (H5Aexists_by_name(file_.get(), object.c_str(), name, H5P_DEFAULT) > 0) {
+      H5Adelete_by_name(file_.get(), object.c_str(), name, H5P_DEFAULT);
+    }
+    Hdf5Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    Hdf5Handle attribute(H5Acreate_by_name(file_.get(), object.c_str(), name, type.get(),
+                                           space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                         H5Aclose);
+    if (!attribute.valid() || H5Awrite(attribute.get(), type.get(), &pointer) < 0 ||
+        !attribute.close()) {
+      throw IoError(fmt::format("{}: cannot write attribute '{}' of dataset '{}'{}", path_.string(),
+                                name, dataset, hdf5_detail()));
+    }
+  }
+}
+
 void Hdf5Writer::commit() {
   silence_hdf5_errors();
   check_open("the file");

@@ -182,6 +182,10 @@ class Hdf5Writer {
   template <Hdf5AttributeScalar T>
   void write_attribute(std::string_view name, T value);
 
+  /// The string attributes `units` and `description` of the existing dataset NAME (replaced when
+  /// present), so that a file explains itself to whoever opens it.
+  void describe(std::string_view dataset, std::string_view units, std::string_view description);
+
   /// Makes the file appear under PATH, atomically. Throws IoError on failure (PATH.partial is
   /// then removed and PATH is untouched). No writes are allowed afterwards.
   void commit();

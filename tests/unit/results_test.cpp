@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -155,6 +156,45 @@ TEST(Results, PointFileHoldsStepLogsCurvesAndAttributes) {
   EXPECT_EQ(file.read<int32_t>("baseline/sequences/tokens").values.size(), 48u);
   EXPECT_EQ(file.dataset_shape("batches/seed"), std::vector<int64_t>{2});
   EXPECT_GT(file.read_attribute<double>("speedup"), 0.0);
+}
+
+// A dataset's string attribute, read with the HDF5 C API ("" when absent).
+std::string dataset_attribute(const fs::path& path, const std::string& dataset, const char* name) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  std::string value;
+  if (H5Aexists_by_name(file, dataset.c_str(), name, H5P_DEFAULT) > 0) {
+    const hid_t attribute = H5Aopen_by_name(file, dataset.c_str(), name, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t type = H5Aget_type(attribute);
+    char* text = nullptr;
+    if (H5Tis_variable_str(type) > 0 && H5Aread(attribute, type, &text) >= 0 && text != nullptr) {
+      value = text;
+      H5free_memory(text);
+    }
+    H5Tclose(type);
+    H5Aclose(attribute);
+  }
+  H5Fclose(file);
+  return value;
+}
+
+// Every dataset of a run file says what it holds and in which units, and the table that says so
+// lists nothing a file never holds.
+TEST(Results, EveryDatasetCarriesItsUnitsAndDescription) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  run_quietly(sweep, dir / "out");
+  const fs::path path = point_path(dir / "out", sweep.points[0]);
+  const std::vector<std::string> names = Hdf5Reader(path).dataset_names();
+  ASSERT_GE(names.size(), 30u);
+  for (const std::string& name : names) {
+    EXPECT_FALSE(dataset_attribute(path, name, "units").empty()) << name;
+    EXPECT_FALSE(dataset_attribute(path, name, "description").empty()) << name;
+  }
+  for (const DatasetSpec& spec : run_datasets()) {
+    EXPECT_NE(std::find(names.begin(), names.end(), std::string(spec.name)), names.end())
+        << spec.name << " is described but never written";
+  }
+  EXPECT_EQ(dataset_attribute(path, "batches/seconds", "units"), "s");
 }
 
 TEST(Results, SameConfigAndSeedGiveIdenticalDatasetsWhateverTheJobs) {
