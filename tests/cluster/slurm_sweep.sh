@@ -154,7 +154,8 @@ grep -q "6 points in 3 shards: 6 done, 0 partial, 0 missing" "$work/status.txt"
 /usr/bin/python3 - "$work/merged/summary.csv" "$work/single/summary.csv" <<'PY'
 import csv, sys
 timing = {"seconds", "target_seconds", "draft_seconds", "verify_seconds", "tokens_per_second",
-          "baseline_seconds", "baseline_tokens_per_second", "speedup", "started", "finished"}
+          "baseline_seconds", "baseline_tokens_per_second", "speedup", "predicted_speedup",
+          "started", "finished"}
 def rows(path):
     with open(path, newline="") as f:
         table = list(csv.DictReader(f))
