@@ -8,13 +8,11 @@
 //  A. one pass over the logits: NaN/+inf and all -inf checks, a block argmax (largest value,
 //     lowest id; the max is order-free, so it is core's max_of) and the runner-up (the largest
 //     logit strictly below the max), warp shuffles then warp 0;
-//  B. T > 0 only: core's normaliser in core's exact order. The exponentials of 2048 consecutive
-//     tokens per row are computed by all threads into a shared-memory tile; after a barrier
-//     threads 16·j + k (row j, lane k < 16) add the tile's entries t ≡ k (mod 16) serially in
-//     float, continuing their running sums across tiles (core's 16 vector lanes); thread 0 adds
-//     the 16 lane sums in double in lane order, then the tail t ≥ 16·⌊V/16⌋ in double, and forms
-//     norm = float(1/total). Two rows (target and draft of one position) share the tiles, so the
-//     serial adds of both rows run side by side on 32 threads.
+//  B. T > 0 only: core's normaliser in core's exact order (block_normaliser, gpu/logits.cuh):
+//     2048-token blocks, one per 16 threads at a time, lane k adding the block's exponentials
+//     t ≡ k (mod 16) in float, the lane sums in double in lane order, the block totals in block
+//     order; norm = float(1/total). The exponentials are computed from the logits where they are
+//     summed: nothing is staged in shared memory.
 // Bytes read per row: A reads the logits once, B once more (from L2 for any realistic V): 2·s·V
 // for s-byte logits, plus a third read wherever the row is later scanned (residual, bonus, Z).
 //
@@ -43,7 +41,6 @@
 
 namespace speclab::gpu::detail {
 
-inline constexpr int64_t kExpTile = 2048;  // exponentials per row per tile (multiple of 16)
 /// −2^-22: a runner-up whose tempered gap x is below this cannot tie the max in p (fact (3)).
 inline constexpr float kGreedyTieGap = -2.384185791015625e-7f;
 
@@ -64,12 +61,12 @@ struct LogitsRowStats {
   uint32_t status;  // kChainBadValue (a NaN/+inf logit), kChainBadSum (every logit -inf)
 };
 
-/// Dynamic shared memory of compute_row_stats (besides the tile).
+/// Dynamic shared memory of compute_row_stats.
 struct RowStatsScratch {
   float best[2][kWarpSize];
   float second[2][kWarpSize];
   int32_t index[2][kWarpSize];
-  float lane_sums[2][kSumLanes];
+  double block_totals[kMaxNormaliserGroups];
   LogitsRowStats result[2];
   int32_t lowest[kWarpSize];
 };
@@ -135,10 +132,10 @@ __device__ inline void merge_best(float* best, int32_t* index, float* second, fl
 
 /// Statistics of n_rows (1 or 2, block-uniform) logits rows: rows[j] of sources[j]. with_norm
 /// false skips step B (V2 needs only the max). Results in scratch->result[0..n_rows), visible to
-/// every thread on return. `tile` holds 2·kExpTile floats of dynamic shared memory.
+/// every thread on return.
 __device__ inline void compute_row_stats(const LogitsSource* sources, const void* const* rows,
                                          int n_rows, int64_t vocab, bool with_norm,
-                                         RowStatsScratch* scratch, float* tile) {
+                                         RowStatsScratch* scratch) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
@@ -210,45 +207,16 @@ __device__ inline void compute_row_stats(const LogitsSource* sources, const void
     return;
   }
 
-  // B. core's normaliser: 16 float lane sums over t ≡ k (mod 16), t < 16·⌊V/16⌋, in order.
-  float shift[2], scale[2];
+  // B. core's normaliser in its fixed block order, one row after the other.
   for (int j = 0; j < n_rows; ++j) {
-    shift[j] = scratch->result[j].max;
-    scale[j] = sources[j].scale;
-  }
-  const int64_t full = vocab / kSumLanes * kSumLanes;
-  const int summer_row = static_cast<int>(threadIdx.x) / kSumLanes;  // threads 0..31 sum
-  const int summer_lane = static_cast<int>(threadIdx.x) % kSumLanes;
-  const bool summer = summer_row < n_rows && need_norm[summer_row < 2 ? summer_row : 0];
-  float lane_sum = 0.0f;
-  for (int64_t base = 0; base < full; base += kExpTile) {
-    const int64_t len = full - base < kExpTile ? full - base : kExpTile;
-    for (int j = 0; j < n_rows; ++j) {
-      if (!need_norm[j]) continue;
-      for (int64_t k = threadIdx.x; k < len; k += blockDim.x) {
-        tile[j * kExpTile + k] =
-            exp_nonpositive((logit_at(rows[j], sources[j].format, base + k) - shift[j]) * scale[j]);
-      }
-    }
-    __syncthreads();
-    if (summer) {
-      const float* entries = tile + summer_row * kExpTile;
-      for (int64_t k = summer_lane; k < len; k += kSumLanes) lane_sum += entries[k];
-    }
-    __syncthreads();  // the tile is rewritten next round
-  }
-  if (summer) scratch->lane_sums[summer_row][summer_lane] = lane_sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int j = 0; j < n_rows; ++j) {
-      if (!need_norm[j]) continue;
-      double total = 0.0;
-      for (int k = 0; k < kSumLanes; ++k) total += scratch->lane_sums[j][k];
-      for (int64_t t = full; t < vocab; ++t) {
-        total += exp_nonpositive((logit_at(rows[j], sources[j].format, t) - shift[j]) * scale[j]);
-      }
-      scratch->result[j].norm = static_cast<float>(1.0 / total);
-    }
+    if (!need_norm[j]) continue;  // block-uniform
+    const float shift = scratch->result[j].max, scale = sources[j].scale;
+    const void* row = rows[j];
+    const int format = sources[j].format;
+    const double total = block_normaliser(
+        [&](int64_t t) { return exp_nonpositive((logit_at(row, format, t) - shift) * scale); },
+        [](int64_t, float) {}, vocab, scratch->block_totals);
+    if (threadIdx.x == 0) scratch->result[j].norm = static_cast<float>(1.0 / total);
   }
   __syncthreads();
 }
@@ -301,8 +269,6 @@ void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
                          const ChainDeviceOutput& output);
 
 /// Bytes of dynamic shared memory compute_row_stats needs after its caller's own layout (aligned).
-inline size_t logits_shared_bytes() {
-  return sizeof(RowStatsScratch) + 2 * static_cast<size_t>(kExpTile) * sizeof(float);
-}
+inline size_t logits_shared_bytes() { return sizeof(RowStatsScratch); }
 
 }  // namespace speclab::gpu::detail

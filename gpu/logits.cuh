@@ -1,16 +1,15 @@
 // Logits-to-probabilities kernel (header gpu/logits.hpp), one CTA per row:
 //  1. one pass over the logits (converted to float): NaN/+inf and all -inf checks, and a block
 //     argmax (largest value, lowest id on ties; the max is order-free, so it is core's max_of);
-//  2. T = 0: the one-hot argmax. T > 0: e_t = exp_nonpositive((l_t − max)·scale) for every t,
-//     written to the output row (a second read of the logits);
-//  3. after a barrier (global writes are visible to the block), threads 0..15 form core's 16
-//     float lane sums, each a serial sum over t ≡ k (mod 16), t < 16·⌊V/16⌋; thread 0 adds them in
-//     double in lane order, then the tail, and forms scale = float(1/total) — core's exact order,
-//     so the normaliser, and every probability e_t·scale, is bitwise core's;
-//  4. every thread rescales its own entries.
-// Bytes per row: the logits twice (2·4V fp32, 2·2V fp16/bf16), 4V written, 4V read back by the
-// lane sums (mostly L1/L2), 4V read and written by the rescale. The lane sums are ~V/16 dependent
-// float adds per thread: the price of bitwise equality with core's vectorised order.
+//  2. T = 0: the one-hot argmax. T > 0: block_normaliser — the row in blocks of 2048 tokens
+//     (core/base/rules.hpp), one block per 16 threads at a time: lane k computes
+//     e_t = exp_nonpositive((l_t − max)·scale) for the block's t ≡ k (mod 16) in ascending order,
+//     writes it to the output row and adds it to its float lane sum; the 16 lane sums are added in
+//     double in lane order (shuffles), and thread 0 adds the block totals in block order — core's
+//     exact order, so the normaliser, and every probability e_t·scale, is bitwise core's;
+//  3. every thread rescales the entries it wrote.
+// Bytes per row: the logits twice (2·4V fp32, 2·2V fp16/bf16), 4V written, 4V read and written by
+// the rescale. The dependent float adds per thread are 128 per block, whatever V.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +25,6 @@
 
 namespace speclab::gpu::detail {
 
-inline constexpr int kSumLanes = 16;  // core/sampling/sampling.cpp's FloatLanes width
-
 struct LogitsKernelArgs {
   const void* logits;  // [rows, V] in the kernel's format
   float* probs;        // [rows, V]
@@ -37,14 +34,61 @@ struct LogitsKernelArgs {
   int greedy;   // T == 0
 };
 
+/// Threads that reduce one normaliser block together (one per float lane).
+inline constexpr int kSumLanes = static_cast<int>(kNormaliserLanes);
+/// Normaliser blocks a CTA of up to 1024 threads reduces at once.
+inline constexpr int kMaxNormaliserGroups = 1024 / kSumLanes;
+
 struct LogitsScratch {
   float warp_best_value[kWarpSize];
   int32_t warp_best_index[kWarpSize];
-  float lane_sums[kSumLanes];
+  double block_totals[kMaxNormaliserGroups];
   float max;
   int32_t argmax;
   float scale;
 };
+
+/// The normaliser Σ e_t of one row in core's fixed block order (core/base/rules.hpp): groups of
+/// 16 threads take the row's 2048-token blocks in turn, lane k adding exp_at(t) for the block's
+/// t ≡ k (mod 16) in ascending order in float; each group adds its 16 lane sums in double in lane
+/// order, and thread 0 adds the block totals in block order. `store(t, e)` sees every e_t once
+/// (from the thread that computed it). Returns the total in thread 0 (other threads: unspecified).
+/// `block_totals` is kMaxNormaliserGroups doubles of shared memory; the whole block must call.
+template <class Exp, class Store>
+__device__ double block_normaliser(const Exp& exp_at, const Store& store, int64_t vocab,
+                                   double* block_totals) {
+  const int lane = static_cast<int>(threadIdx.x) % kSumLanes;
+  const int group = static_cast<int>(threadIdx.x) / kSumLanes;
+  const int n_groups = static_cast<int>(blockDim.x) / kSumLanes;
+  const int64_t n_blocks = (vocab + kNormaliserBlockTokens - 1) / kNormaliserBlockTokens;
+  double total = 0.0;
+  for (int64_t first = 0; first < n_blocks; first += n_groups) {
+    const int64_t b = first + group;
+    float sum = 0.0f;
+    if (b < n_blocks) {
+      const int64_t base = b * kNormaliserBlockTokens;
+      const int64_t end =
+          base + kNormaliserBlockTokens < vocab ? base + kNormaliserBlockTokens : vocab;
+      for (int64_t t = base + lane; t < end; t += kSumLanes) {
+        const float e = exp_at(t);
+        store(t, e);
+        sum += e;
+      }
+    }
+    double block = 0.0;  // every lane forms it; the whole warp shuffles (segments of 16)
+    for (int k = 0; k < kSumLanes; ++k) {
+      block += static_cast<double>(__shfl_sync(kFullMask, sum, k, kSumLanes));
+    }
+    if (b < n_blocks && lane == 0) block_totals[group] = block;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const int64_t count = n_blocks - first < n_groups ? n_blocks - first : n_groups;
+      for (int64_t g = 0; g < count; ++g) total += block_totals[g];
+    }
+    __syncthreads();  // block_totals is rewritten next round
+  }
+  return total;
+}
 
 template <LogitsFormat kFormat>
 __device__ inline float load_logit(const void* logits, int64_t i) {
@@ -132,32 +176,26 @@ __global__ void __launch_bounds__(1024) logits_kernel(LogitsKernelArgs a) {
     return;
   }
 
-  // 2. The tempered exponentials, core's float operations.
+  // 2. The tempered exponentials, core's float operations, and the normaliser in core's order.
   const float shift = scratch->max;
-  for (int64_t t = threadIdx.x; t < v; t += blockDim.x) {
-    out[t] = exp_nonpositive((load_logit<kFormat>(logits, t) - shift) * a.scale);
-  }
+  const double total = block_normaliser(
+      [&](int64_t t) {
+        return exp_nonpositive((load_logit<kFormat>(logits, t) - shift) * a.scale);
+      },
+      [&](int64_t t, float e) { out[t] = e; }, v, scratch->block_totals);
+  if (threadIdx.x == 0) scratch->scale = static_cast<float>(1.0 / total);
   __syncthreads();
 
-  // 3. core's normaliser: 16 float lane sums, then double in lane order, then the tail.
-  const int64_t full = v / kSumLanes * kSumLanes;
-  if (threadIdx.x < kSumLanes) {
-    float sum = 0.0f;
-    for (int64_t t = threadIdx.x; t < full; t += kSumLanes) sum += out[t];
-    scratch->lane_sums[threadIdx.x] = sum;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double total = 0.0;
-    for (int k = 0; k < kSumLanes; ++k) total += scratch->lane_sums[k];
-    for (int64_t t = full; t < v; ++t) total += out[t];
-    scratch->scale = static_cast<float>(1.0 / total);
-  }
-  __syncthreads();
-
-  // 4. Normalise: each thread rescales the entries it wrote.
+  // 3. Normalise: each thread rescales the entries it wrote (block_normaliser's assignment).
   const float scale = scratch->scale;
-  for (int64_t t = threadIdx.x; t < v; t += blockDim.x) out[t] *= scale;
+  const int sum_lane = static_cast<int>(threadIdx.x) % kSumLanes;
+  const int group = static_cast<int>(threadIdx.x) / kSumLanes;
+  const int n_groups = static_cast<int>(blockDim.x) / kSumLanes;
+  for (int64_t base = group * kNormaliserBlockTokens; base < v;
+       base += static_cast<int64_t>(n_groups) * kNormaliserBlockTokens) {
+    const int64_t end = base + kNormaliserBlockTokens < v ? base + kNormaliserBlockTokens : v;
+    for (int64_t t = base + sum_lane; t < end; t += kSumLanes) out[t] *= scale;
+  }
 }
 
 }  // namespace speclab::gpu::detail

@@ -2,9 +2,9 @@
 // the unfiltered case (T > 0, top_k = 0, top_p = 1, min_p = 0; T = 0 gives the one-hot argmax,
 // lowest id on ties), from fp32, fp16 or bf16 logits. The result is BITWISE core's: the same max,
 // the same float exp (exp_nonpositive below, core/sampling/sampling.cpp's polynomial operation for
-// operation), the same float scale, and the normaliser summed in core's exact order (16 float
-// lane sums over i ≡ k mod 16 of the first 16·⌊V/16⌋ entries, added in double in lane order,
-// then the tail in double). Algorithm and bytes read in gpu/README.md "gpu::probs_from_logits".
+// operation), the same float scale, and the normaliser summed in core's fixed block order
+// (core/base/rules.hpp: 2048-token blocks of 16 float lane sums, added in double in lane order,
+// the block totals in block order). Algorithm and bytes read in gpu/README.md "gpu::probs_from_logits".
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -133,7 +133,7 @@ __device__ uint64_t block_locate(const P& p, const Q& q, float wf, int64_t vocab
 
 /// Dynamic shared memory: BlockScratch, w[γ+1] (double), chunk_sums[n_chunks], the gathered
 /// p_i(x_i), q_i(x_i) as float[γ] each; with kLogits then (8-byte aligned) RowStatsScratch, the row
-/// statistics of target rows [γ+1] and draft rows [γ], and the exponential tiles.
+/// statistics of target rows [γ+1] and draft rows [γ].
 SPECLAB_HD inline size_t block_gathered_end(int64_t gamma, int64_t n_chunks) {
   return sizeof(BlockScratch) + static_cast<size_t>(gamma + 1) * sizeof(double) +
          static_cast<size_t>(n_chunks) * sizeof(uint64_t) +
@@ -144,8 +144,7 @@ inline size_t block_shared_bytes(int64_t gamma, int64_t n_chunks, bool logits = 
   if (!logits) return block_gathered_end(gamma, n_chunks);
   const size_t aligned = (block_gathered_end(gamma, n_chunks) + 7) / 8 * 8;
   return aligned + sizeof(RowStatsScratch) +
-         static_cast<size_t>(2 * gamma + 1) * sizeof(LogitsRowStats) +
-         2 * static_cast<size_t>(kExpTile) * sizeof(float);
+         static_cast<size_t>(2 * gamma + 1) * sizeof(LogitsRowStats);
 }
 
 /// The request's pieces of dynamic shared memory (layout: block_shared_bytes). The logits
@@ -159,7 +158,6 @@ struct BlockShared {
   RowStatsScratch* logits_scratch;
   LogitsRowStats* target_stats;  // [γ+1]
   LogitsRowStats* draft_stats;   // [γ]
-  float* tile;                   // the exponential tiles
 };
 
 __device__ inline BlockShared block_shared(uint64_t* shared, int64_t g, int64_t n_chunks) {
@@ -174,7 +172,6 @@ __device__ inline BlockShared block_shared(uint64_t* shared, int64_t g, int64_t 
       reinterpret_cast<RowStatsScratch*>(reinterpret_cast<unsigned char*>(shared) + logits_offset);
   m.target_stats = reinterpret_cast<LogitsRowStats*>(m.logits_scratch + 1);
   m.draft_stats = m.target_stats + g + 1;
-  m.tile = reinterpret_cast<float*>(m.draft_stats + g);
   return m;
 }
 
@@ -230,7 +227,7 @@ __device__ inline void block_pair_stats(const BlockKernelArgs& a, int64_t r, con
   for (int64_t i = 0; i < n_draft; ++i) {
     const void* rows[2] = {logits_row(a.target, r * (g + 1) + i, v),
                            logits_row(a.draft, r * g + i, v)};
-    compute_row_stats(sources, rows, 2, v, true, sm.logits_scratch, sm.tile);
+    compute_row_stats(sources, rows, 2, v, true, sm.logits_scratch);
     if (threadIdx.x == 0) {
       sm.target_stats[i] = sm.logits_scratch->result[0];
       sm.draft_stats[i] = sm.logits_scratch->result[1];
@@ -413,7 +410,7 @@ __device__ void block_sample_last(const BlockKernelArgs& a, const BlockRows<kLog
     if (tau == n_draft) {  // the bonus row's statistics
       const LogitsSource sources[2] = {a.target, a.draft};
       const void* row[1] = {logits_row(a.target, rows.r * (a.gamma + 1) + tau, v)};
-      compute_row_stats(sources, row, 1, v, true, sm.logits_scratch, sm.tile);
+      compute_row_stats(sources, row, 1, v, true, sm.logits_scratch);
       if (threadIdx.x == 0) sm.target_stats[tau] = sm.logits_scratch->result[0];
       __syncthreads();
     }

@@ -3,7 +3,7 @@
 // request:
 //  1. warp 0 checks n_draft and the draft tokens (as the probability kernel);
 //  2. V1/V3: positions i = 1, 2, … in order. The block reduces target row i and draft row i
-//     together (max, argmax, core's normaliser; two rows share the tiles); thread 0 computes
+//     together (max, argmax, core's block-ordered normaliser); thread 0 computes
 //     p_i(x_i) and q_i(x_i) from the two gathered logits exactly as core computes them, draws u_i
 //     and applies lenient_accepts. The first rejection (or bad row) stops; that position's
 //     statistics stay in shared memory for the residual. After γ_b acceptances the bonus row
@@ -51,11 +51,10 @@ struct LogitsChainKernelArgs {
   const DeviceSeedStep* seed_step;  // when set, seed and step are read from it
 };
 
-/// Dynamic shared memory: BlockScratch, RowStatsScratch, the chunk sums, the exponential tiles.
+/// Dynamic shared memory: BlockScratch, RowStatsScratch, the chunk sums.
 inline size_t chain_logits_shared_bytes(int64_t n_chunks) {
   return sizeof(BlockScratch) + sizeof(RowStatsScratch) +
-         static_cast<size_t>(n_chunks) * sizeof(uint64_t) +
-         2 * static_cast<size_t>(kExpTile) * sizeof(float);
+         static_cast<size_t>(n_chunks) * sizeof(uint64_t);
 }
 
 __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKernelArgs a) {
@@ -66,7 +65,6 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
   BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
   RowStatsScratch* logits_scratch = reinterpret_cast<RowStatsScratch*>(scratch + 1);
   uint64_t* chunk_sums = reinterpret_cast<uint64_t*>(logits_scratch + 1);
-  float* tile = reinterpret_cast<float*>(chunk_sums + a.n_chunks);
 
   const int64_t r = blockIdx.x;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
@@ -104,7 +102,7 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
     // V2: argmax rows in order until the first mismatch (or the bonus position).
     for (int64_t i = 0;; ++i) {
       const void* rows[1] = {logits_row(a.target, r * (g + 1) + i, v)};
-      compute_row_stats(sources, rows, 1, v, false, logits_scratch, tile);
+      compute_row_stats(sources, rows, 1, v, false, logits_scratch);
       const LogitsRowStats row_stats = logits_scratch->result[0];
       int32_t best = row_stats.argmax;
       if (row_stats.status == kChainOk) {
@@ -124,7 +122,7 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
     for (int64_t i = 0; i < n_draft; ++i) {
       const void* rows[2] = {logits_row(a.target, r * (g + 1) + i, v),
                              logits_row(a.draft, r * g + i, v)};
-      compute_row_stats(sources, rows, 2, v, true, logits_scratch, tile);
+      compute_row_stats(sources, rows, 2, v, true, logits_scratch);
       if (threadIdx.x == 0) {
         const LogitsRowStats sp = logits_scratch->result[0], sq = logits_scratch->result[1];
         stats[0] = sp;
@@ -157,7 +155,7 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
       const bool bonus = n == n_draft;
       if (bonus) {
         const void* rows[1] = {logits_row(a.target, r * (g + 1) + n, v)};
-        compute_row_stats(sources, rows, 1, v, true, logits_scratch, tile);
+        compute_row_stats(sources, rows, 1, v, true, logits_scratch);
         if (threadIdx.x == 0) {
           stats[0] = logits_scratch->result[0];
           state.status |= stats[0].status;
@@ -213,10 +211,9 @@ __global__ void __launch_bounds__(1024)
                       uint32_t* status) {
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
   RowStatsScratch* scratch = reinterpret_cast<RowStatsScratch*>(shared);
-  float* tile = reinterpret_cast<float*>(scratch + 1);
   const int64_t row = blockIdx.x;
   const void* rows[1] = {logits_row(source, row, vocab)};
-  compute_row_stats(&source, rows, 1, vocab, true, scratch, tile);
+  compute_row_stats(&source, rows, 1, vocab, true, scratch);
   const LogitsRowStats stats = scratch->result[0];
   const LogitsProbRow p = prob_row(source, rows[0], stats);
   int32_t token = -1;

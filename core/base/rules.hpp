@@ -27,6 +27,17 @@ inline constexpr double kProbSumTolerance = 1e-4;
 /// implementations' memory layouts and work counts comparable.
 inline constexpr int64_t kChunkTokens = 256;
 
+/// The softmax normaliser Σ e_t of a row (core::probs_from_logits, gpu::probs_from_logits, the
+/// fused logits verifiers) is summed in blocks of kNormaliserBlockTokens consecutive tokens: within
+/// a block, kNormaliserLanes float lane sums (lane k adds the block's tokens t ≡ k mod 16 in
+/// ascending order), the lane sums added in double in lane order give the block's total, and the
+/// block totals are added in double in block order. The order is fixed, so every implementation
+/// forms the same double, while the blocks let a device reduce them in parallel (dependent chains
+/// of 128 float adds, not V/16).
+inline constexpr int64_t kNormaliserBlockTokens = 2048;
+inline constexpr int64_t kNormaliserLanes = 16;
+static_assert(kNormaliserBlockTokens % kNormaliserLanes == 0);
+
 /// Largest drafted token tree (nodes, root excluded) a tree verifier accepts: Σ_d Π_{e≤d} k_e.
 inline constexpr int64_t kMaxTreeNodes = 4096;
 
@@ -50,8 +61,12 @@ SPECLAB_HD inline bool lenient_accepts(double u, float leniency, float prob_draf
 /// exponent, m · 2^(e − 150 + 58) for the biased exponent e (the implicit bit set, and e read as 1,
 /// for subnormals) — 32-bit right and 64-bit left shifts, which every vector ISA has. Equal to
 /// `static_cast<uint64_t>(w * kFixedScale)` for every such float (tested exhaustively).
-inline uint64_t fixed_from_bits(float w) {
+SPECLAB_HD inline uint64_t fixed_from_bits(float w) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t bits = __float_as_uint(w);  // sign bit 0
+#else
   const uint32_t bits = std::bit_cast<uint32_t>(w);  // sign bit 0
+#endif
   const int32_t exponent = static_cast<int32_t>(bits >> 23);
   const uint32_t significand = (bits & 0x7fffffu) | (exponent != 0 ? 0x800000u : 0u);
   const int32_t shift = (exponent != 0 ? exponent : 1) - 92;  // e − 150 + 58, in [−91, 40]
@@ -63,13 +78,16 @@ inline uint64_t fixed_from_bits(float w) {
 
 /// A weight in [0, ~1] as fixed point: floor(w · 2^58); non-positive weights (and NaN) map to 0.
 /// Weights above 32 (never valid; the row checks reject them) are clamped so the value stays
-/// below 2^64. Where the ISA converts float → uint64 in one instruction (the device, AVX-512DQ)
-/// that conversion is used; elsewhere (AVX2, where a conversion loop would run scalar) the same
-/// integer is built from the bits. Both give the same value for every float.
+/// below 2^64. Where the ISA converts float → uint64 in one fast instruction (AVX-512DQ) that
+/// conversion is used; elsewhere the same integer is built from the bits: on AVX2, where a
+/// conversion loop would run scalar, and on the device, where F2I.U64 runs at a fraction of the
+/// integer pipes' rate while the shifts and selects of fixed_from_bits run at full rate. Both
+/// give the same value for every float.
 SPECLAB_HD inline uint64_t to_fixed(float weight) {
   const float positive = weight > 0.0f ? weight : 0.0f;  // selects, not branches: vectorises
   const float clamped = positive < 32.0f ? positive : 32.0f;
-#if defined(__CUDA_ARCH__) || defined(__AVX512DQ__) || !(defined(__x86_64__) || defined(__i386__))
+#if !defined(__CUDA_ARCH__) && \
+    (defined(__AVX512DQ__) || !(defined(__x86_64__) || defined(__i386__)))
   return static_cast<uint64_t>(clamped * kFixedScale);
 #else
   return fixed_from_bits(clamped);

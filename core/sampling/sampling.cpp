@@ -84,23 +84,33 @@ float max_of(const float* in, size_t n) {
   return best;
 }
 
-// out[i] = exp((in[i] - shift) * scale) for in[i] ≤ shift; returns Σ out in double.
+// out[i] = exp((in[i] - shift) * scale) for in[i] ≤ shift; returns Σ out in double, in the
+// normaliser's fixed order (core/base/rules.hpp): per block of kNormaliserBlockTokens tokens, 16
+// float lane sums (one vector lane each), added in double in lane order; block totals in block
+// order.
 double exp_shifted(const float* in, float* out, size_t n, float shift, float scale) {
-  constexpr size_t kLanes = 16;
-  FloatLanes lane_sums = {};
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    FloatLanes x;
-    std::memcpy(&x, in + i, sizeof x);
-    const FloatLanes e = exp_nonpositive<FloatLanes, IntLanes>((x - shift) * scale);
-    std::memcpy(out + i, &e, sizeof e);
-    lane_sums += e;
-  }
+  constexpr size_t kLanes = kNormaliserLanes;
+  constexpr size_t kBlock = kNormaliserBlockTokens;
+  static_assert(sizeof(FloatLanes) == kLanes * sizeof(float));
   double total = 0.0;
-  for (size_t k = 0; k < kLanes; ++k) total += lane_sums[k];
-  for (; i < n; ++i) {
-    out[i] = exp_nonpositive<float, int32_t>((in[i] - shift) * scale);
-    total += out[i];
+  for (size_t base = 0; base < n; base += kBlock) {
+    const size_t end = std::min(n, base + kBlock);
+    FloatLanes lane_sums = {};
+    size_t i = base;
+    for (; i + kLanes <= end; i += kLanes) {
+      FloatLanes x;
+      std::memcpy(&x, in + i, sizeof x);
+      const FloatLanes e = exp_nonpositive<FloatLanes, IntLanes>((x - shift) * scale);
+      std::memcpy(out + i, &e, sizeof e);
+      lane_sums += e;
+    }
+    for (; i < end; ++i) {  // the row's last, partial vector: lane (i − base) mod 16
+      out[i] = exp_nonpositive<float, int32_t>((in[i] - shift) * scale);
+      lane_sums[(i - base) % kLanes] += out[i];
+    }
+    double block = 0.0;
+    for (size_t k = 0; k < kLanes; ++k) block += lane_sums[k];
+    total += block;
   }
   return total;
 }
@@ -124,6 +134,15 @@ void validate_sampling_params(const SamplingParams& params) {
     throw InvalidInput(fmt::format(
         "sampling.min_p is {}; expected 0 ≤ min_p ≤ 1 (0 turns min-p off)", params.min_p));
   }
+}
+
+double tempered_exponentials(std::span<const float> logits, float shift, float scale,
+                             std::span<float> exps) {
+  if (exps.size() != logits.size()) {
+    throw InvalidInput(fmt::format("exps has {} entries; expected {} (one per logit)", exps.size(),
+                                   logits.size()));
+  }
+  return exp_shifted(logits.data(), exps.data(), logits.size(), shift, scale);
 }
 
 int32_t argmax_lowest(std::span<const float> row) {

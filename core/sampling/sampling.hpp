@@ -33,6 +33,15 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
                        std::span<float> probs);
 std::vector<float> probs_from_logits(std::span<const float> logits, const SamplingParams& params);
 
+/// The tempered exponentials of a row, probs_from_logits's first step, exposed so that its
+/// summation order can be checked: exps[t] = exp((logits[t] − shift)·scale) in float (core's
+/// exp for non-positive arguments; arguments below −87 give 0), and the return value their sum
+/// Σ exps in the normaliser's fixed block order (core/base/rules.hpp kNormaliserBlockTokens).
+/// @param[in]  logits  [V] with logits[t] ≤ shift (or −inf)
+/// @param[out] exps    [V]
+double tempered_exponentials(std::span<const float> logits, float shift, float scale,
+                             std::span<float> exps);
+
 /// Where a probability row sits in a batch, for error messages.
 struct RowLocation {
   std::string_view argument;  ///< e.g. "probs_target"

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/rules.hpp"
 #include "core/io/gguf.hpp"
 #include "core/models/linear_softmax.hpp"
 #include "core/models/quant_matrix.hpp"
@@ -227,9 +228,10 @@ Matrix logit_error_bound(const LinearSoftmaxFamily& family, int64_t rank,
 
 // score() returns softmax(l/T) of the logits l. With |δl_i| ≤ Δ over a row (logit_error_bound),
 // the exact softmax of the model's logits is within a factor e^{±2Δ/T} of the reference's; the
-// float softmax (sampling.cpp: (l − max)·(1/T) rounded three times, exp to ~4 ulp, lane sums of
-// V/16 floats, one scaling) adds a relative (3·|arg|_max + V/16 + 24)·u, doubled here for slack.
-// Probabilities below e^{-87} are flushed to zero (atol 1e-30).
+// float softmax (sampling.cpp: (l − max)·(1/T) rounded three times, exp to ~4 ulp, float lane sums
+// of at most min(V, 2048)/16 values per block, one scaling) adds a relative (3·|arg|_max + min(V,
+// 2048)/16 + 24)·u, doubled here for slack. Probabilities below e^{-87} are flushed to zero (atol
+// 1e-30).
 void check_probabilities(const std::string& what, const std::vector<float>& probs,
                          const Matrix& logits_ref, const Matrix& logit_bound, double temperature) {
   const int64_t v = logits_ref.rows(), n = logits_ref.cols();
@@ -242,7 +244,10 @@ void check_probabilities(const std::string& what, const std::vector<float>& prob
         (logits_ref.col(c).maxCoeff() - logits_ref.col(c).minCoeff()) / temperature;
     const double rel =
         std::expm1(2.0 * delta / temperature) +
-        2.0 * (3.0 * max_arg + static_cast<double>(v) / 16.0 + 24.0) * eigen_ref::kFloatEps;
+        2.0 *
+            (3.0 * max_arg +
+             static_cast<double>(std::min<int64_t>(v, kNormaliserBlockTokens)) / 16.0 + 24.0) *
+            eigen_ref::kFloatEps;
     scale.col(c) = rel * p_ref.col(c);
   }
   EXPECT_TRUE(all_close(what, got, p_ref, scale, 1e-30, 1.0));

@@ -4,10 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <random>
+#include <vector>
 
 #include "core/base/error.hpp"
+#include "core/base/rules.hpp"
 #include "tests/support/error_of.hpp"
 
 namespace speclab {
@@ -20,6 +26,64 @@ std::vector<float> probs(std::vector<float> logits, SamplingParams params) {
 }
 
 using testing::error_of;
+
+// The normaliser's order, written out from its definition (core/base/rules.hpp): per block of
+// 2048 tokens, 16 float lane sums (lane k takes t ≡ k mod 16), added in double in lane order; the
+// block totals added in double in block order.
+double blocked_normaliser(const std::vector<float>& e) {
+  double total = 0.0;
+  for (size_t base = 0; base < e.size(); base += kNormaliserBlockTokens) {
+    const size_t end = std::min(e.size(), base + static_cast<size_t>(kNormaliserBlockTokens));
+    float lanes[kNormaliserLanes] = {};
+    for (size_t t = base; t < end; ++t) lanes[(t - base) % kNormaliserLanes] += e[t];
+    double block = 0.0;
+    for (const float lane : lanes) block += lane;
+    total += block;
+  }
+  return total;
+}
+
+// The order the normaliser had before blocks: 16 lanes over the whole row, then double.
+double whole_row_lanes(const std::vector<float>& e) {
+  float lanes[kNormaliserLanes] = {};
+  const size_t full = e.size() / kNormaliserLanes * kNormaliserLanes;
+  for (size_t t = 0; t < full; ++t) lanes[t % kNormaliserLanes] += e[t];
+  double total = 0.0;
+  for (const float lane : lanes) total += lane;
+  for (size_t t = full; t < e.size(); ++t) total += e[t];
+  return total;
+}
+
+TEST(Sampling, NormaliserSumsInTheFixedBlockOrder) {
+  std::mt19937_64 rng(20261201);
+  std::uniform_real_distribution<float> spread(-30.0f, 0.0f);
+  int order_visible = 0;  // rows where another order would give another double
+  for (const size_t v : {1, 15, 16, 17, 2047, 2048, 2049, 4129, 10000, 49152}) {
+    std::vector<float> logits(v);
+    for (auto& l : logits) l = spread(rng);
+    logits[v / 2] = 0.0f;  // the max, so e ≤ 1 and the row is a softmax
+    if (v > 3) logits[1] = -std::numeric_limits<float>::infinity();  // masked: e = 0
+    std::vector<float> e(v);
+    const double total = tempered_exponentials(logits, 0.0f, 1.0f, e);
+    EXPECT_EQ(std::bit_cast<uint64_t>(total), std::bit_cast<uint64_t>(blocked_normaliser(e)))
+        << "V = " << v;
+    order_visible += whole_row_lanes(e) != total;
+    // probs_from_logits is the same exponentials times float(1/total).
+    const std::vector<float> probs = probs_from_logits(logits, SamplingParams{});
+    const float scale = static_cast<float>(1.0 / total);
+    for (size_t t = 0; t < v; ++t) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(probs[t]), std::bit_cast<uint32_t>(e[t] * scale))
+          << "V = " << v << ", token " << t;
+    }
+  }
+  EXPECT_GT(order_visible, 0) << "no row tells the block order from the whole-row lane order";
+}
+
+TEST(Sampling, TemperedExponentialsRejectAWrongOutputSize) {
+  std::vector<float> logits(4, 0.0f), exps(3);
+  EXPECT_THAT(error_of([&] { tempered_exponentials(logits, 0.0f, 1.0f, exps); }),
+              ::testing::HasSubstr("exps has 3 entries; expected 4"));
+}
 
 TEST(Sampling, SoftmaxMatchesClosedForm) {
   // logits ln1, ln2, ln4 at T = 1 give weights 1:2:4.
