@@ -130,13 +130,16 @@ struct Path {
   Verifier verifier;
   Stage stage;
   gpu::LogitsFormat format = gpu::LogitsFormat::kFloat32;  ///< of the logits (not kProbs)
+  bool split = false;  ///< kProbs V1/V3 with a workspace: the vocabulary split over CTAs
 };
 
 std::vector<Path> bench_paths() {
   using F = gpu::LogitsFormat;
   std::vector<Path> paths = {{Verifier::kV1, Stage::kProbs},
+                             {Verifier::kV1, Stage::kProbs, F::kFloat32, true},
                              {Verifier::kV2, Stage::kProbs},
                              {Verifier::kV3, Stage::kProbs},
+                             {Verifier::kV3, Stage::kProbs, F::kFloat32, true},
                              {Verifier::kV5, Stage::kProbs},
                              {Verifier::kNone, Stage::kSoftmax, F::kFloat32}};
   for (F format : {F::kFloat32, F::kBFloat16}) {
@@ -154,6 +157,7 @@ std::string path_kernel(const Path& p) {
                              "verify_block V5", ""};
   const std::string verifier = verifiers[static_cast<int>(p.verifier)];
   if (p.stage == Stage::kSoftmax) return "probs_from_logits";
+  if (p.split) return verifier + " split";
   return p.stage == Stage::kTwoKernels ? "probs_from_logits + " + verifier : verifier;
 }
 
@@ -253,6 +257,9 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cuda
   Device<int32_t> emitted(repeats * batch * (gamma + 1)), n_accepted(repeats * batch);
   Device<uint8_t> mask(repeats * draft_rows), fallback(repeats * batch);
   Device<uint32_t> out_status(repeats * batch);
+  // The split rows' workspace (zeroed; every launch leaves it so), shared by their launches.
+  const auto workspace_bytes = static_cast<int64_t>(gpu::chain_workspace_bytes(batch, vocab));
+  Device<std::byte> workspace(workspace_bytes);
   auto batch_of = [&](int64_t k) {
     return ChainBatch{batch,
                       gamma,
@@ -325,8 +332,9 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cuda
       if (path.verifier == Verifier::kV5) {
         return gpu::verify_block(batch_of(k), {.seed = 5, .step = step}, output_of(r), stream);
       }
-      return gpu::verify_chain(batch_of(k), chain_params(path.verifier, step), output_of(r),
-                               stream);
+      gpu::ChainDeviceOutput output = output_of(r);
+      if (path.split) output.workspace = {workspace.span(0, workspace_bytes), 0};
+      return gpu::verify_chain(batch_of(k), chain_params(path.verifier, step), output, stream);
     };
     SPECLAB_CUDA_CHECK(launch(0, next_copy++ % copies));  // warm-up
     for (int r = 0; r < repeats; ++r) {

@@ -178,6 +178,8 @@ struct DeviceRun {
   uint32_t* status = nullptr;         // [B]
   uint32_t* errors = nullptr;         // [1]
   int32_t* log = nullptr;             // [max_new × B × 3]
+  std::byte* workspace = nullptr;     // the verifier's vocabulary splitting (zeroed)
+  size_t workspace_bytes = 0;
 
   ChainBatch chain() const {
     const int64_t batch = s.batch, gamma = s.gamma, v = vocab;
@@ -196,7 +198,8 @@ struct DeviceRun {
             {n_accepted, static_cast<size_t>(batch)},
             {accept_mask, static_cast<size_t>(batch * gamma)},
             {fallback, static_cast<size_t>(batch)},
-            {status, static_cast<size_t>(batch)}};
+            {status, static_cast<size_t>(batch)},
+            {{workspace, workspace_bytes}, 0}};
   }
 };
 
@@ -220,6 +223,8 @@ DeviceRun allocate_run(Buffers& buffers, std::span<const std::vector<int32_t>> p
   d.errors = buffers.get<uint32_t>(1);
   // Every step emits ≥ 1 token per active request, so max_new steps always suffice.
   d.log = buffers.get<int32_t>(max_new * batch * 3);
+  d.workspace_bytes = chain_workspace_bytes(batch, v);
+  d.workspace = buffers.get<std::byte>(static_cast<int64_t>(d.workspace_bytes));
   return d;
 }
 

@@ -90,7 +90,58 @@ void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
   check_outputs(output, b, g, bgv);
 }
 
+int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
+                        const ChainWorkspace& workspace, int multiprocessors) {
+  const int max_slices = chain_max_slices(batch.vocab);
+  if (workspace.slices < 0 || (workspace.slices > 1 && workspace.slices > max_slices)) {
+    throw InvalidInput("workspace.slices is " + std::to_string(workspace.slices) +
+                       "; expected 0 (automatic), 1 (no split) or 2.." +
+                       std::to_string(max_slices) + " for V=" + std::to_string(batch.vocab));
+  }
+  const size_t needed = chain_workspace_bytes(batch.batch, batch.vocab);
+  if (workspace.bytes.size() < needed) {
+    throw InvalidInput(
+        "workspace has " + std::to_string(workspace.bytes.size()) +
+        " bytes; expected at least chain_workspace_bytes(B=" + std::to_string(batch.batch) +
+        ", V=" + std::to_string(batch.vocab) + ") = " + std::to_string(needed));
+  }
+  if (params.method == ChainMethod::kGreedy) return 1;  // V2 reads rows, not one sampled row
+  int slices = workspace.slices;
+  if (slices == 0) {
+    const int64_t wanted =
+        batch.batch >= multiprocessors
+            ? 1
+            : (2 * static_cast<int64_t>(multiprocessors) + batch.batch - 1) / batch.batch;
+    slices = static_cast<int>(wanted < max_slices ? wanted : max_slices);
+  }
+  return slices < 1 ? 1 : slices;
+}
+
+int device_multiprocessors() {
+#if defined(SPECLAB_SIMT_EMULATION)
+  return 132;
+#else
+  int device = 0, count = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    return 1;  // not knowing the device, do not split
+  }
+  return count < 1 ? 1 : count;
+#endif
+}
+
 }  // namespace detail
+
+int chain_max_slices(int64_t vocab) {
+  const int64_t n_chunks = (vocab + kChunkTokens - 1) / kChunkTokens;
+  const int64_t slices = n_chunks / kMinSliceChunks;
+  return static_cast<int>(slices < 1 ? 1 : slices > 4096 ? 4096 : slices);
+}
+
+size_t chain_workspace_bytes(int64_t batch, int64_t vocab) {
+  const int64_t n_chunks = (vocab + kChunkTokens - 1) / kChunkTokens;
+  return detail::split_layout(batch, chain_max_slices(vocab), n_chunks).bytes;
+}
 
 cudaError_t verify_chain(const ChainBatch& batch, const ChainParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/base/philox.hpp"
 #include "core/base/rules.hpp"
@@ -250,44 +251,125 @@ __device__ inline uint64_t weight_at(const P& p, const Q& q, float leniency, int
   }
 }
 
+/// Four consecutive floats, loaded with one 16-byte instruction.
+#if defined(SPECLAB_SIMT_EMULATION)
+struct alignas(16) Float4 {
+  float x, y, z, w;
+};
+#else
+using Float4 = float4;
+#endif
+
+template <class P>
+inline constexpr bool kMemoryRow = std::is_same_v<P, ProbRowRef>;
+
+/// Whether a row in memory can be read with 16-byte loads (rows computed on the fly cannot).
+template <class P>
+__device__ inline bool row_vector_aligned(const P& p) {
+  if constexpr (kMemoryRow<P>) {
+    return p.p == nullptr || reinterpret_cast<uintptr_t>(p.p) % sizeof(Float4) == 0;
+  } else {
+    return false;
+  }
+}
+
+/// A lane's share of the row checks: float partials per chunk (at most 8 values each, so the
+/// partial is within 8·2^-24 relative of the exact sum), added to double accumulators per chunk.
+struct LaneRowChecks {
+  double sum_p = 0.0, sum_q = 0.0;
+  int invalid = 0;
+};
+
+/// Lane `lane`'s fixed-point weight sum over chunk c, and its values added to the row checks. A
+/// whole chunk of aligned memory rows is read with two 16-byte loads per row (lane k takes tokens
+/// 4k..4k+3 of each half chunk); otherwise lane k takes tokens k, k+32, …, as before. Integer sums
+/// make the chunk's total independent of which lane adds which token.
+template <bool kResidual, KernelMutant kMutant, class P, class Q>
+__device__ inline uint64_t lane_chunk_weights(const P& p, const Q& q, float leniency, int64_t vocab,
+                                              int64_t c, int lane, bool vector_rows,
+                                              LaneRowChecks* checks) {
+  uint64_t w = 0;
+  float part_p = 0.0f, part_q = 0.0f;
+  int invalid = 0;
+  const auto take = [&](float pv, float qv) {
+    invalid |= !valid_probability(pv);
+    part_p += pv;
+    if constexpr (kResidual) {
+      invalid |= !valid_probability(qv);
+      part_q += qv;
+      w += residual_fixed(pv, qv, leniency);
+    } else {
+      w += to_fixed(pv);
+    }
+  };
+  const int64_t chunk_begin = c * kChunkTokens;
+  bool done = false;
+  if constexpr (kMemoryRow<P> && kMemoryRow<Q>) {
+    if (vector_rows && chunk_begin + kChunkTokens <= vocab) {
+      for (int half = 0; half < kLaneTokens / 4; ++half) {
+        const int64_t t = chunk_begin + half * (kWarpSize * 4) + lane * 4;
+        const Float4 pv = *reinterpret_cast<const Float4*>(p.p + t);
+        Float4 qv{};
+        if constexpr (kResidual) qv = *reinterpret_cast<const Float4*>(q.p + t);
+        take(pv.x, qv.x);
+        take(pv.y, qv.y);
+        take(pv.z, qv.z);
+        take(pv.w, qv.w);
+      }
+      done = true;
+    }
+  }
+  if (!done) {
+    const int64_t first = chunk_begin + lane;
+    for (int k = 0; k < kLaneTokens; ++k) {
+      const int64_t t = first + static_cast<int64_t>(k) * kWarpSize;
+      const bool in_row = kMutant == KernelMutant::kGridStrideOffByOne ? t <= vocab : t < vocab;
+      if (in_row) take(p(t), kResidual ? q(t) : 0.0f);
+    }
+  }
+  checks->sum_p += part_p;
+  checks->sum_q += part_q;
+  checks->invalid |= invalid;
+  return w;
+}
+
+/// Chunks [c_begin, c_end) of a row: warps stride over them, each chunk's fixed-point weight sum
+/// is written to chunk_sums[c] (lane 0), and the values go into the thread's row checks. No
+/// barrier: the caller reduces the checks (and so makes the chunk sums visible to the block).
+template <bool kResidual, KernelMutant kMutant, class P, class Q>
+__device__ void chunk_range_pass(const P& p, const Q& q, float leniency, int64_t vocab,
+                                 int64_t c_begin, int64_t c_end, uint64_t* chunk_sums,
+                                 LaneRowChecks* checks) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
+  const bool vector_rows = row_vector_aligned(p) && (!kResidual || row_vector_aligned(q));
+  for (int64_t c = c_begin + warp; c < c_end; c += n_warps) {  // warps stride over chunks
+    uint64_t w =
+        lane_chunk_weights<kResidual, kMutant>(p, q, leniency, vocab, c, lane, vector_rows, checks);
+    w = warp_sum<kMutant>(w);
+    if (lane == 0) chunk_sums[c] = w;
+  }
+}
+
+/// The status bits of a row's checks once reduced over the row.
+template <bool kResidual>
+__device__ inline uint32_t row_check_status(int invalid, double sum_p, double sum_q) {
+  uint32_t status = invalid != 0 ? kChainBadValue : kChainOk;
+  if (!sum_ok(sum_p) || (kResidual && !sum_ok(sum_q))) status |= kChainBadSum;
+  return status;
+}
+
 /// The single pass over a row: per-chunk fixed-point weight sums into chunk_sums, and the row
 /// checks (block-uniform status bits; q is checked for a residual). P and Q are row accessors.
 template <bool kResidual, KernelMutant kMutant, class P, class Q>
 __device__ uint32_t weight_pass(const P& p, const Q& q, float leniency, int64_t vocab,
                                 int64_t n_chunks, uint64_t* chunk_sums, BlockScratch* scratch) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
-  double sum_p = 0.0, sum_q = 0.0;
-  int invalid = 0;
-  for (int64_t c = warp; c < n_chunks; c += n_warps) {  // warps stride over chunks
-    uint64_t w = 0;
-    const int64_t first = c * kChunkTokens + lane;
-    for (int k = 0; k < kLaneTokens; ++k) {
-      const int64_t t = first + static_cast<int64_t>(k) * kWarpSize;
-      const bool in_row = kMutant == KernelMutant::kGridStrideOffByOne ? t <= vocab : t < vocab;
-      if (in_row) {
-        const float pv = p(t);
-        invalid |= !valid_probability(pv);
-        sum_p += pv;
-        if constexpr (kResidual) {
-          const float qv = q(t);
-          invalid |= !valid_probability(qv);
-          sum_q += qv;
-          w += residual_fixed(pv, qv, leniency);
-        } else {
-          w += to_fixed(pv);
-        }
-      }
-    }
-    w = warp_sum<kMutant>(w);
-    if (lane == 0) chunk_sums[c] = w;
-  }
-  invalid = __syncthreads_or(invalid);  // also makes chunk_sums visible to the block
-  block_sum2(&sum_p, &sum_q, scratch);
-  uint32_t status = invalid != 0 ? kChainBadValue : kChainOk;
-  if (!sum_ok(sum_p) || (kResidual && !sum_ok(sum_q))) status |= kChainBadSum;
-  return status;
+  LaneRowChecks checks;
+  chunk_range_pass<kResidual, kMutant>(p, q, leniency, vocab, 0, n_chunks, chunk_sums, &checks);
+  const int invalid = __syncthreads_or(checks.invalid);  // also makes chunk_sums visible
+  block_sum2(&checks.sum_p, &checks.sum_q, scratch);
+  return row_check_status<kResidual>(invalid, checks.sum_p, checks.sum_q);
 }
 
 /// Inverse-CDF sampling over the chunk sums of the last weight_pass: the token whose fixed-point
@@ -421,6 +503,114 @@ __device__ void write_request_outputs(const Args& a, int64_t r, int64_t g, const
   }
 }
 
+/// The rows and random-number address of request r of a probability launch.
+struct ChainRequest {
+  int64_t r;
+  uint32_t request;  // its id (Philox address)
+  uint64_t seed;
+  uint32_t step;
+  const float* target_rows;  // [γ+1, V]
+  const float* draft_rows;   // [γ, V] or null
+  const int32_t* tokens;     // [γ]
+};
+
+__device__ inline ChainRequest chain_request(const ChainKernelArgs& a, int64_t r) {
+  ChainRequest q{};
+  q.r = r;
+  q.request = a.request_ids != nullptr ? a.request_ids[r] : static_cast<uint32_t>(r);
+  launch_seed_step(a, &q.seed, &q.step);
+  q.target_rows = a.probs_target + r * (a.gamma + 1) * a.vocab;
+  q.draft_rows = a.probs_draft != nullptr ? a.probs_draft + r * a.gamma * a.vocab : nullptr;
+  q.tokens = a.draft_tokens + r * a.gamma;
+  return q;
+}
+
+/// Step 1, warp 0: n_draft, the draft tokens, and the V1/V3 accept tests on gathered values (32
+/// positions per ballot); initialises *state. The caller synchronises.
+__device__ inline void chain_accept_phase(const ChainKernelArgs& a, const ChainRequest& q,
+                                          bool greedy, RequestState* state) {
+  if (threadIdx.x >= kWarpSize) return;
+  const int lane = static_cast<int>(threadIdx.x);
+  const int64_t v = a.vocab;
+  int64_t n_draft = 0;
+  uint32_t status = check_drafts(a.n_draft, q.r, a.gamma, v, q.tokens, lane, &n_draft);
+  int64_t n = n_draft;
+  if (!greedy && status == kChainOk) {
+    for (int64_t base = 0; base < n_draft; base += kWarpSize) {
+      const int64_t i = base + lane;
+      int stop = 0, invalid = 0;
+      if (i < n_draft) {
+        const int32_t x = q.tokens[i];
+        const float pv = q.target_rows[i * v + x], qv = q.draft_rows[i * v + x];
+        invalid = !valid_gathered(pv) || !valid_gathered(qv);
+        const RandomAddress address{
+            q.seed, q.request, q.step, static_cast<uint32_t>(i + 1), Purpose::kAcceptTest, 0};
+        stop = invalid || !lenient_accepts(philox_uniform(address), a.leniency, qv, pv);
+      }
+      const unsigned stops = __ballot_sync(kFullMask, stop);
+      if (stops != 0) {
+        const int first = __ffs(static_cast<int>(stops)) - 1;
+        if (__shfl_sync(kFullMask, invalid, first) != 0) status |= kChainBadValue;
+        n = base + first;
+        break;
+      }
+    }
+  }
+  if (lane == 0) {
+    state->n_draft = n_draft;
+    state->n = n;
+    state->chunk = -1;
+    state->chunk_base = 0;
+    state->status = status;
+    state->last = -1;
+    state->fallback = 0;
+  }
+}
+
+/// The row V1/V3 samples the one more token from after the accept phase: the bonus row p_{n+1}
+/// (every draft accepted) or the residual max(0, p_{n+1} − l·q_{n+1}), and its uniform's bits.
+struct SampledRow {
+  bool bonus;
+  ProbRowRef p, q;
+  uint32_t bits;
+};
+
+__device__ inline SampledRow sampled_row(const ChainKernelArgs& a, const ChainRequest& req,
+                                         const RequestState& state) {
+  const int64_t n = state.n, v = a.vocab;
+  SampledRow row{};
+  row.bonus = n == state.n_draft;
+  row.p = ProbRowRef{req.target_rows + n * v};
+  row.q = ProbRowRef{row.bonus ? nullptr : req.draft_rows + n * v};
+  const RandomAddress address{req.seed,
+                              req.request,
+                              req.step,
+                              static_cast<uint32_t>(n + 1),
+                              row.bonus ? Purpose::kBonusSample : Purpose::kResidualSample,
+                              0};
+  row.bits = philox_bits(address);
+  return row;
+}
+
+/// Step 3 of V1/V3 once every chunk sum of the sampled row is in chunk_sums and its checks have
+/// passed: locate the token; when a rejection left no residual mass (rounding), docs/verifiers.md
+/// V1 says sample p with the residual's uniform and count the event (a second pass, rare).
+template <KernelMutant kMutant>
+__device__ void chain_locate(const ChainKernelArgs& a, const SampledRow& row, uint64_t* chunk_sums,
+                             BlockScratch* scratch, RequestState* state) {
+  const int64_t v = a.vocab;
+  if (row.bonus) {
+    locate<false, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, row.bits, scratch,
+                           state);
+  } else if (locate<true, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, row.bits,
+                                   scratch, state) == 0) {
+    weight_pass<false, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, scratch);
+    locate<false, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, row.bits, scratch,
+                           state);
+    if (threadIdx.x == 0) state->fallback = 1;
+  }
+}
+
 template <KernelMutant kMutant>
 __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
   SPECLAB_STATIC_SHARED(RequestState, state);
@@ -429,53 +619,12 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
   uint64_t* chunk_sums = shared + sizeof(BlockScratch) / sizeof(uint64_t);
 
   const int64_t r = blockIdx.x;
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int64_t g = a.gamma, v = a.vocab;
   const bool greedy = a.method == static_cast<int>(ChainMethod::kGreedy);
-  const uint32_t request = a.request_ids != nullptr ? a.request_ids[r] : static_cast<uint32_t>(r);
-  const float* target_rows = a.probs_target + r * (g + 1) * v;
-  const float* draft_rows = a.probs_draft != nullptr ? a.probs_draft + r * g * v : nullptr;
-  const int32_t* tokens = a.draft_tokens + r * g;
-  uint64_t seed = 0;
-  uint32_t step = 0;
-  launch_seed_step(a, &seed, &step);
+  const ChainRequest req = chain_request(a, r);
 
   // 1. Warp 0: n_draft, the draft tokens, and the V1/V3 accept tests on gathered values.
-  if (threadIdx.x < kWarpSize) {
-    int64_t n_draft = 0;
-    uint32_t status = check_drafts(a.n_draft, r, g, v, tokens, lane, &n_draft);
-    int64_t n = n_draft;
-    if (!greedy && status == kChainOk) {
-      for (int64_t base = 0; base < n_draft; base += kWarpSize) {
-        const int64_t i = base + lane;
-        int stop = 0, invalid = 0;
-        if (i < n_draft) {
-          const int32_t x = tokens[i];
-          const float pv = target_rows[i * v + x], qv = draft_rows[i * v + x];
-          invalid = !valid_gathered(pv) || !valid_gathered(qv);
-          const RandomAddress address{
-              seed, request, step, static_cast<uint32_t>(i + 1), Purpose::kAcceptTest, 0};
-          stop = invalid || !lenient_accepts(philox_uniform(address), a.leniency, qv, pv);
-        }
-        const unsigned stops = __ballot_sync(kFullMask, stop);
-        if (stops != 0) {
-          const int first = __ffs(static_cast<int>(stops)) - 1;
-          if (__shfl_sync(kFullMask, invalid, first) != 0) status |= kChainBadValue;
-          n = base + first;
-          break;
-        }
-      }
-    }
-    if (lane == 0) {
-      state.n_draft = n_draft;
-      state.n = n;
-      state.chunk = -1;
-      state.chunk_base = 0;
-      state.status = status;
-      state.last = -1;
-      state.fallback = 0;
-    }
-  }
+  chain_accept_phase(a, req, greedy, &state);
   __syncthreads();
 
   // 2. The one more token: argmax (V2), or one pass over the residual or bonus row (V1/V3).
@@ -483,8 +632,8 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
     if (greedy) {
       for (int64_t i = 0;; ++i) {
         uint32_t bad = kChainOk;
-        const int32_t best = block_argmax_checked(target_rows + i * v, v, scratch, &bad);
-        const bool stop = bad != kChainOk || i == state.n_draft || tokens[i] != best;
+        const int32_t best = block_argmax_checked(req.target_rows + i * v, v, scratch, &bad);
+        const bool stop = bad != kChainOk || i == state.n_draft || req.tokens[i] != best;
         if (stop && threadIdx.x == 0) {
           state.status |= bad;
           state.n = i;
@@ -493,39 +642,126 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
         if (stop) break;
       }
     } else {
-      const int64_t n = state.n;
-      const bool bonus = n == state.n_draft;
-      const ProbRowRef p{target_rows + n * v};
-      const ProbRowRef q{bonus ? nullptr : draft_rows + n * v};
-      const RandomAddress address{seed,
-                                  request,
-                                  step,
-                                  static_cast<uint32_t>(n + 1),
-                                  bonus ? Purpose::kBonusSample : Purpose::kResidualSample,
-                                  0};
-      const uint32_t bits = philox_bits(address);
-      const uint32_t bad =
-          bonus ? weight_pass<false, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, scratch)
-                : weight_pass<true, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, scratch);
+      const SampledRow row = sampled_row(a, req, state);
+      const uint32_t bad = row.bonus ? weight_pass<false, kMutant>(row.p, row.q, a.leniency, v,
+                                                                   a.n_chunks, chunk_sums, scratch)
+                                     : weight_pass<true, kMutant>(row.p, row.q, a.leniency, v,
+                                                                  a.n_chunks, chunk_sums, scratch);
       if (bad != kChainOk) {
         if (threadIdx.x == 0) state.status |= bad;
-      } else if (bonus) {
-        locate<false, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, bits, scratch, &state);
-      } else if (locate<true, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, bits, scratch,
-                                       &state) == 0) {
-        // Rounding left no residual mass although a rejection happened: docs/verifiers.md V1 says
-        // sample p (with the residual's uniform) and count the event. Rare, so a second pass is
-        // fine.
-        weight_pass<false, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, scratch);
-        locate<false, kMutant>(p, q, a.leniency, v, a.n_chunks, chunk_sums, bits, scratch, &state);
-        if (threadIdx.x == 0) state.fallback = 1;
+      } else {
+        chain_locate<kMutant>(a, row, chunk_sums, scratch, &state);
       }
     }
   }
   __syncthreads();
 
   // 3. Outputs.
-  write_request_outputs(a, r, g, tokens, state.status, state.n, state.last, state.fallback);
+  write_request_outputs(a, r, g, req.tokens, state.status, state.n, state.last, state.fallback);
+}
+
+/// One slice's share of a split request's row checks (SplitArgs).
+struct SlicePartial {
+  double sum_p;
+  double sum_q;
+  uint32_t invalid;
+  uint32_t reserved;
+};
+
+/// Where a split launch keeps its per-request data in the ChainWorkspace (layout:
+/// split_workspace): arrival counters first, so a zeroed workspace is a ready one.
+struct SplitArgs {
+  uint32_t* arrivals;      // [B] slices done; 0 between launches
+  SlicePartial* partials;  // [B, S]
+  uint64_t* chunk_sums;    // [B, n_chunks]
+  int slices;              // S ≥ 2
+  int64_t slice_chunks;    // ⌈n_chunks / S⌉
+};
+
+/// A value another CTA wrote during this launch, read past the (incoherent) L1.
+template <class T>
+__device__ inline T load_coherent(const T* p) {
+  return *static_cast<const volatile T*>(p);
+}
+
+/// V1/V3 on probabilities with each request's vocabulary split over S CTAs (blockIdx.x = r·S + s):
+///  1. every slice runs the accept phase itself (γ gathers: cheaper than waiting for one);
+///  2. slice s streams chunks [s·C, (s+1)·C) of the sampled row, writing their exact fixed-point
+///     sums to the workspace and its row-check partials;
+///  3. the last slice to arrive (an atomic counter after a fence, which it resets) adds the
+///     partials in slice order, copies the chunk sums to shared memory and runs the one-CTA
+///     locate (and the rare fallback pass), then writes the outputs.
+/// Integer chunk sums make the token independent of S and of which slice arrives last.
+template <KernelMutant kMutant>
+__global__ void __launch_bounds__(1024) verify_chain_split_kernel(ChainKernelArgs a, SplitArgs w) {
+  SPECLAB_STATIC_SHARED(RequestState, state);
+  SPECLAB_STATIC_SHARED(int32_t, last_slice);
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
+  uint64_t* chunk_sums = shared + sizeof(BlockScratch) / sizeof(uint64_t);
+
+  const int64_t r = blockIdx.x / w.slices;
+  const int s = static_cast<int>(blockIdx.x % w.slices);
+  const ChainRequest req = chain_request(a, r);
+  chain_accept_phase(a, req, false, &state);
+  __syncthreads();
+
+  const SampledRow row = sampled_row(a, req, state);
+  uint64_t* request_chunks = w.chunk_sums + r * a.n_chunks;
+  LaneRowChecks checks;
+  if (state.status == kChainOk) {  // block-uniform
+    const int64_t begin = s * w.slice_chunks;
+    const int64_t end = begin + w.slice_chunks < a.n_chunks ? begin + w.slice_chunks : a.n_chunks;
+    if (row.bonus) {
+      chunk_range_pass<false, kMutant>(row.p, row.q, a.leniency, a.vocab, begin, end,
+                                       request_chunks, &checks);
+    } else {
+      chunk_range_pass<true, kMutant>(row.p, row.q, a.leniency, a.vocab, begin, end, request_chunks,
+                                      &checks);
+    }
+  }
+  checks.invalid = __syncthreads_or(checks.invalid);
+  block_sum2(&checks.sum_p, &checks.sum_q, scratch);
+  __threadfence();  // this slice's chunk sums, before the partial and the arrival
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    SlicePartial& partial = w.partials[r * w.slices + s];
+    partial.sum_p = checks.sum_p;
+    partial.sum_q = checks.sum_q;
+    partial.invalid = static_cast<uint32_t>(checks.invalid);
+    __threadfence();
+    last_slice = atomicAdd(&w.arrivals[r], 1u) == static_cast<uint32_t>(w.slices - 1) ? 1 : 0;
+  }
+  __syncthreads();
+  if (last_slice == 0) return;  // block-uniform
+
+  // The last slice: every other slice's writes are visible after the fence.
+  __threadfence();
+  if (state.status == kChainOk) {
+    if (threadIdx.x == 0) {
+      w.arrivals[r] = 0;  // ready for the next launch
+      double sum_p = 0.0, sum_q = 0.0;
+      uint32_t invalid = 0;
+      for (int k = 0; k < w.slices; ++k) {  // slice order
+        const SlicePartial* partial = w.partials + r * w.slices + k;
+        sum_p += load_coherent(&partial->sum_p);
+        sum_q += load_coherent(&partial->sum_q);
+        invalid |= load_coherent(&partial->invalid);
+      }
+      state.status |= row.bonus ? row_check_status<false>(static_cast<int>(invalid), sum_p, sum_q)
+                                : row_check_status<true>(static_cast<int>(invalid), sum_p, sum_q);
+    }
+    for (int64_t c = threadIdx.x; c < a.n_chunks; c += blockDim.x) {
+      chunk_sums[c] = load_coherent(request_chunks + c);
+    }
+    __syncthreads();
+    if (state.status == kChainOk) chain_locate<kMutant>(a, row, chunk_sums, scratch, &state);
+  } else if (threadIdx.x == 0) {
+    w.arrivals[r] = 0;
+  }
+  __syncthreads();
+  write_request_outputs(a, r, a.gamma, req.tokens, state.status, state.n, state.last,
+                        state.fallback);
 }
 
 /// Host-side checks of shapes and parameters (throws InvalidInput, as core does).
@@ -538,6 +774,30 @@ inline int chain_block_threads(int64_t vocab) {
   const int64_t warps = (wanted + kWarpSize - 1) / kWarpSize;
   return static_cast<int>(warps < 1 ? 1 : warps > 32 ? 32 : warps) * kWarpSize;
 }
+
+/// The workspace layout of a split launch of B requests, S slices, n_chunks chunks (byte
+/// offsets of SplitArgs' arrays, and the total).
+struct SplitLayout {
+  size_t partials, chunk_sums, bytes;
+};
+
+inline SplitLayout split_layout(int64_t batch, int64_t slices, int64_t n_chunks) {
+  SplitLayout layout{};
+  const size_t arrivals = static_cast<size_t>(batch) * sizeof(uint32_t);
+  layout.partials = (arrivals + 15) / 16 * 16;
+  layout.chunk_sums = layout.partials + static_cast<size_t>(batch * slices) * sizeof(SlicePartial);
+  layout.bytes = layout.chunk_sums + static_cast<size_t>(batch * n_chunks) * sizeof(uint64_t);
+  return layout;
+}
+
+/// The slice count of a launch: 1 unless the workspace allows splitting (V1/V3, a workspace of
+/// chain_workspace_bytes); `multiprocessors` is the device's SM count. Throws InvalidInput for a
+/// forced count out of range or a workspace too small.
+int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
+                        const ChainWorkspace& workspace, int multiprocessors);
+
+/// The device's multiprocessor count (the emulation stands for an H200's 132).
+int device_multiprocessors();
 
 template <KernelMutant kMutant>
 cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& params,
@@ -554,6 +814,33 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
   args.seed_step = seed_step;
   const size_t shared_bytes =
       sizeof(BlockScratch) + static_cast<size_t>(args.n_chunks) * sizeof(uint64_t);
+  const int slices =
+      output.workspace.bytes.empty()
+          ? 1
+          : chain_launch_slices(batch, params, output.workspace, device_multiprocessors());
+  if (slices > 1) {
+    auto kernel = verify_chain_split_kernel<kMutant>;
+    if (shared_bytes > 48 * 1024) {
+      const cudaError_t status = cudaFuncSetAttribute(
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
+      if (status != cudaSuccess) return status;
+    }
+    const SplitLayout layout = split_layout(batch.batch, slices, args.n_chunks);
+    std::byte* base = output.workspace.bytes.data();
+    SplitArgs split{};
+    split.arrivals = reinterpret_cast<uint32_t*>(base);
+    split.partials = reinterpret_cast<SlicePartial*>(base + layout.partials);
+    split.chunk_sums = reinterpret_cast<uint64_t*>(base + layout.chunk_sums);
+    split.slices = slices;
+    split.slice_chunks = (args.n_chunks + slices - 1) / slices;
+    // Warps stride over a slice's chunks: one warp per chunk, at least 4 warps (the locate).
+    const int64_t warps = split.slice_chunks < 4    ? 4
+                          : split.slice_chunks > 32 ? 32
+                                                    : split.slice_chunks;
+    return launch_kernel(kernel, dim3(static_cast<unsigned>(batch.batch * slices)),
+                         dim3(static_cast<unsigned>(warps * kWarpSize)), shared_bytes, stream, args,
+                         split);
+  }
   if (shared_bytes > 48 * 1024) {
     const cudaError_t status = cudaFuncSetAttribute(verify_chain_kernel<kMutant>,
                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,

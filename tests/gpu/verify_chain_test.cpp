@@ -3,17 +3,23 @@
 // (no near-tie exemptions). Built for the device (label gpu) and for the SIMT emulation (gpu-emu).
 #include "gpu/verify_chain.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/error.hpp"
 #include "core/verify/verify_chain.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace speclab {
 namespace {
@@ -25,10 +31,11 @@ using testing::RowKind;
 const std::vector<RowKind> kAllKinds = {RowKind::kDense, RowKind::kSparse, RowKind::kOneHot,
                                         RowKind::kPeaked};
 
-void expect_matches_reference(const OwnedChainBatch& batch, const ChainParams& params,
-                              const std::string& label) {
+void expect_matches_reference(
+    const OwnedChainBatch& batch, const ChainParams& params, const std::string& label,
+    const testing::ChainLauncher& launcher = testing::verify_chain_probs) {
   const ChainResult ref = verify_chain_reference(batch.view(), params);
-  const testing::GpuChainResult gpu = testing::run_gpu_chain(batch, params);
+  const testing::GpuChainResult gpu = testing::run_gpu_chain(batch, params, launcher);
   EXPECT_EQ(testing::differences(gpu, ref), "")
       << label << " (B=" << batch.batch << " γ=" << batch.gamma << " V=" << batch.vocab
       << " method " << to_string(params.method) << " seed " << params.seed << ")";
@@ -93,11 +100,9 @@ TEST(VerifyChain, GpuMatchesReferenceManyRequests) {
                            {ChainMethod::kToken, 1.0, 42, 9}, "B = 256, V = 3000");
 }
 
-TEST(VerifyChain, GpuMatchesReferenceResidualFallback) {
-  SPECLAB_SKIP_WITHOUT_GPU();
-  // p = q except p(x) = q(x)/2 at the drafted x, with q(x) = 1e-4: p sums to 1 - 5e-5 (valid),
-  // max(0, p - q) is zero everywhere, and x is rejected about half the time: the fallback path.
-  const int64_t b = 32, v = 64;
+// p = q except p(x) = q(x)/2 at the drafted x, with q(x) = 1e-4: p sums to 1 - 5e-5 (valid),
+// max(0, p - q) is zero everywhere, and x is rejected about half the time: the fallback path.
+OwnedChainBatch residual_fallback_batch(int64_t b, int64_t v) {
   OwnedChainBatch batch(b, 1, v);
   for (int64_t r = 0; r < b; ++r) {
     const int32_t x = static_cast<int32_t>(r % v);
@@ -108,6 +113,12 @@ TEST(VerifyChain, GpuMatchesReferenceResidualFallback) {
     std::copy(batch.draft_row(r, 0), batch.draft_row(r, 0) + v, batch.target_row(r, 1));
     batch.token(r, 0) = x;
   }
+  return batch;
+}
+
+TEST(VerifyChain, GpuMatchesReferenceResidualFallback) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  const OwnedChainBatch batch = residual_fallback_batch(32, 64);
   const ChainParams params{ChainMethod::kToken, 1.0, 51, 2};
   const ChainResult ref = verify_chain_reference(batch.view(), params);
   ASSERT_GT(ref.residual_fallbacks, 0) << "the instance must exercise the fallback";
@@ -146,13 +157,14 @@ OwnedChainBatch padded_single_request(const OwnedChainBatch& batch, int64_t r) {
   return one;
 }
 
-TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
-  SPECLAB_SKIP_WITHOUT_GPU();
+// Corrupts rows and tokens of a 12-request batch of vocabulary v and checks that the device flags
+// exactly the requests core rejects alone, with core's tokens elsewhere.
+void expect_flags_invalid_rows_it_reads(int64_t v, const testing::ChainLauncher& launcher) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   for (const ChainMethod method : {ChainMethod::kToken, ChainMethod::kGreedy}) {
     const ChainParams params{method, 1.0, 81, 6};
-    const int64_t g = 3, v = 300;
+    const int64_t g = 3;
     OwnedChainBatch batch =
         random_batch(81, 12, g, v, {RowKind::kDense, RowKind::kPeaked}, false, true);
     for (const int64_t r : {1, 2, 7, 8}) batch.n_draft[r] = static_cast<int32_t>(g);
@@ -169,7 +181,7 @@ TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
     batch.n_draft[9] = static_cast<int32_t>(g + 1);  // n_draft outside [0, γ]
     batch.n_draft[10] = -1;
     if (n(11) < batch.n_draft[11]) batch.draft_row(11, n(11))[3] = nan;  // the residual's q row
-    const testing::GpuChainResult gpu = testing::run_gpu_chain(batch, params);
+    const testing::GpuChainResult gpu = testing::run_gpu_chain(batch, params, launcher);
     ASSERT_EQ(gpu.launch, cudaSuccess);
     ASSERT_EQ(gpu.sync, cudaSuccess);
     // Core's fast path validates exactly what it reads, as the kernel does: the request's status
@@ -207,6 +219,101 @@ TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
     EXPECT_GE(flagged, 7);
     EXPECT_EQ(gpu.status[0], 0u) << "a clean request in a batch with bad ones is unaffected";
   }
+}
+
+TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  expect_flags_invalid_rows_it_reads(300, testing::verify_chain_probs);
+}
+
+// gpu::verify_chain with a zeroed workspace split into `slices` (0 = automatic; clamped to the
+// vocabulary's maximum), launched twice on the same workspace with the outputs overwritten in
+// between: the second launch must find the arrival counters reset by the first and write every
+// output again.
+testing::ChainLauncher split_launcher(int slices) {
+  return [slices](const ChainBatch& batch, const ChainParams& params,
+                  const gpu::ChainDeviceOutput& output, cudaStream_t stream) -> cudaError_t {
+    const size_t bytes = gpu::chain_workspace_bytes(batch.batch, batch.vocab);
+    testing::DeviceBuffer<std::byte> workspace{std::vector<std::byte>(bytes)};
+    gpu::ChainDeviceOutput split = output;
+    split.workspace = {workspace.span(), std::min(slices, gpu::chain_max_slices(batch.vocab))};
+    if (const cudaError_t e = gpu::verify_chain(batch, params, split, stream); e != cudaSuccess) {
+      return e;
+    }
+    for (const auto& [data, size] : {std::pair<void*, size_t>{output.emitted_tokens.data(),
+                                                              output.emitted_tokens.size_bytes()},
+                                     {output.n_accepted.data(), output.n_accepted.size_bytes()},
+                                     {output.accept_mask.data(), output.accept_mask.size_bytes()},
+                                     {output.status.data(), output.status.size_bytes()}}) {
+      if (size > 0) SPECLAB_CUDA_CHECK(cudaMemsetAsync(data, 0x5a, size, stream));
+    }
+    const cudaError_t e = gpu::verify_chain(batch, params, split, stream);
+    const cudaError_t sync = cudaStreamSynchronize(stream);  // before the workspace is freed
+    return e != cudaSuccess ? e : sync;
+  };
+}
+
+TEST(VerifyChainSplit, GpuMatchesReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  uint64_t seed = 301;
+  // 8 chunks (at most 2 slices), 17 chunks with V % 4 ≠ 0 (scalar loads, a partial last chunk),
+  // 125 chunks (V = 32000, 16-byte loads); slices that divide the chunks and slices that do not.
+  for (const int64_t vocab : {2048, 4099, 32000}) {
+    for (const int slices : {0, 2, 3, 7}) {
+      for (const int64_t gamma : {0, 1, 4}) {
+        const OwnedChainBatch batch = random_batch(seed, 3, gamma, vocab, kAllKinds, false, true);
+        expect_matches_reference(batch, {ChainMethod::kToken, 1.0, seed, 5},
+                                 "split into " + std::to_string(slices) + " slices",
+                                 split_launcher(slices));
+        ++seed;
+      }
+    }
+  }
+  const OwnedChainBatch batch = random_batch(seed, 2, 4, 5000, kAllKinds, false, true);
+  expect_matches_reference(batch, {ChainMethod::kLenient, 0.6, seed, 1}, "lenient, split",
+                           split_launcher(0));
+  // Draft == target: everything accepted, so the bonus row is the split one.
+  const OwnedChainBatch same = random_batch(seed + 1, 2, 3, 6000, kAllKinds, true, false);
+  expect_matches_reference(same, {ChainMethod::kToken, 1.0, seed + 1, 1}, "bonus row, split",
+                           split_launcher(5));
+}
+
+TEST(VerifyChainSplit, GpuMatchesReferenceResidualFallback) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  const OwnedChainBatch batch = residual_fallback_batch(16, 2304);  // 9 chunks
+  const ChainParams params{ChainMethod::kToken, 1.0, 52, 2};
+  const ChainResult ref = verify_chain_reference(batch.view(), params);
+  ASSERT_GT(ref.residual_fallbacks, 0) << "the instance must exercise the fallback";
+  expect_matches_reference(batch, params, "residual fallback, split", split_launcher(2));
+}
+
+TEST(VerifyChainSplit, GpuFlagsInvalidRowsItReads) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  expect_flags_invalid_rows_it_reads(2100, split_launcher(3));
+}
+
+TEST(VerifyChainSplit, BadWorkspaceThrows) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  const OwnedChainBatch host = random_batch(9, 2, 2, 4096, kAllKinds, false, false);
+  const int too_many = gpu::chain_max_slices(host.vocab) + 1;  // 16 chunks: at most 4 slices
+  EXPECT_EQ(too_many, 5);
+  const testing::ChainLauncher forced = [&](const ChainBatch& batch, const ChainParams& params,
+                                            const gpu::ChainDeviceOutput& output,
+                                            cudaStream_t stream) {
+    testing::DeviceBuffer<std::byte> workspace{
+        std::vector<std::byte>(gpu::chain_workspace_bytes(batch.batch, batch.vocab))};
+    gpu::ChainDeviceOutput split = output;
+    split.workspace = {workspace.span(), too_many};
+    EXPECT_THAT(testing::error_of([&] { (void)gpu::verify_chain(batch, params, split, stream); }),
+                ::testing::HasSubstr("workspace.slices is 5; expected 0 (automatic), 1 (no split) "
+                                     "or 2..4 for V=4096"));
+    split.workspace = {workspace.span().first(workspace.span().size() - 1), 0};
+    EXPECT_THAT(
+        testing::error_of([&] { (void)gpu::verify_chain(batch, params, split, stream); }),
+        ::testing::HasSubstr("bytes; expected at least chain_workspace_bytes(B=2, V=4096)"));
+    return cudaSuccess;
+  };
+  (void)testing::run_gpu_chain(host, {ChainMethod::kToken, 1.0, 9, 0}, forced);
 }
 
 TEST(VerifyChain, GpuRejectsBadShapes) {
