@@ -121,7 +121,9 @@ std::string symbol_at(const std::string& file, uintptr_t offset) {
 }  // namespace
 
 std::string host_memory_kind(uintptr_t address) {
-  if (address < 4096 || is_device_address(address)) return {};
+  // Below the lowest mappable page or above the 47-bit user address space: a number, never an
+  // address (most of a struct's sizes, floats and seeds end here without a look-up).
+  if (address < 65536 || address >= (uintptr_t{1} << 47) || is_device_address(address)) return {};
 #if defined(__SANITIZE_ADDRESS__)
   // AddressSanitizer knows every live heap chunk (its bounds), every thread's stack and every
   // instrumented global, so a word that merely looks like an address is not mistaken for one.
