@@ -11,7 +11,7 @@
 #                                           the device half with the device parts stubbed (no
 #                                           device, no carry needed): timeouts, DIR, summary and
 #                                           exit status; --stub-fail makes the stubbed tests fail.
-# The device half's limits add up to 435 s (plus 5 s grace per step): under 8 minutes without the
+# The device half's limits add up to 450 s (plus 5 s grace per step): about 8 minutes without the
 # fallback build. Device-half outputs (at most 8 files): summary.txt (also printed), gpu-tests.json (gtest),
 # bench-gpu.json, ptxas.txt, logs.tar.gz (every log).
 set -uo pipefail
@@ -331,7 +331,7 @@ fi
 note ""
 tests_json=$out/gpu-tests.json
 rm -f "$tests_json"
-step "gpu tests" 90 "$logs/gpu-tests.log" "$tests_bin" --gtest_output=json:"$tests_json"
+step "gpu tests" 105 "$logs/gpu-tests.log" "$tests_bin" --gtest_output=json:"$tests_json"
 tests_status=$?
 if [ -s "$tests_json" ]; then
   python3 - "$tests_json" <<'PY' | tee -a "$summary"

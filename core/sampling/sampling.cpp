@@ -333,4 +333,20 @@ int32_t sample_categorical(std::span<const float> weights, uint32_t bits) {
   return static_cast<int32_t>(n) - 1;  // unreachable: target < total
 }
 
+void exp_nonpositive_row(std::span<const float> x, std::span<float> out) {
+  if (out.size() != x.size()) {
+    throw InvalidInput(
+        fmt::format("exp_nonpositive_row: {} inputs but {} outputs", x.size(), out.size()));
+  }
+  constexpr size_t kLanes = 16;
+  size_t i = 0;
+  for (; i + kLanes <= x.size(); i += kLanes) {
+    FloatLanes lanes;
+    std::memcpy(&lanes, x.data() + i, sizeof lanes);
+    const FloatLanes e = exp_nonpositive<FloatLanes, IntLanes>(lanes);
+    std::memcpy(out.data() + i, &e, sizeof e);
+  }
+  for (; i < x.size(); ++i) out[i] = exp_nonpositive<float, int32_t>(x[i]);
+}
+
 }  // namespace speclab

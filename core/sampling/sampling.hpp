@@ -66,6 +66,12 @@ int32_t sample_categorical(std::span<const float> weights, uint32_t bits);
 /// Σ to_fixed(w): the total sample_categorical draws from; 0 means it has nothing to draw.
 uint64_t fixed_point_total(std::span<const float> weights);
 
+/// out[i] = exp(x[i]) for x[i] ≤ 0: the float exponential of the softmax in probs_from_logits, 16
+/// lanes at a time and the tail as scalars, as the softmax computes it (inputs below -87, -inf
+/// included, give 0). Exposed so that the device's copy of the polynomial can be checked against
+/// it bit for bit. x and out have the same size.
+void exp_nonpositive_row(std::span<const float> x, std::span<float> out);
+
 /// Argmax with ties broken by the lowest token id (docs/verifiers.md V2).
 int32_t argmax_lowest(std::span<const float> row);
 

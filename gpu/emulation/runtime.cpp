@@ -1,8 +1,11 @@
 // The emulated CUDA runtime (gpu/emulation/include/cuda_runtime_api.h): one device whose memory
 // is host memory from malloc, so AddressSanitizer sees every allocation's exact bounds. Calls are
-// synchronous; a failure inside an emulated grid is returned by the next synchronising call.
+// synchronous. A failure inside an emulated grid (or a host pointer a kernel or cuBLAS was given)
+// is sticky, as a kernel fault is on a device: every later call that needs the context returns it
+// (cudaGetLastError included, which does not clear it), until emulation::clear_sticky_error().
 // cudaMalloc fills new memory with poison (0xFF bytes: CUDA leaves it undefined) and records it in
-// a map of device allocations, against which cudaMemcpy checks its kind and cudaFree its pointer.
+// a map of device allocations, against which cudaMemcpy checks its kind, cudaFree its pointer and
+// a launch its pointer arguments.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -22,7 +25,7 @@ namespace {
 struct RuntimeState {
   std::mutex mutex;
   cudaError_t last_error = cudaSuccess;
-  bool failure_pending = false;
+  cudaError_t sticky = cudaSuccess;  // set by a fault while a kernel ran; never cleared by a call
   std::string failure_message;
   std::map<const void*, size_t> shared_limits;
   std::map<uintptr_t, size_t> allocations;  // device allocations: start address → bytes
@@ -38,15 +41,11 @@ cudaError_t fail(cudaError_t error) {
   return error;
 }
 
-// A synchronising call returns a pending execution failure once (the real runtime keeps such an
-// error sticky until the context is reset; the emulation clears it so that later tests run).
-cudaError_t take_pending_failure() {
+// The sticky error of an earlier fault, which every call that needs the context returns.
+cudaError_t sticky() {
   auto& s = state();
   std::lock_guard lock(s.mutex);
-  if (!s.failure_pending) return cudaSuccess;
-  s.failure_pending = false;
-  s.last_error = cudaErrorLaunchFailure;
-  return cudaErrorLaunchFailure;
+  return s.sticky;
 }
 
 }  // namespace
@@ -57,6 +56,13 @@ std::string last_failure_message() {
   return s.failure_message;
 }
 
+void clear_sticky_error() {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  s.sticky = cudaSuccess;
+  s.last_error = cudaSuccess;
+}
+
 namespace detail {
 
 void set_last_error(cudaError_t error) {
@@ -65,15 +71,19 @@ void set_last_error(cudaError_t error) {
   s.last_error = error;
 }
 
-void record_execution_failure(const std::string& message) {
+void record_execution_failure(const std::string& message, cudaError_t error) {
   auto& s = state();
   {
     std::lock_guard lock(s.mutex);
-    s.failure_pending = true;
+    if (s.sticky == cudaSuccess) s.sticky = error;
+    s.last_error = s.sticky;
     s.failure_message = message;
   }
-  std::fprintf(stderr, "speclab SIMT emulation: %s\n", message.c_str());
+  std::fprintf(stderr, "speclab SIMT emulation: %s (%s, sticky)\n", message.c_str(),
+               cudaGetErrorName(error));
 }
+
+cudaError_t sticky_error() { return sticky(); }
 
 bool is_device_range(const void* pointer, size_t bytes) {
   auto& s = state();
@@ -83,6 +93,15 @@ bool is_device_range(const void* pointer, size_t bytes) {
   if (it == s.allocations.begin()) return false;
   --it;
   return address - it->first < it->second && bytes <= it->second - (address - it->first);
+}
+
+bool is_device_address(uintptr_t address) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.allocations.upper_bound(address);
+  if (it == s.allocations.begin()) return false;
+  --it;
+  return address - it->first <= it->second;
 }
 
 size_t dynamic_shared_limit(const void* kernel) {
@@ -96,7 +115,13 @@ size_t dynamic_shared_limit(const void* kernel) {
 }  // namespace speclab::emulation
 
 using speclab::emulation::fail;
-using speclab::emulation::take_pending_failure;
+using speclab::emulation::sticky;
+
+// Every call below that needs the device context starts with this: after a fault, the error.
+#define SPECLAB_EMU_RETURN_IF_STICKY()                              \
+  do {                                                              \
+    if (const cudaError_t e = sticky(); e != cudaSuccess) return e; \
+  } while (0)
 
 cudaError_t cudaGetDeviceCount(int* count) {
   if (count == nullptr) return fail(cudaErrorInvalidValue);
@@ -114,9 +139,12 @@ cudaError_t cudaSetDevice(int device) {
   return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice);
 }
 
+// A non-sticky error (a bad launch configuration, a wrong copy kind) is returned once and
+// cleared; a sticky one is returned by every call.
 cudaError_t cudaGetLastError() {
   auto& s = speclab::emulation::state();
   std::lock_guard lock(s.mutex);
+  if (s.sticky != cudaSuccess) return s.sticky;
   const cudaError_t error = s.last_error;
   s.last_error = cudaSuccess;
   return error;
@@ -125,7 +153,7 @@ cudaError_t cudaGetLastError() {
 cudaError_t cudaPeekAtLastError() {
   auto& s = speclab::emulation::state();
   std::lock_guard lock(s.mutex);
-  return s.last_error;
+  return s.sticky != cudaSuccess ? s.sticky : s.last_error;
 }
 
 const char* cudaGetErrorName(cudaError_t error) {
@@ -172,6 +200,8 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "out of memory";
     case cudaErrorInvalidConfiguration:
       return "invalid configuration argument";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered (SIMT emulation: see stderr)";
     case cudaErrorLaunchFailure:
       return "unspecified launch failure (SIMT emulation: see stderr)";
     default:
@@ -180,6 +210,7 @@ const char* cudaGetErrorString(cudaError_t error) {
 }
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
+  SPECLAB_EMU_RETURN_IF_STICKY();
   if (pointer == nullptr) return fail(cudaErrorInvalidValue);
   *pointer = nullptr;
   if (bytes == 0) return cudaSuccess;
@@ -192,8 +223,10 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   return cudaSuccess;
 }
 
+// After a fault the memory is still released (so that LeakSanitizer stays quiet about a test that
+// faults on purpose), and the sticky error returned.
 cudaError_t cudaFree(void* pointer) {
-  if (pointer == nullptr) return cudaSuccess;
+  if (pointer == nullptr) return sticky();
   {
     auto& s = speclab::emulation::state();
     std::lock_guard lock(s.mutex);
@@ -205,17 +238,16 @@ cudaError_t cudaFree(void* pointer) {
     }
   }
   std::free(pointer);
-  return cudaSuccess;
+  return sticky();
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  const cudaError_t pending = take_pending_failure();
-  if (pending != cudaSuccess) return pending;
   return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t /*stream*/) {
+  SPECLAB_EMU_RETURN_IF_STICKY();
   if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
     return fail(cudaErrorInvalidMemcpyDirection);
   }
@@ -241,31 +273,37 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 }
 
 cudaError_t cudaMemset(void* pointer, int value, size_t bytes) {
-  const cudaError_t pending = take_pending_failure();
-  if (pending != cudaSuccess) return pending;
   return cudaMemsetAsync(pointer, value, bytes, nullptr);
 }
 
 cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t /*stream*/) {
+  SPECLAB_EMU_RETURN_IF_STICKY();
   if (bytes == 0) return cudaSuccess;
   if (pointer == nullptr) return fail(cudaErrorInvalidValue);
+  if (!speclab::emulation::detail::is_device_range(pointer, bytes)) {
+    std::fprintf(stderr, "speclab SIMT emulation: cudaMemset(%p, %zu bytes): not device memory\n",
+                 pointer, bytes);
+    return fail(cudaErrorInvalidValue);
+  }
   std::memset(pointer, value, bytes);
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return take_pending_failure(); }
+cudaError_t cudaDeviceSynchronize() { return sticky(); }
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  SPECLAB_EMU_RETURN_IF_STICKY();
   if (stream == nullptr) return fail(cudaErrorInvalidValue);
   *stream = nullptr;  // every emulated stream is the synchronous default stream
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamDestroy(cudaStream_t /*stream*/) { return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t /*stream*/) { return sticky(); }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t /*stream*/) { return take_pending_failure(); }
+cudaError_t cudaStreamSynchronize(cudaStream_t /*stream*/) { return sticky(); }
 
 cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value) {
+  SPECLAB_EMU_RETURN_IF_STICKY();
   if (function == nullptr || attribute != cudaFuncAttributeMaxDynamicSharedMemorySize ||
       value < 0 || static_cast<size_t>(value) > speclab::emulation::kMaxDynamicSharedBytes) {
     return fail(cudaErrorInvalidValue);

@@ -1,16 +1,21 @@
 // The SIMT scheduler of the emulation (gpu/emulation/simt.hpp): blocks one after another (in grid
 // order, reversed or shuffled), each block's threads as Boost.Context fibers resumed round-robin
 // (in thread order, reversed or shuffled every round: the Schedule). A thread runs until
-// it reaches a barrier; after each round the scheduler releases every warp barrier whose mask has
-// fully arrived (computing shuffles and votes) and the block barrier once every live thread is
-// there. No release possible with threads still waiting is a deadlock, reported as a failure.
+// it reaches a barrier or a scheduling point (an atomic, __ldcv, __nanosleep); after each round
+// the scheduler releases every warp barrier whose mask has fully arrived (computing shuffles and
+// votes) and the block barrier once every live thread is there, and resumes the threads that
+// yielded. No release possible with threads still waiting is a deadlock, and kSpinRounds rounds in
+// which the only activity is threads reading again what they read before is a spin-wait that
+// cannot end (a deadlock too): both are reported as failures naming the kernel, block and thread.
 #include "gpu/emulation/simt.hpp"
 
+#include <cxxabi.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <boost/context/fiber.hpp>
 #include <boost/context/stack_context.hpp>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -81,7 +86,7 @@ struct PooledStack {
   void deallocate(ctx::stack_context& sc) { stack_pool().deallocate(sc); }
 };
 
-enum class Wait { kRunnable, kWarp, kBlock, kDone };
+enum class Wait { kRunnable, kYield, kWarp, kBlock, kDone };
 
 struct Thread {
   ThreadBuiltins builtins;
@@ -96,6 +101,10 @@ struct Thread {
   // The block barrier this thread waits at.
   BlockOp block_op = BlockOp::kSync;
   int predicate = 0, block_result = 0;
+  // The last scheduling point: what it read where (a spin reads the same again).
+  const void* spin_address = nullptr;
+  uint64_t spin_value = 0;
+  bool spun = false;     // has passed a scheduling point
   ctx::fiber fiber;      // the suspended thread, held by the scheduler
   ctx::fiber scheduler;  // the scheduler, held by the running thread
   void* stack_bottom = nullptr;
@@ -114,8 +123,10 @@ struct Block {
   unsigned char* shared = nullptr;
   std::vector<StaticShared> statics;  // of this launch, created as threads first reach them
   Schedule schedule;
-  uint64_t round = 0;   // rounds run in this launch (varies the shuffles)
-  std::string failure;  // the first SIMT rule broken in this launch
+  uint64_t round = 0;     // rounds run in this launch (varies the shuffles)
+  bool progress = false;  // in this round: memory changed, a new value read, a barrier reached
+  unsigned stagnant = 0;  // rounds in a row without progress in which threads only yielded
+  std::string failure;    // the first SIMT rule broken in this launch
   const void* scheduler_stack_bottom = nullptr;
   size_t scheduler_stack_size = 0;
 };
@@ -317,6 +328,33 @@ std::string describe_deadlock(const Block& block) {
   return message;
 }
 
+std::string describe_spin(const Block& block) {
+  unsigned spinning = 0, at_block = 0, at_warp = 0;
+  const Thread* example = nullptr;
+  for (const Thread& t : block.threads) {
+    if (t.wait == Wait::kYield) {
+      ++spinning;
+      if (example == nullptr) example = &t;
+    }
+    at_block += t.wait == Wait::kBlock;
+    at_warp += t.wait == Wait::kWarp;
+  }
+  std::string message = "spin-wait deadlock: " + std::to_string(spinning) +
+                        " threads read the same value again and again at an atomic or volatile "
+                        "load, " +
+                        std::to_string(kSpinRounds) +
+                        " rounds with no write, barrier or exit in the block (" +
+                        std::to_string(at_block) + " threads wait at __syncthreads, " +
+                        std::to_string(at_warp) + " at warp barriers)";
+  if (example != nullptr) {
+    char text[96];
+    std::snprintf(text, sizeof text, " at address %p reading 0x%" PRIx64, example->spin_address,
+                  example->spin_value);
+    message += "; first: " + where(*example) + text;
+  }
+  return message;
+}
+
 // Threads left suspended by a deadlock are never resumed or unwound: their fibers are kept
 // reachable here and their stacks are not reused.
 std::vector<ctx::fiber>& abandoned_fibers() {
@@ -397,12 +435,17 @@ void run_block(Block& block, const ThreadBuiltins& shape, size_t shared_bytes,
       shape.block_idx.x +
       static_cast<uint64_t>(shape.grid_dim.x) *
           (shape.block_idx.y + static_cast<uint64_t>(shape.grid_dim.y) * shape.block_idx.z);
+  block.stagnant = 0;
   while (alive > 0) {
     fill_order(order, n, block.schedule.threads, block.schedule.seed,
                (block_linear << 20) ^ block.round++);
+    block.progress = false;
     for (unsigned i : order) {
       Thread& t = block.threads[i];
-      if (t.wait == Wait::kRunnable) resume(t);
+      if (t.wait != Wait::kRunnable) continue;
+      resume(t);
+      // Reaching a barrier or the end is progress; a scheduling point says for itself.
+      if (t.wait != Wait::kYield) block.progress = true;
     }
     alive = 0;
     for (const Thread& t : block.threads) alive += t.wait != Wait::kDone;
@@ -410,12 +453,18 @@ void run_block(Block& block, const ThreadBuiltins& shape, size_t shared_bytes,
     bool released = false;
     for (unsigned w = 0; w < n_warps; ++w) released |= release_warp(block, w, n);
     released |= release_block(block);
-    if (!released) {
-      fail_block(describe_deadlock(block));
+    bool yielded = false;
+    for (const Thread& t : block.threads) yielded |= t.wait == Wait::kYield;
+    block.stagnant = released || block.progress ? 0 : block.stagnant + 1;
+    if ((!released && !yielded) || block.stagnant >= kSpinRounds) {
+      fail_block(yielded ? describe_spin(block) : describe_deadlock(block));
       for (Thread& t : block.threads) {
         if (t.wait != Wait::kDone) abandoned_fibers().push_back(std::move(t.fiber));
       }
       break;
+    }
+    for (Thread& t : block.threads) {
+      if (t.wait == Wait::kYield) t.wait = Wait::kRunnable;
     }
   }
 }
@@ -452,6 +501,50 @@ void warp_exchange(WarpOp op, unsigned mask, const void* value, size_t bytes, in
   }
 }
 
+void scheduling_point(const void* address, uint64_t observed, bool modified) {
+  Thread* self = g_thread;
+  if (self == nullptr) return;  // host code (not a kernel): nothing to schedule
+  if (modified || !self->spun || address != self->spin_address || observed != self->spin_value) {
+    g_block->progress = true;
+  }
+  self->spun = true;
+  self->spin_address = address;
+  self->spin_value = observed;
+  self->wait = Wait::kYield;
+  suspend_current();
+}
+
+bool check_kernel_arguments(const void* kernel, const KernelArgument* arguments, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const KernelArgument& a = arguments[i];
+    if (a.data == nullptr || a.bytes < sizeof(uintptr_t)) continue;
+    const auto* bytes = static_cast<const unsigned char*>(a.data);
+    for (size_t offset = 0; offset + sizeof(uintptr_t) <= a.bytes; offset += sizeof(uintptr_t)) {
+      uintptr_t word = 0;
+      std::memcpy(&word, bytes + offset, sizeof word);
+      if (word == 0 || is_device_address(word)) continue;
+      // A pointer parameter is a pointer: anything but null or device memory is wrong. In a
+      // struct only a word that points into a host object is one (the rest are its numbers).
+      std::string kind = host_memory_kind(word);
+      if (kind.empty() && !a.pointer) continue;
+      if (kind.empty()) kind = "not device memory";
+      int status = 0;
+      char* type = abi::__cxa_demangle(a.type, nullptr, nullptr, &status);
+      char text[64];
+      std::snprintf(text, sizeof text, "%#" PRIxPTR, word);
+      std::string message = "kernel " + function_name(kernel) + ": argument " + std::to_string(i) +
+                            " (" + (status == 0 ? type : a.type) + ")";
+      std::free(type);
+      if (!a.pointer) message += ", the word at byte " + std::to_string(offset) + ",";
+      message += std::string(" is ") + text + ", " + kind +
+                 ", not a device allocation: a device kernel faults on it (illegal address)";
+      record_execution_failure(message, cudaErrorIllegalAddress);
+      return false;
+    }
+  }
+  return true;
+}
+
 int block_barrier(BlockOp op, int predicate) {
   Thread* self = g_thread;
   self->block_op = op;
@@ -475,6 +568,7 @@ void* static_shared(const void* key, size_t bytes) {
 
 cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block_dim, size_t shared_bytes,
                      const std::function<void()>& thread_body) {
+  if (const cudaError_t e = sticky_error(); e != cudaSuccess) return e;
   const unsigned long long threads =
       static_cast<unsigned long long>(block_dim.x) * block_dim.y * block_dim.z;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 ||
@@ -514,7 +608,10 @@ cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block_dim, size_t share
     run_block(block, shape, shared_bytes, thread_body);
   }
   g_block = nullptr;
-  if (!block.failure.empty()) record_execution_failure(block.failure);
+  if (!block.failure.empty()) {
+    record_execution_failure("kernel " + function_name(kernel) + ": " + block.failure,
+                             cudaErrorLaunchFailure);
+  }
   return cudaSuccess;
 }
 

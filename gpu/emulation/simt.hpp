@@ -1,9 +1,9 @@
 // SIMT emulation of the CUDA execution model on the CPU (docs/testing.md "GPU tests without a
 // GPU"): the same kernel text compiled by the host compiler; a grid's blocks run one after another
 // on the calling OS thread, each block's threads as fibers (Boost.Context) that switch only at
-// block and warp barriers. Warp collectives (shuffles, votes) are barriers whose results the
-// scheduler computes once every lane named in the mask has arrived. Test-only; gpu/README.md says
-// what it proves and what it cannot.
+// block and warp barriers, atomics and volatile loads (__ldcv). Warp collectives (shuffles, votes)
+// are barriers whose results the scheduler computes once every lane named in the mask has arrived.
+// Test-only; gpu/README.md says what it proves and what it cannot.
 #pragma once
 
 #if !defined(SPECLAB_SIMT_EMULATION)
@@ -19,6 +19,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 
 #define __global__
@@ -66,9 +67,20 @@ Schedule current_schedule();
 /// Parses SPECLAB_EMU_SCHEDULE's syntax; throws std::invalid_argument naming the bad text.
 Schedule parse_schedule(const std::string& text);
 
-/// The message of the last emulated launch that failed while running (a SIMT rule broken or a
-/// deadlock at a barrier); empty if none.
+/// The message of the last emulated launch that failed while running (a SIMT rule broken, a
+/// deadlock at a barrier or in a spin-wait, a host pointer among the arguments) or of a cuBLAS
+/// call given host memory; it names the kernel, and the block and thread where there is one.
+/// Empty if none.
 std::string last_failure_message();
+/// Such a failure is sticky, as a kernel fault is on a device: every later runtime call that
+/// needs the context returns the error (cudaGetLastError does not clear it). A device needs a new
+/// process to recover; this call stands in for it, for tests that fault on purpose.
+void clear_sticky_error();
+
+/// A spin-wait is reported as a deadlock once a block has run this many rounds in which its only
+/// activity was threads reading, at an atomic or __ldcv, the value they read at the same address
+/// the time before: no atomic changed memory, no thread reached a barrier or exited.
+inline constexpr unsigned kSpinRounds = 1u << 14;
 
 namespace detail {
 
@@ -92,6 +104,45 @@ void* static_shared(const void* key, size_t bytes);
 /// Runs `thread_body` once for every thread of every block of the grid.
 cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t shared_bytes,
                      const std::function<void()>& thread_body);
+/// A scheduling point (an atomic, a volatile load, __nanosleep): the thread yields to the others
+/// of its block. `observed` is the value it read (the old value of an atomic), `modified` whether
+/// it changed memory; they tell a spin-wait (the same value read again) from progress.
+void scheduling_point(const void* address, uint64_t observed, bool modified);
+
+template <typename T>
+uint64_t value_bits(const T& value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof value < sizeof bits ? sizeof value : sizeof bits);
+  return bits;
+}
+template <typename T>
+T after_atomic(T* address, T old) {
+  scheduling_point(address, value_bits(old), value_bits(*address) != value_bits(old));
+  return old;
+}
+
+/// One kernel argument as the launch check sees it: a pointer (checked exactly: null or device
+/// memory), or the bytes of a struct (each 8-byte-aligned word that points into host memory is
+/// reported). Arithmetic and enum arguments are not pointers and are skipped.
+struct KernelArgument {
+  const void* data = nullptr;
+  size_t bytes = 0;
+  bool pointer = false;
+  const char* type = "";
+};
+template <typename T>
+KernelArgument kernel_argument(const T& value) {
+  if constexpr (std::is_pointer_v<T>) {
+    return {&value, sizeof value, true, typeid(T).name()};
+  } else if constexpr (std::is_class_v<T> && std::is_trivially_copyable_v<T>) {
+    return {&value, sizeof value, false, typeid(T).name()};
+  } else {
+    return {};
+  }
+}
+/// False (the failure recorded: cudaErrorIllegalAddress, sticky) when an argument is a host
+/// pointer: on a device the kernel would fault on it.
+bool check_kernel_arguments(const void* kernel, const KernelArgument* arguments, size_t n);
 
 template <typename T>
 T shuffle(WarpOp op, unsigned mask, T var, int arg, int width) {
@@ -107,16 +158,26 @@ T shuffle(WarpOp op, unsigned mask, T var, int arg, int width) {
 /// Launches `kernel` on the emulated device: the arguments are converted to the kernel's
 /// parameter types once and every thread receives its own copy, as CUDA passes them by value.
 /// Returns the configuration error a real launch would report (block size above 1024, a zero
-/// grid dimension, too much dynamic shared memory); errors while running are reported by the next
-/// synchronising call (cudaDeviceSynchronize, cudaStreamSynchronize, cudaMemcpy).
+/// grid dimension, too much dynamic shared memory), or the sticky error of an earlier fault.
+/// Faults while running (and a host pointer among the arguments, which a device kernel would
+/// fault on) leave a sticky error that the next call returns (cudaDeviceSynchronize, cudaMemcpy…).
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
                    cudaStream_t /*stream: the emulation runs synchronously*/, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "wrong number of kernel arguments");
   std::tuple<std::decay_t<Params>...> params(
       static_cast<std::decay_t<Params>>(std::forward<Args>(args))...);
-  return detail::run_grid(reinterpret_cast<const void*>(kernel), grid, block, shared_bytes,
-                          [&] { std::apply(kernel, params); });
+  const void* const address = reinterpret_cast<const void*>(kernel);
+  if constexpr (sizeof...(Params) > 0) {
+    const bool device_arguments = std::apply(
+        [address](const auto&... p) {
+          const detail::KernelArgument arguments[] = {detail::kernel_argument(p)...};
+          return detail::check_kernel_arguments(address, arguments, sizeof...(Params));
+        },
+        params);
+    if (!device_arguments) return cudaSuccess;  // as a device launch: the fault comes later
+  }
+  return detail::run_grid(address, grid, block, shared_bytes, [&] { std::apply(kernel, params); });
 }
 
 }  // namespace speclab::emulation
@@ -207,58 +268,43 @@ inline long long __mul64hi(long long a, long long b) {
   return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);
 }
 
-// Atomics: fibers never switch inside one, so a plain read-modify-write is atomic here.
-template <typename T>
-T atomicAdd(T* address, T value) {
-  const T old = *address;
-  *address = old + value;
-  return old;
-}
-template <typename T>
-T atomicSub(T* address, T value) {
-  const T old = *address;
-  *address = old - value;
-  return old;
-}
-template <typename T>
-T atomicMin(T* address, T value) {
-  const T old = *address;
-  *address = value < old ? value : old;
-  return old;
-}
-template <typename T>
-T atomicMax(T* address, T value) {
-  const T old = *address;
-  *address = value > old ? value : old;
-  return old;
-}
-template <typename T>
-T atomicOr(T* address, T value) {
-  const T old = *address;
-  *address = old | value;
-  return old;
-}
-template <typename T>
-T atomicAnd(T* address, T value) {
-  const T old = *address;
-  *address = old & value;
-  return old;
-}
-template <typename T>
-T atomicXor(T* address, T value) {
-  const T old = *address;
-  *address = old ^ value;
-  return old;
-}
-template <typename T>
-T atomicExch(T* address, T value) {
-  const T old = *address;
-  *address = value;
-  return old;
-}
+// Atomics: fibers never switch inside one, so a plain read-modify-write is atomic here. Each is a
+// scheduling point after the operation: the thread yields, so a spin on an atomic lets the others
+// run and, if nothing can change what it reads, is reported as a deadlock instead of hanging.
+#define SPECLAB_EMU_ATOMIC(name, update)                             \
+  template <typename T>                                              \
+  T name(T* address, T value) {                                      \
+    const T old = *address;                                          \
+    *address = (update);                                             \
+    return ::speclab::emulation::detail::after_atomic(address, old); \
+  }
+SPECLAB_EMU_ATOMIC(atomicAdd, old + value)
+SPECLAB_EMU_ATOMIC(atomicSub, old - value)
+SPECLAB_EMU_ATOMIC(atomicMin, value < old ? value : old)
+SPECLAB_EMU_ATOMIC(atomicMax, value > old ? value : old)
+SPECLAB_EMU_ATOMIC(atomicOr, old | value)
+SPECLAB_EMU_ATOMIC(atomicAnd, old& value)
+SPECLAB_EMU_ATOMIC(atomicXor, old ^ value)
+SPECLAB_EMU_ATOMIC(atomicExch, value)
+#undef SPECLAB_EMU_ATOMIC
 template <typename T>
 T atomicCAS(T* address, T compare, T value) {
   const T old = *address;
   if (old == compare) *address = value;
-  return old;
+  return ::speclab::emulation::detail::after_atomic(address, old);
+}
+
+/// A volatile load (ld.volatile: read from memory every time), the spelling kernels use for a
+/// flag another thread sets. A scheduling point, as the atomics. A plain `volatile` dereference
+/// cannot be seen by the emulation (C++ offers no hook), so kernels that spin use these.
+template <typename T>
+T __ldcv(const T* address) {
+  const T value = *const_cast<const volatile T*>(address);
+  ::speclab::emulation::detail::scheduling_point(
+      address, ::speclab::emulation::detail::value_bits(value), false);
+  return value;
+}
+/// A scheduling point that reads nothing (spin loops back off with it).
+inline void __nanosleep(unsigned /*ns*/) {
+  ::speclab::emulation::detail::scheduling_point(nullptr, 0, false);
 }

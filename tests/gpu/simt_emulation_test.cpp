@@ -2,21 +2,45 @@
 // configuration errors as the CUDA runtime reports them, warp collectives with CUDA's semantics,
 // poisoned shared memory (dynamic and static, per block) and cudaMalloc memory, SIMT rule
 // violations reported instead of silently passing, thread and block orders other than thread order,
-// and the map of device allocations behind cudaMemcpy's kind check. Each check has a broken kernel
-// (or call) it must catch. Emulation only (label gpu-emu).
+// the map of device allocations behind cudaMemcpy's kind check and the launch's and cuBLAS's
+// pointer checks, sticky errors after a fault, and spin-waits that cannot end. Each check has a
+// broken kernel (or call) it must catch. Emulation only (label gpu-emu).
 #if defined(SPECLAB_SIMT_EMULATION)
 
+#include <cublas_v2.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "gpu/simt.cuh"
+#include "tests/gpu/verify_chain_harness.hpp"
 
 namespace speclab {
 namespace {
+
+using testing::DeviceBuffer;
+
+template <typename T>
+std::vector<T> read(const DeviceBuffer<T>& buffer) {
+  std::vector<T> host;
+  EXPECT_EQ(buffer.copy_to(host), cudaSuccess);
+  return host;
+}
+
+// Whether the last failure's message contains every one of `parts`.
+::testing::AssertionResult failure_mentions(std::initializer_list<const char*> parts) {
+  const std::string message = emulation::last_failure_message();
+  for (const char* part : parts) {
+    if (message.find(part) == std::string::npos) {
+      return ::testing::AssertionFailure() << "'" << part << "' not in: " << message;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
 
 // Sets the emulation's schedule for one scope.
 struct ScopedSchedule {
@@ -44,20 +68,21 @@ __global__ void needs_shared(int* out) {
 }
 
 TEST(SimtEmulation, RejectsBadLaunchConfigurations) {
-  std::vector<int> out(2048, -1);
+  DeviceBuffer<int> device_out(std::vector<int>(2048, -1));
+  int* const out = device_out.span().data();
   using gpu::launch_kernel;
-  EXPECT_EQ(launch_kernel(write_thread_ids, dim3(1), dim3(1025), 0, nullptr, out.data()),
+  EXPECT_EQ(launch_kernel(write_thread_ids, dim3(1), dim3(1025), 0, nullptr, out),
             cudaErrorInvalidConfiguration);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "cudaGetLastError clears the error";
-  EXPECT_EQ(launch_kernel(write_thread_ids, dim3(0), dim3(32), 0, nullptr, out.data()),
+  EXPECT_EQ(launch_kernel(write_thread_ids, dim3(0), dim3(32), 0, nullptr, out),
             cudaErrorInvalidConfiguration);
-  EXPECT_EQ(launch_kernel(write_thread_ids, dim3(1), dim3(32, 32, 2), 0, nullptr, out.data()),
+  EXPECT_EQ(launch_kernel(write_thread_ids, dim3(1), dim3(32, 32, 2), 0, nullptr, out),
             cudaErrorInvalidConfiguration);
-  EXPECT_EQ(launch_kernel(needs_shared, dim3(1), dim3(32), 228 * 1024, nullptr, out.data()),
+  EXPECT_EQ(launch_kernel(needs_shared, dim3(1), dim3(32), 228 * 1024, nullptr, out),
             cudaErrorInvalidValue);
   // Above 48 KiB a kernel must opt in, up to the device's 227 KiB.
-  EXPECT_EQ(launch_kernel(needs_shared, dim3(1), dim3(32), 64 * 1024, nullptr, out.data()),
+  EXPECT_EQ(launch_kernel(needs_shared, dim3(1), dim3(32), 64 * 1024, nullptr, out),
             cudaErrorInvalidValue);
   EXPECT_EQ(
       cudaFuncSetAttribute(needs_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, 228 * 1024),
@@ -65,12 +90,10 @@ TEST(SimtEmulation, RejectsBadLaunchConfigurations) {
   EXPECT_EQ(
       cudaFuncSetAttribute(needs_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024),
       cudaSuccess);
-  EXPECT_EQ(launch_kernel(needs_shared, dim3(1), dim3(32), 64 * 1024, nullptr, out.data()),
-            cudaSuccess);
-  EXPECT_EQ(launch_kernel(write_thread_ids, dim3(2), dim3(1024), 0, nullptr, out.data()),
-            cudaSuccess);
+  EXPECT_EQ(launch_kernel(needs_shared, dim3(1), dim3(32), 64 * 1024, nullptr, out), cudaSuccess);
+  EXPECT_EQ(launch_kernel(write_thread_ids, dim3(2), dim3(1024), 0, nullptr, out), cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(out[1024 + 5], 1005);
+  EXPECT_EQ(read(device_out)[1024 + 5], 1005);
 }
 
 struct WarpResults {
@@ -96,9 +119,12 @@ __global__ void warp_collectives(WarpResults* r) {
 }
 
 TEST(SimtEmulation, WarpCollectivesFollowCuda) {
-  WarpResults r{};
-  ASSERT_EQ(gpu::launch_kernel(warp_collectives, dim3(1), dim3(32), 0, nullptr, &r), cudaSuccess);
+  DeviceBuffer<WarpResults> device(1);
+  ASSERT_EQ(
+      gpu::launch_kernel(warp_collectives, dim3(1), dim3(32), 0, nullptr, device.span().data()),
+      cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const WarpResults r = read(device)[0];
   unsigned ballot = 0;
   for (int lane = 0; lane < 32; lane += 3) ballot |= 1u << lane;
   for (int lane = 0; lane < 32; ++lane) {
@@ -133,12 +159,14 @@ __global__ void block_reduce(const int* in, int* out) {
 
 TEST(SimtEmulation, BlockReductionsAcrossWarps) {
   const int blocks = 3, threads = 1024;
-  std::vector<int> in(blocks * threads), out(blocks + 1, 0);
+  std::vector<int> in(blocks * threads);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i % 7);
-  ASSERT_EQ(gpu::launch_kernel(block_reduce, dim3(blocks), dim3(threads), 0, nullptr, in.data(),
-                               out.data()),
+  DeviceBuffer<int> d_in(in), d_out(std::vector<int>(blocks + 1, 0));
+  ASSERT_EQ(gpu::launch_kernel(block_reduce, dim3(blocks), dim3(threads), 0, nullptr,
+                               d_in.span().data(), d_out.span().data()),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<int> out = read(d_out);
   int odd = 0;
   for (int b = 0; b < blocks; ++b) {
     int sum = 0;
@@ -161,11 +189,12 @@ __global__ void read_before_barrier(uint32_t* out) {
 
 TEST(SimtEmulation, MissingBarrierReadsPoison) {
   const ScopedSchedule forward({});  // thread 0 runs before thread 63
-  std::vector<uint32_t> out(2, 0);
+  DeviceBuffer<uint32_t> d_out(std::vector<uint32_t>(2, 0));
   ASSERT_EQ(gpu::launch_kernel(read_before_barrier, dim3(1), dim3(64), sizeof(uint32_t), nullptr,
-                               out.data()),
+                               d_out.span().data()),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<uint32_t> out = read(d_out);
   EXPECT_EQ(out[0], 0xFFFFFFFFu) << "the poison pattern, not thread 63's value";
   EXPECT_EQ(out[1], 42u);
 }
@@ -184,18 +213,19 @@ __global__ void caller_outside_mask(int* out) {
 }
 
 TEST(SimtEmulation, ReportsSimtViolations) {
-  std::vector<int> out(32, 0);
-  ASSERT_EQ(gpu::launch_kernel(divergent_barrier, dim3(1), dim3(32), 0, nullptr, out.data()),
+  DeviceBuffer<int> out(std::vector<int>(32, 0));
+  ASSERT_EQ(gpu::launch_kernel(divergent_barrier, dim3(1), dim3(32), 0, nullptr, out.span().data()),
             cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
-  EXPECT_NE(emulation::last_failure_message().find("deadlock"), std::string::npos)
-      << emulation::last_failure_message();
-  ASSERT_EQ(gpu::launch_kernel(caller_outside_mask, dim3(1), dim3(32), 0, nullptr, out.data()),
-            cudaSuccess);
+  EXPECT_TRUE(failure_mentions({"deadlock", "divergent_barrier", "block (0,0,0) thread"}));
+  emulation::clear_sticky_error();
+  ASSERT_EQ(
+      gpu::launch_kernel(caller_outside_mask, dim3(1), dim3(32), 0, nullptr, out.span().data()),
+      cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
-  EXPECT_NE(emulation::last_failure_message().find("mask 0x0000ffff"), std::string::npos)
-      << emulation::last_failure_message();
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the emulation's failures are not sticky";
+  EXPECT_TRUE(failure_mentions({"mask 0x0000ffff", "caller_outside_mask"}));
+  emulation::clear_sticky_error();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 // Thread 0 zeroes a shared counter that every thread then increments. kMutant leaves out the
@@ -225,11 +255,12 @@ std::vector<std::vector<int>> outputs_in_every_order(Kernel kernel, unsigned blo
   std::vector<std::vector<int>> outputs;
   for (const emulation::Schedule& schedule : kSchedules) {
     const ScopedSchedule scoped(schedule);
-    std::vector<int> out(blocks, 0);
-    EXPECT_EQ(gpu::launch_kernel(kernel, dim3(blocks), dim3(threads), 0, nullptr, out.data()),
-              cudaSuccess);
+    DeviceBuffer<int> out(std::vector<int>(blocks, 0));
+    EXPECT_EQ(
+        gpu::launch_kernel(kernel, dim3(blocks), dim3(threads), 0, nullptr, out.span().data()),
+        cudaSuccess);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    outputs.push_back(out);
+    outputs.push_back(read(out));
   }
   return outputs;
 }
@@ -296,28 +327,31 @@ __global__ void sum_in_static_shared(const float* in, float* out) {
 
 TEST(SimtEmulation, StaticSharedIsPoisonedPerBlock) {
   const unsigned blocks = 3;
-  std::vector<uint32_t> out(2 * blocks, 0);
+  DeviceBuffer<uint32_t> d_out(std::vector<uint32_t>(2 * blocks, 0));
   ASSERT_EQ(gpu::launch_kernel(read_unwritten_static_shared, dim3(blocks), dim3(64), 0, nullptr,
-                               out.data()),
+                               d_out.span().data()),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<uint32_t> out = read(d_out);
   for (unsigned b = 0; b < blocks; ++b) {
     EXPECT_EQ(out[2 * b], 0xFFFFFFFFu) << "block " << b << " must see poison, not a previous write";
     EXPECT_EQ(out[2 * b + 1], 7 + b) << "block " << b;
   }
   // One block, the kernel's first launch: zero-initialised storage would give the right sum.
-  std::vector<float> in(32), sum(1, -1.0f);
+  std::vector<float> in(32);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);  // Σ = 496, exact
+  DeviceBuffer<float> d_in(in), d_sum(std::vector<float>(1, -1.0f));
   ASSERT_EQ(gpu::launch_kernel(sum_in_static_shared<false>, dim3(1), dim3(32), 0, nullptr,
-                               in.data(), sum.data()),
+                               d_in.span().data(), d_sum.span().data()),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_EQ(sum[0], 496.0f);
-  ASSERT_EQ(gpu::launch_kernel(sum_in_static_shared<true>, dim3(1), dim3(32), 0, nullptr, in.data(),
-                               sum.data()),
+  EXPECT_EQ(read(d_sum)[0], 496.0f);
+  ASSERT_EQ(gpu::launch_kernel(sum_in_static_shared<true>, dim3(1), dim3(32), 0, nullptr,
+                               d_in.span().data(), d_sum.span().data()),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_TRUE(std::isnan(sum[0])) << "the unzeroed sum must read poison (a NaN), got " << sum[0];
+  const float sum = read(d_sum)[0];
+  EXPECT_TRUE(std::isnan(sum)) << "the unzeroed sum must read poison (a NaN), got " << sum;
 }
 
 __global__ void accumulate(const float* in, float* total) { atomicAdd(total, in[threadIdx.x]); }
@@ -370,6 +404,253 @@ TEST(SimtEmulation, CudaMemcpyChecksItsKind) {
   EXPECT_EQ(cudaFree(host), cudaErrorInvalidValue) << "not a device allocation";
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   EXPECT_EQ(cudaFree(device), cudaSuccess);
+}
+
+__global__ void scale_by_two(const float* in, float* out, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = 2.0f * in[i];
+}
+
+// A struct argument, as the verifiers pass theirs: pointers among numbers (a 32-bit field with
+// padding after it, a vocabulary size, a seed), so the check must tell addresses from numbers.
+struct ScaleArgs {
+  const float* in;
+  float* out;
+  int64_t n;
+  uint32_t step;
+  uint64_t seed;
+};
+
+__global__ void scale_struct(ScaleArgs a) {
+  const auto i = static_cast<int64_t>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < a.n) a.out[i] = 2.0f * a.in[i];
+}
+
+float host_global[64];
+
+// What the message calls each kind of host memory: AddressSanitizer's own description where it
+// runs, the mapping's name otherwise.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr const char* kHostHeap = "host heap";
+constexpr const char* kHostStack = "host stack";
+constexpr const char* kHostGlobal = "host global";
+#else
+constexpr const char* kHostHeap = "host memory";
+constexpr const char* kHostStack = "host memory";
+constexpr const char* kHostGlobal = "host memory";
+#endif
+
+TEST(SimtEmulation, HostPointerToAKernelIsAnIllegalAddress) {
+  const int n = 64;
+  std::vector<float> host(n, 1.5f);
+  DeviceBuffer<float> in(host), out(std::vector<float>(n, -1.0f));
+  ASSERT_EQ(gpu::launch_kernel(scale_by_two, dim3(1), dim3(n), 0, nullptr, in.span().data(),
+                               out.span().data(), n),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(read(out)[n - 1], 3.0f);
+  const ScaleArgs right{in.span().data(), out.span().data(), 128256, 7, 0x9e3779b97f4a7c15ull};
+  ASSERT_EQ(gpu::launch_kernel(scale_struct, dim3(1), dim3(n), 0, nullptr, right), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << emulation::last_failure_message();
+
+  // The mutants: a host heap pointer as a pointer parameter; host heap, stack and global
+  // pointers inside a struct. The launch succeeds (a device launch does too), the kernel does not
+  // run, and the next call returns the device's illegal-address error, sticky.
+  float stack_array[64] = {};
+  struct Case {
+    const char* what;
+    cudaError_t (*launch)(const float*, float*, float*, float*);
+    std::vector<const char*> mentions;
+  };
+  const Case cases[] = {
+      {"host heap pointer parameter",
+       [](const float* h, float*, float*, float* o) {
+         return gpu::launch_kernel(scale_by_two, dim3(1), dim3(64), 0, nullptr, h, o, 64);
+       },
+       {"scale_by_two", "argument 0", kHostHeap}},
+      {"host heap pointer in a struct",
+       [](const float*, float* h, float*, float* o) {
+         return gpu::launch_kernel(scale_struct, dim3(1), dim3(64), 0, nullptr,
+                                   ScaleArgs{o, h, 64, 3, 11});
+       },
+       {"scale_struct", "ScaleArgs", "word at byte 8", kHostHeap}},
+      {"host stack pointer in a struct",
+       [](const float*, float*, float* stack, float* o) {
+         return gpu::launch_kernel(scale_struct, dim3(1), dim3(64), 0, nullptr,
+                                   ScaleArgs{stack, o, 64, 3, 11});
+       },
+       {"word at byte 0", kHostStack}},
+      {"host global in a struct",
+       [](const float*, float*, float*, float* o) {
+         return gpu::launch_kernel(scale_struct, dim3(1), dim3(64), 0, nullptr,
+                                   ScaleArgs{o, host_global, 64, 3, 11});
+       },
+       {"word at byte 8", kHostGlobal}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ASSERT_EQ(cudaMemcpy(out.span().data(), host.data(), n * sizeof(float), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    EXPECT_EQ(c.launch(host.data(), host.data(), stack_array, out.span().data()), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+    for (const char* part : c.mentions) EXPECT_TRUE(failure_mentions({part}));
+    emulation::clear_sticky_error();
+    EXPECT_EQ(read(out)[0], 1.5f) << "the kernel must not have run";
+  }
+}
+
+TEST(SimtEmulation, HostPointerToCublasIsAnIllegalAddress) {
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  // C = A·B for 2×2 column-major matrices: A = [1 3; 2 4], B = identity.
+  const std::vector<float> a = {1, 2, 3, 4}, b = {1, 0, 0, 1};
+  DeviceBuffer<float> d_a(a), d_b(b), d_c(std::vector<float>(4, 0.0f));
+  const float one = 1.0f, zero = 0.0f;
+  ASSERT_EQ(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d_a.span().data(), 2,
+                        d_b.span().data(), 2, &zero, d_c.span().data(), 2),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(read(d_c), a);
+  // The mutant: B is host memory. The call returns (the device's GEMM is asynchronous); the next
+  // runtime call reports the illegal address, C is untouched, and cuBLAS fails from then on.
+  DeviceBuffer<float> d_c2(std::vector<float>(4, -1.0f));
+  EXPECT_EQ(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d_a.span().data(), 2,
+                        b.data(), 2, &zero, d_c2.span().data(), 2),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  EXPECT_TRUE(failure_mentions({"cublasSgemm: B", kHostHeap}));
+  EXPECT_EQ(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d_a.span().data(), 2,
+                        d_b.span().data(), 2, &zero, d_c2.span().data(), 2),
+            CUBLAS_STATUS_EXECUTION_FAILED);
+  emulation::clear_sticky_error();
+  EXPECT_EQ(read(d_c2), std::vector<float>(4, -1.0f));
+  // A host C (written, not read, at beta = 0) is the same fault.
+  std::vector<float> host_c(4, 0.0f);
+  EXPECT_EQ(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, 2, 2, 2, &one, d_a.span().data(), 2,
+                        d_b.span().data(), 2, &zero, host_c.data(), 2),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  EXPECT_TRUE(failure_mentions({"cublasSgemm: C"}));
+  emulation::clear_sticky_error();
+  // alpha in device memory while the pointer mode is host: the host would dereference it.
+  DeviceBuffer<float> d_one(std::vector<float>{1.0f});
+  EXPECT_EQ(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, d_one.span().data(),
+                        d_a.span().data(), 2, d_b.span().data(), 2, &zero, d_c.span().data(), 2),
+            CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_EQ(cublasDestroy(handle), CUBLAS_STATUS_SUCCESS);
+}
+
+// kMutant: the kernel faults (lanes 0..15 wait at a warp barrier for lanes stuck at __syncthreads).
+__global__ void fault_then_nothing(int* out) {
+  if (threadIdx.x < 16) {
+    __syncwarp(0xffffffffu);
+  } else {
+    __syncthreads();
+  }
+  out[threadIdx.x] = 1;
+}
+
+TEST(SimtEmulation, ErrorsAreStickyAfterAFault) {
+  DeviceBuffer<int> out(std::vector<int>(32, 0));
+  ASSERT_EQ(
+      gpu::launch_kernel(fault_then_nothing, dim3(1), dim3(32), 0, nullptr, out.span().data()),
+      cudaSuccess);
+  // A caller that clears the last error and carries on must still see the fault: the error is
+  // sticky, returned by every later call that needs the context, and never cleared by one.
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure) << "cudaGetLastError must not clear it";
+  EXPECT_EQ(cudaPeekAtLastError(), cudaErrorLaunchFailure);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+  EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaErrorLaunchFailure);
+  EXPECT_EQ(gpu::launch_kernel(write_thread_ids, dim3(1), dim3(32), 0, nullptr, out.span().data()),
+            cudaErrorLaunchFailure)
+      << "a launch after a fault fails and does not run";
+  int* more = nullptr;
+  EXPECT_EQ(cudaMalloc(&more, 16), cudaErrorLaunchFailure);
+  std::vector<int> host(32, 5);
+  EXPECT_EQ(cudaMemcpy(out.span().data(), host.data(), 32 * sizeof(int), cudaMemcpyHostToDevice),
+            cudaErrorLaunchFailure);
+  EXPECT_EQ(cudaMemset(out.span().data(), 0, 32 * sizeof(int)), cudaErrorLaunchFailure);
+  emulation::clear_sticky_error();  // a device needs a new process here
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(read(out), std::vector<int>(32, 0)) << "nothing ran or was copied after the fault";
+  // A non-sticky error (a bad configuration) is returned once and cleared.
+  EXPECT_EQ(
+      gpu::launch_kernel(write_thread_ids, dim3(1), dim3(2048), 0, nullptr, out.span().data()),
+      cudaErrorInvalidConfiguration);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// Thread 0 spins until thread 32 raises a flag. kMutant raises it only after a __syncthreads
+// that thread 0, spinning, never reaches: a deadlock on a device. kVolatile spins on __ldcv, else
+// on an atomic.
+template <bool kMutant, bool kVolatile>
+__global__ void wait_for_flag(int* flag, int* out) {
+  if (threadIdx.x == 0) {
+    if constexpr (kVolatile) {
+      while (__ldcv(flag) == 0) {
+      }
+    } else {
+      while (atomicAdd(flag, 0) == 0) {
+      }
+    }
+    out[0] = 1;
+  }
+  if (!kMutant && threadIdx.x == 32) atomicExch(flag, 1);
+  __syncthreads();
+  if (kMutant && threadIdx.x == 32) atomicExch(flag, 1);
+}
+
+// Block 1 spins on a flag block 0 raises: right only if block 0 runs first (blocks need not be
+// co-resident on a device, so this can hang there).
+__global__ void wait_for_block_zero(int* flag, int* out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0) {
+    atomicExch(flag, 1);
+  } else {
+    while (atomicCAS(flag, 1, 1) == 0) {
+    }
+    out[0] = 1;
+  }
+}
+
+template <typename Kernel>
+cudaError_t run_flag_kernel(Kernel kernel, unsigned blocks, unsigned threads) {
+  DeviceBuffer<int> flag(std::vector<int>{0}), out(std::vector<int>{0});
+  const cudaError_t launch = gpu::launch_kernel(kernel, dim3(blocks), dim3(threads), 0, nullptr,
+                                                flag.span().data(), out.span().data());
+  EXPECT_EQ(launch, cudaSuccess);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  if (sync == cudaSuccess) {
+    EXPECT_EQ(read(out)[0], 1);
+  }
+  return sync;
+}
+
+TEST(SimtEmulation, SpinWaitDeadlockIsReported) {
+  for (const emulation::Schedule& schedule : kSchedules) {
+    const ScopedSchedule scoped(schedule);
+    EXPECT_EQ(run_flag_kernel(wait_for_flag<false, false>, 1, 64), cudaSuccess);
+    EXPECT_EQ(run_flag_kernel(wait_for_flag<false, true>, 1, 64), cudaSuccess);
+    // The mutants: reported as an error naming kernel, block and thread, not hung.
+    EXPECT_EQ(run_flag_kernel(wait_for_flag<true, false>, 1, 64), cudaErrorLaunchFailure);
+    EXPECT_TRUE(
+        failure_mentions({"spin-wait deadlock", "wait_for_flag<true, false>", "thread (0,0,0)"}));
+    emulation::clear_sticky_error();
+    EXPECT_EQ(run_flag_kernel(wait_for_flag<true, true>, 1, 64), cudaErrorLaunchFailure);
+    EXPECT_TRUE(failure_mentions({"spin-wait deadlock", "63 threads wait at __syncthreads"}));
+    emulation::clear_sticky_error();
+  }
+  {
+    const ScopedSchedule forward({});
+    EXPECT_EQ(run_flag_kernel(wait_for_block_zero, 2, 32), cudaSuccess) << "grid order hides it";
+  }
+  const ScopedSchedule reverse({Order::kReverse, Order::kReverse, 0});
+  EXPECT_EQ(run_flag_kernel(wait_for_block_zero, 2, 32), cudaErrorLaunchFailure);
+  EXPECT_TRUE(failure_mentions({"spin-wait deadlock", "block (1,0,0) thread (0,0,0)"}));
+  emulation::clear_sticky_error();
 }
 
 }  // namespace

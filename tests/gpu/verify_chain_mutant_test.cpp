@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/verify/verify_chain.hpp"
+#include "gpu/emulation/simt.hpp"
 #include "gpu/verify_chain.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 
@@ -39,6 +40,9 @@ int cases_flagged(gpu::KernelMutant mutant) {
       // shows up as a wrong answer here rather than as an AddressSanitizer abort.
       const testing::GpuChainResult gpu = testing::run_gpu_chain(batch, params, launcher, 64);
       flagged += !testing::differences(gpu, ref).empty();
+      // A launch failure is sticky, as on a device; each case is judged on its own (a device
+      // would need a new process).
+      emulation::clear_sticky_error();
     }
   }
   return flagged;
