@@ -1,12 +1,11 @@
 """Readers for speclab results (docs/hdf5.md): the summary table of a run
 directory as a pandas DataFrame, and one sweep point's HDF5 file as a dict of arrays and
-attributes. Needs h5py and numpy (pandas only for load_summary); run with Debian's
-/usr/bin/python3.
+attributes. Needs h5py and numpy (pandas only for load_summary), not the compiled extension;
+run with Debian's /usr/bin/python3.
 
-    import sys; sys.path.insert(0, "python")
-    import speclab_io
-    df = speclab_io.load_summary("results/quickstart")        # one row per sweep point
-    run = speclab_io.load_run("results/quickstart/" + df.file[0])
+    import speclab.io
+    df = speclab.io.load_summary("results/quickstart")        # one row per sweep point
+    run = speclab.io.load_run("results/quickstart/" + df.file[0])
     run["steps/accepted"], run["attrs"]["acceptance_rate"], run["config"]["decode"]["gamma"]
 """
 

@@ -1,11 +1,12 @@
 """The standard speclab figures, each a measurement beside its closed form or prediction (docs/verifiers.md
 V1: per-position acceptance α, accepted length P(n = k) = α^k (1 − α), E = (1 − α^{γ+1})/(1 − α)
 with α = Σ min(p, q)). Shared by the notebooks (notebooks/) and `speclab plot RESULTS_DIR -o DIR`,
-which runs `/usr/bin/python3 python/speclab_plot.py render RESULTS_DIR -o DIR`.
+which runs `/usr/bin/python3 -m speclab.plot render RESULTS_DIR -o DIR`.
 
-Reads only what python/speclab_io.py reads (HDF5 result files, summary.csv), the reports of
+Reads only what speclab.io reads (HDF5 result files, summary.csv), the reports of
 `speclab verify` (HDF5, schema "speclab.verify") and, for the planner's prediction, the JSON that
-`speclab plan --validate --json` prints, saved as plan_validate.json in a run directory.
+`speclab plan --validate --json` prints, saved as plan_validate.json in a run directory. Needs
+h5py, numpy, pandas and matplotlib (scipy for the power curves), not the compiled extension.
 """
 
 import glob
@@ -18,8 +19,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import speclab_io  # noqa: E402
+from . import io as speclab_io
 
 Z95 = 1.959963984540054
 VERIFY_SCHEMA = "speclab.verify"
@@ -33,12 +33,13 @@ EXPERIMENTS = ("quickstart", "acceptance_vs_gamma", "acceptance_vs_temperature",
 
 def repo_root(start=None):
     """The source tree: the first of `start` (default: the working directory) and its parents
-    that holds python/speclab_io.py (nbconvert runs a notebook in notebooks/)."""
+    that holds python/speclab/ (nbconvert runs a notebook in notebooks/); else the working
+    directory."""
     here = Path(start or os.getcwd()).resolve()
     for p in [here, *here.parents]:
-        if (p / "python" / "speclab_io.py").exists():
+        if (p / "python" / "speclab" / "__init__.py").exists():
             return p
-    return Path(__file__).resolve().parents[1]
+    return here
 
 
 def results_root(repo=None):
@@ -119,6 +120,50 @@ def load_plan(directory):
         return None
     with open(path) as f:
         return json.load(f)
+
+
+def _given_dir(directory, repo):
+    given = directory if directory is not None else os.environ.get("SPECLAB_RUN_DIR") or None
+    if given is None:
+        return None
+    d = Path(given)
+    return d if d.is_absolute() else (repo or repo_root()) / d
+
+
+def notebook_run_dirs(names, directory=None, repo=None):
+    """The run directories a notebook reads, as {label: path}: {D.name: D} for the directory D
+    given as `directory` or else as $SPECLAB_RUN_DIR (the --out directory of any sweep, whatever
+    its experiment's name; a relative path is taken from the repository root); when neither is,
+    each experiment of `names` that has a directory under the results root
+    ({name: run_dir(results_root(repo), name)}). Raises ResultError when a given directory holds
+    no summary."""
+    d = _given_dir(directory, repo)
+    if d is None:
+        root = results_root(repo)
+        found = {name: run_dir(root, name) for name in names}
+        return {name: path for name, path in found.items() if path is not None}
+    if not has_summary(d):
+        source = "SPECLAB_RUN_DIR" if directory is None else "RUN_DIR"
+        raise ResultError(f"{source} is {d}, which holds no summary.csv; expected the --out "
+                          f"directory of `speclab run`")
+    return {d.name: d}
+
+
+def notebook_run_dir(name, directory=None, repo=None):
+    """The one run directory of a notebook that reads experiment `name` (notebook_run_dirs):
+    the given directory, else `name`'s directory under the results root, else None."""
+    return next(iter(notebook_run_dirs([name], directory, repo).values()), None)
+
+
+def notebook_verify_dir(directory=None, repo=None):
+    """The folder of `speclab verify` reports a notebook reads: `directory` when given, else
+    $SPECLAB_RUN_DIR when set, else verify/ under the results root (the root itself when it has
+    no verify/). A relative path is taken from the repository root."""
+    d = _given_dir(directory, repo)
+    if d is None:
+        root = results_root(repo)
+        d = root / "verify" if (root / "verify").is_dir() else root
+    return d
 
 
 class ResultError(Exception):
