@@ -19,36 +19,37 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The folder that holds the importable package (speclab/__init__.py beside its compiled
-// extension): build/python for build/bin/speclab, found by walking up from the executable.
-fs::path find_python_package() {
+// Whether PACKAGE (a python/speclab folder) is importable with its compiled extension.
+bool holds_extension(const fs::path& package) {
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-      const fs::path package = dir / "python" / "speclab";
-      if (fs::exists(package / "__init__.py", ec)) {
-        for (const auto& entry : fs::directory_iterator(package, ec)) {
-          if (entry.path().extension() == ".so") return dir / "python";
-        }
-      }
-      if (dir == dir.root_path()) break;
-    }
+  if (!fs::exists(package / "__init__.py", ec)) return false;
+  for (const auto& entry : fs::directory_iterator(package, ec)) {
+    if (entry.path().extension() == ".so") return true;
   }
-  throw InvalidInput(fmt::format(
-      "speclab conformance needs the Python package built beside the executable {} (a folder "
-      "python/speclab holding __init__.py and the compiled extension, which the build makes when "
-      "pybind11 is found: Debian's pybind11-dev)",
-      ec ? std::string("(unknown)") : exe.string()));
+  return false;
 }
 
 void run_conformance(const std::vector<std::string>& arguments) {
-  const fs::path package = find_python_package();
   const std::string python = experiments::python_for_helpers();
-  const char* old_path = std::getenv("PYTHONPATH");
-  std::string path = package.string();
-  if (old_path != nullptr && *old_path != '\0') path.append(":").append(old_path);
-  if (setenv("PYTHONPATH", path.c_str(), 1) != 0) throw Error("cannot set PYTHONPATH");
+  // The build's package (build/python for build/bin/speclab), else the one the interpreter
+  // imports by itself (pip install .).
+  if (const auto package =
+          experiments::find_project_file(fs::path("python") / "speclab", holds_extension)) {
+    const char* old_path = std::getenv("PYTHONPATH");
+    std::string path = package->parent_path().string();
+    if (old_path != nullptr && *old_path != '\0') path.append(":").append(old_path);
+    if (setenv("PYTHONPATH", path.c_str(), 1) != 0) throw Error("cannot set PYTHONPATH");
+  } else if (experiments::run_helper({python, "-c",
+                                      "import sys\ntry:\n import speclab._speclab\n"
+                                      "except Exception:\n sys.exit(1)"}) != 0) {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    throw InvalidInput(fmt::format(
+        "speclab conformance needs the Python package: built beside the executable {} (a folder "
+        "python/speclab holding __init__.py and the compiled extension, which the build makes "
+        "when pybind11 is found: Debian's pybind11-dev), or installed for {} with `pip install .`",
+        ec ? std::string("(unknown)") : exe.string(), python));
+  }
   std::vector<std::string> args = {python, "-m", "speclab.conformance"};
   args.insert(args.end(), arguments.begin(), arguments.end());
   const int code = experiments::run_helper(args);

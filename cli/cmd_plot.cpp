@@ -1,6 +1,6 @@
 // `speclab plot RESULTS_DIR -o FIGDIR`: the standard figures of a results directory as PNG, drawn
-// by python/speclab_plot.py (the module the notebooks use) under Debian's /usr/bin/python3,
-// so the command and the notebooks cannot drift apart.
+// by the Python package's speclab.plot (python/speclab/plot.py, the module the notebooks use)
+// under Debian's /usr/bin/python3, so the command and the notebooks cannot drift apart.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -24,12 +24,15 @@ struct PlotOptions {
   std::string out;
 };
 
-// The plotting script: $SPECLAB_SOURCE/python/speclab_plot.py; else, for an installed speclab
-// (PREFIX/bin/speclab), PREFIX/share/speclab/python/speclab_plot.py (cmake/install.cmake); else
-// the first python/speclab_plot.py above the executable (build/bin/speclab -> the source tree).
-fs::path find_plot_script() {
-  const fs::path relative = fs::path("python") / "speclab_plot.py";
-  if (auto script = experiments::find_project_file(relative)) return *script;
+// The package folder that holds the plotting module: $SPECLAB_SOURCE/python; else, for an
+// installed speclab (PREFIX/bin/speclab), PREFIX/share/speclab/python (cmake/install.cmake); else
+// the first python/ above the executable with speclab/plot.py in it (build/python, the source
+// tree). speclab.plot needs no compiled extension.
+fs::path find_plot_package() {
+  const fs::path relative = fs::path("python") / "speclab" / "plot.py";
+  if (auto module = experiments::find_project_file(relative)) {
+    return module->parent_path().parent_path();
+  }
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   throw InvalidInput(fmt::format(
@@ -46,7 +49,7 @@ void run_plot(const PlotOptions& o) {
         "experiments/configs/quickstart.toml` first, or pass the --out directory of a run",
         o.results));
   }
-  const fs::path script = find_plot_script();
+  const fs::path package = find_plot_package();
   const std::string python = experiments::python_for_helpers();
   if (access(python.c_str(), X_OK) != 0) {
     throw InvalidInput(
@@ -56,8 +59,12 @@ void run_plot(const PlotOptions& o) {
   }
   // The script prints its own message: 2 for bad input (no runs), 3 when no figure fits the
   // results (it says why for each), 1 for a failure.
+  const char* old_path = std::getenv("PYTHONPATH");
+  std::string path = package.string();
+  if (old_path != nullptr && *old_path != '\0') path.append(":").append(old_path);
+  if (setenv("PYTHONPATH", path.c_str(), 1) != 0) throw Error("cannot set PYTHONPATH");
   const int code =
-      experiments::run_helper({python, script.string(), "render", o.results, "-o", o.out});
+      experiments::run_helper({python, "-m", "speclab.plot", "render", o.results, "-o", o.out});
   if (code != 0) throw ExitStatus{code == 2 || code == 3 ? code : 1};
 }
 

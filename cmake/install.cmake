@@ -23,10 +23,12 @@ if(SPECLAB_CUDA_ENABLED)
   list(APPEND SPECLAB_COMPONENTS gpu)
 endif()
 install(TARGETS speclab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The Python helpers the executable runs (`speclab plot`), where it looks for them relative to
-# itself: PREFIX/bin/speclab -> PREFIX/share/speclab/python/ (cli/cmd_plot.cpp).
-install(FILES ${PROJECT_SOURCE_DIR}/python/speclab_plot.py ${PROJECT_SOURCE_DIR}/python/speclab_io.py
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/speclab/python)
+# The Python modules the executable runs (`speclab plot`: speclab.plot and speclab.io, which need no
+# compiled extension), where it looks for them relative to itself: PREFIX/bin/speclab ->
+# PREFIX/share/speclab/python/speclab/ (cli/cmd_plot.cpp). The whole package with its extension
+# is `pip install .` (pyproject.toml).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/speclab
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/speclab/python FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/speclabConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/speclabConfig.cmake

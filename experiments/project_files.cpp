@@ -18,24 +18,28 @@ namespace speclab::experiments {
 
 namespace fs = std::filesystem;
 
-std::optional<fs::path> find_project_file(const fs::path& relative) {
+std::optional<fs::path> find_project_file(const fs::path& relative,
+                                          const std::function<bool(const fs::path&)>& accept) {
+  std::error_code ec;
+  const auto found = [&](const fs::path& candidate) {
+    return fs::exists(candidate, ec) && (!accept || accept(candidate));
+  };
   if (const char* source = std::getenv("SPECLAB_SOURCE"); source != nullptr && *source != '\0') {
     const fs::path file = fs::path(source) / relative;
-    if (!fs::exists(file)) {
+    if (!fs::exists(file, ec)) {
       throw InvalidInput(
           fmt::format("SPECLAB_SOURCE is {}, which holds no {}; expected the speclab source tree",
                       source, relative.string()));
     }
-    return file;
+    if (found(file)) return file;
   }
-  std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return std::nullopt;
   // An installed speclab: PREFIX/bin/speclab beside PREFIX/share/speclab (cmake/install.cmake).
   const fs::path installed = exe.parent_path().parent_path() / "share" / "speclab" / relative;
-  if (fs::exists(installed, ec)) return installed;
+  if (found(installed)) return installed;
   for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
-    if (fs::exists(dir / relative)) return dir / relative;
+    if (found(dir / relative)) return dir / relative;
     if (dir == dir.root_path()) break;
   }
   return std::nullopt;

@@ -3,17 +3,23 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace speclab::experiments {
 
-/// $SPECLAB_SOURCE/RELATIVE when SPECLAB_SOURCE is set (InvalidInput if that file is missing);
-/// else, for an installed speclab (PREFIX/bin/speclab), PREFIX/share/speclab/RELATIVE; else
-/// RELATIVE under the first directory above the executable that holds it (build/bin/speclab ->
-/// the source tree); nullopt when none does.
-std::optional<std::filesystem::path> find_project_file(const std::filesystem::path& relative);
+/// Where a file (or folder) RELATIVE of the project is: $SPECLAB_SOURCE/RELATIVE when
+/// SPECLAB_SOURCE is set (InvalidInput if nothing is there); else, for an installed speclab
+/// (PREFIX/bin/speclab), PREFIX/share/speclab/RELATIVE; else RELATIVE under the first directory
+/// above the executable that holds it (build/bin/speclab -> build/RELATIVE, then the source tree);
+/// nullopt when none does. With `accept`, a candidate that exists counts only when
+/// accept(candidate) holds, and the search goes on past one that does not (SPECLAB_SOURCE's
+/// included), e.g. to find build outputs.
+std::optional<std::filesystem::path> find_project_file(
+    const std::filesystem::path& relative,
+    const std::function<bool(const std::filesystem::path&)>& accept = {});
 
 /// $SPECLAB_PYTHON, else Debian's /usr/bin/python3 (the interpreter that sees python3-h5py,
 /// python3-matplotlib and python3-torch).

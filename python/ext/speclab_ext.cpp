@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "core/base/mutants.hpp"
 #include "core/exact/exact.hpp"
 #include "core/exact/exact_tree.hpp"
 #include "core/sampling/sampling.hpp"
@@ -307,7 +308,13 @@ py::dict chi_square(const std::vector<int64_t>& observed, const std::vector<doub
 }  // namespace
 }  // namespace speclab::python
 
-PYBIND11_MODULE(_speclab, m) {
+// The module's name: _speclab; the test build over the mutant library (python/CMakeLists.txt)
+// names it _speclab_mutants.
+#ifndef SPECLAB_EXT_MODULE
+#define SPECLAB_EXT_MODULE _speclab
+#endif
+
+PYBIND11_MODULE(SPECLAB_EXT_MODULE, m) {
   namespace sp = speclab::python;
   using speclab::Error;
   using speclab::InvalidInput;
@@ -357,4 +364,19 @@ PYBIND11_MODULE(_speclab, m) {
       },
       py::arg("successes"), py::arg("trials"), py::arg("confidence"));
   m.attr("MIN_EXPECTED_PER_BIN") = speclab::kMinExpectedPerBin;
+#ifdef SPECLAB_MUTANTS
+  // The deliberately broken variants of core/base/mutants.hpp, for the tests that conformance
+  // rejects them: set_mutant(name) switches the process-wide mutant ("none" for none).
+  m.def("mutants", [] {
+    std::vector<std::string> names;
+    for (const speclab::Mutant mutant : speclab::all_mutants()) {
+      names.emplace_back(speclab::to_string(mutant));
+    }
+    return names;
+  });
+  m.def(
+      "set_mutant",
+      [](const std::string& name) { speclab::active_mutant() = speclab::parse_mutant(name); },
+      py::arg("name"));
+#endif
 }

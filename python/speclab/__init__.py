@@ -8,6 +8,7 @@ test for samplers speclab did not write (speclab.conformance, docs/python.md).
     r.emitted_tokens, r.n_accepted
 """
 
+import importlib as _importlib
 import os as _os
 
 # OpenMP threads that find no work would otherwise spin and take the cores of a shared machine
@@ -16,10 +17,31 @@ import os as _os
 if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
     _os.environ["OMP_WAIT_POLICY"] = "passive"
 
-from . import exact, sampling, stats  # noqa: F401
-from ._arrays import CopyWarning  # noqa: F401
-from .verify import (TreeResult, VerifyResult, verifiers, verify_block, verify_chain,  # noqa: F401
-                     verify_tree, verify_typical)
-
 __all__ = ["verify_chain", "verify_block", "verify_typical", "verify_tree", "verifiers",
            "VerifyResult", "TreeResult", "CopyWarning", "exact", "sampling", "stats"]
+
+# speclab.io and speclab.plot (the result readers and figures) need no compiled code, so the
+# package imports without the extension (the source tree's python/ folder, `speclab plot` of a
+# build without pybind11); everything in __all__ then raises ImportError saying why.
+try:
+    _importlib.import_module("._speclab", __name__)
+except ModuleNotFoundError:
+    _extension_error = "it is not there"
+except ImportError as _error:  # there but unloadable (built for another Python, a missing symbol)
+    _extension_error = str(_error)
+else:
+    _extension_error = None
+    from . import exact, sampling, stats  # noqa: F401
+    from ._arrays import CopyWarning  # noqa: F401
+    from .verify import (TreeResult, VerifyResult, verifiers, verify_block,  # noqa: F401
+                         verify_chain, verify_tree, verify_typical)
+
+
+def __getattr__(name):
+    if _extension_error is not None and name in __all__:
+        raise ImportError(
+            f"speclab.{name} needs the compiled extension speclab._speclab, which does not load "
+            f"from {__path__[0]}: {_extension_error}; build it (pybind11: Debian's pybind11-dev) "
+            "and use PYTHONPATH=build/python, or `pip install .`; speclab.io and speclab.plot "
+            "work without it")
+    raise AttributeError(f"module 'speclab' has no attribute {name!r}")

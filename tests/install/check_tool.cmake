@@ -40,7 +40,8 @@ function(run expected out)
 endfunction()
 
 run(0 ignored ${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix})
-foreach(file bin/speclab share/speclab/python/speclab_plot.py share/speclab/python/speclab_io.py)
+foreach(file bin/speclab share/speclab/python/speclab/plot.py share/speclab/python/speclab/io.py
+             share/speclab/python/speclab/__init__.py)
   if(NOT EXISTS ${prefix}/${file})
     file(REMOVE_RECURSE ${work})
     message(FATAL_ERROR "installed tool: ${prefix}/${file} was not installed")
@@ -56,7 +57,7 @@ foreach(figure tiny_position_acceptance tiny_emitted_vs_gamma tiny_alpha_vs_temp
 endforeach()
 file(REMOVE_RECURSE ${prefix}/share/speclab/python)
 run(2 output ${prefix}/bin/speclab plot run -o figures2)
-if(NOT output MATCHES "share/speclab/python/speclab_plot.py")
+if(NOT output MATCHES "share/speclab/python/speclab/plot.py")
   file(REMOVE_RECURSE ${work})
   message(FATAL_ERROR "installed tool: without its helpers plot should name where it looked:\n${output}")
 endif()

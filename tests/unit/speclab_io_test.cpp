@@ -1,4 +1,5 @@
-// python/speclab_io.py, the notebooks' reader, run by Debian's /usr/bin/python3 on a real
+// speclab.io (python/speclab/io.py), the notebooks' reader, run by Debian's /usr/bin/python3 from
+// the source tree's python/ folder (it needs no compiled extension) on a real
 // run's output: load_summary gives one row per sweep point, load_run the datasets and attributes.
 // Skipped where /usr/bin/python3, h5py or pandas is missing.
 #include <gtest/gtest.h>
@@ -35,7 +36,7 @@ TEST(SpeclabIo, LoadsTheSummaryAndARunFromPython) {
 import sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
-import speclab_io
+import speclab.io as speclab_io
 df = speclab_io.load_summary(sys.argv[2])
 assert len(df) == 4, len(df)
 assert sorted(df["decode.gamma"].unique().tolist()) == [2, 3], df["decode.gamma"]

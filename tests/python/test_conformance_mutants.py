@@ -1,0 +1,91 @@
+"""speclab.conformance against the mutants of core/base/mutants.hpp: speclab's own token-level
+verifier (V1), built a second time over the mutant library (the test-only extension
+_speclab_mutants, python/CMakeLists.txt), is driven through the package's Python interface as a
+decoding engine drives it (one seed, the step advancing with every call). Without a mutant it
+conforms; with each mutant of the token-level chain verifier it must not. The mutants of other
+code (block, typical and tree verification, plain decoding, the engine's draft warping) change
+nothing that this test's sampler runs: they are listed, with the reason, so that a new mutant
+must be placed in one list or the other."""
+
+import itertools
+
+import pytest
+
+import speclab
+import speclab.conformance as conformance
+import speclab.verify
+
+mutants_ext = pytest.importorskip(
+    "_speclab_mutants", reason="the test-only extension _speclab_mutants is not built "
+    "(build/tests/python, needs SPECLAB_BUILD_TESTS and pybind11)")
+
+# Each mutant of the token-level chain verifier, with the instances that show it (a few, to keep
+# the test short; every one of them must fail).
+CHAIN_MUTANTS = {
+    # the residual drawn from p instead of norm(max(0, p − q))
+    "residual-from-target": ["position-dependent", "vllm-peaked"],
+    # no bonus token after a fully accepted chain
+    "missing-bonus": ["draft-equals-target", "position-dependent"],
+    # one accept-test uniform for every position of a step
+    "reused-uniform": ["position-dependent", "narrow"],
+    # the rejected draft token emitted as if accepted
+    "accepted-off-by-one": ["position-dependent", "disjoint"],
+    # the bonus uniform addressed without the step: the same for a request's every step, so the
+    # bonus tokens of request r repeat from call to call
+    "bonus-without-step": ["draft-equals-target", "narrow"],
+}
+# Mutants in code the token-level sampler does not run.
+OTHER_MUTANTS = {
+    "draft-warping-mismatch": "the engine's draft temperature; conformance draws the drafts itself",
+    "block-first-failure": "block verification (V5), whose step law is not V1's by design",
+    "topk-softmax-q": "tree-topk verification",
+    "swor-unnormalised-residual": "tree-swor verification",
+    "swor-last-sibling-only": "tree-swor verification",
+    "typical-threshold-once": "typical acceptance (V4), lossy with or without it",
+    "plain-uniform-without-index": "plain decoding",
+    "traversal-stale-sibling-weight": "traversal verification (V7)",
+}
+# Requests per sampler call: many calls, as an engine makes, so that a uniform shared between
+# steps shows.
+MAX_BATCH = 512
+
+
+@pytest.fixture
+def mutant_library(monkeypatch):
+    """speclab.verify_chain over the mutant library; yields set_mutant."""
+    monkeypatch.setattr(speclab.verify, "_speclab", mutants_ext)
+    yield mutants_ext.set_mutant
+    mutants_ext.set_mutant("none")
+
+
+def engine_sampler():
+    """speclab's V1 as an engine calls it: a fixed seed and the step counting the calls (the
+    seed conformance hands over is not used)."""
+    steps = itertools.count()
+
+    def sampler(p, q, x, n, seed):
+        return speclab.verify_chain(p, q, x, seed=20261201, n_draft=n, step=next(steps))
+
+    return sampler
+
+
+def test_every_mutant_is_listed():
+    assert set(mutants_ext.mutants()) == set(CHAIN_MUTANTS) | set(OTHER_MUTANTS)
+
+
+def test_without_a_mutant_the_mutant_build_conforms(mutant_library):
+    mutant_library("none")
+    names = sorted(set(itertools.chain.from_iterable(CHAIN_MUTANTS.values())))
+    report = conformance.check(engine_sampler(), names=names, max_batch=MAX_BATCH)
+    assert report.passed, report.text()
+
+
+@pytest.mark.parametrize("mutant", sorted(CHAIN_MUTANTS))
+def test_conformance_fails_each_chain_mutant(mutant_library, mutant):
+    mutant_library(mutant)
+    report = conformance.check(engine_sampler(), names=CHAIN_MUTANTS[mutant],
+                               max_batch=MAX_BATCH)
+    failed = [r.name for r in report.instances if not r.passed]
+    print(f"{mutant}: fails {failed} of {CHAIN_MUTANTS[mutant]}")
+    assert not report.passed
+    assert sorted(failed) == sorted(CHAIN_MUTANTS[mutant]), report.text()
