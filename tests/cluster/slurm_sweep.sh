@@ -100,25 +100,9 @@ for _ in $(seq 100); do [ "$(sinfo -h -N -o %T)" = idle ] && break; sleep 0.2; d
 [ "$(sinfo -h -N -o %T)" = idle ] || { echo "cluster test: node not idle: $(sinfo -N)" >&2; exit 1; }
 echo "cluster test: one-node cluster up ($(sinfo -h -o '%P %D %T %C'))"
 
-# Six points, three array tasks of two points each.
+# The four points of tests/data/tiny_sweep.toml in three array tasks (two, one and one point).
 config="$work/sweep.toml"
-cat >"$config" <<'TOML'
-name = "cluster"
-seed = 11
-[target]
-model = "lsm-tiny-target"
-[draft]
-model = "lsm-tiny-draft"
-[decode]
-batch_size = 2
-sequences = 4
-max_new_tokens = 12
-prompt_length = 4
-baseline = true
-[sweep]
-decode.gamma = [1, 2, 4]
-sampling.temperature = [0.5, 1.0]
-TOML
+cp "$(dirname "$0")/../data/tiny_sweep.toml" "$config"
 
 "$speclab" slurm "$config" --out "$work/results" --array-size 3 --time 5 \
   --partition speclab -o "$work/sweep.sh"
@@ -145,7 +129,7 @@ done
 ls "$work"/results/summary.shard-*-of-3.csv | wc -l | grep -qx 3
 
 "$speclab" status "$config" "$work/results" | tee "$work/status.txt"
-grep -q "6 points in 3 shards: 6 done, 0 partial, 0 missing" "$work/status.txt"
+grep -q "4 points in 3 shards: 4 done, 0 partial, 0 missing" "$work/status.txt"
 "$speclab" merge "$work/results" -o "$work/merged"
 "$speclab" run "$config" --out "$work/single" >/dev/null
 
@@ -162,7 +146,7 @@ def rows(path):
     return {r["id"]: {k: v for k, v in r.items() if k not in timing} for r in table}, table
 merged, merged_table = rows(sys.argv[1])
 single, single_table = rows(sys.argv[2])
-assert len(single) == 6, f"single-process summary has {len(single)} points; expected 6"
+assert len(single) == 4, f"single-process summary has {len(single)} points; expected 4"
 assert list(merged_table[0].keys()) == list(single_table[0].keys()), "columns differ"
 assert merged.keys() == single.keys(), f"points differ: {sorted(merged.keys() ^ single.keys())}"
 for point, row in single.items():

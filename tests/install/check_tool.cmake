@@ -8,23 +8,7 @@ set(work /tmp/speclab-install-tool-${suffix})
 set(prefix ${work}/prefix)
 file(REMOVE_RECURSE ${work})
 file(MAKE_DIRECTORY ${work}/user)
-file(WRITE ${work}/user/tiny.toml [=[
-name = "tiny"
-seed = 5
-[target]
-model = "lsm-tiny-target"
-[draft]
-model = "lsm-tiny-draft"
-[decode]
-batch_size = 2
-sequences = 4
-max_new_tokens = 12
-prompt_length = 4
-baseline = true
-[sweep]
-decode.gamma = [2, 3]
-sampling.temperature = [0.5, 1.0]
-]=])
+file(COPY_FILE ${CMAKE_CURRENT_LIST_DIR}/../data/tiny_sweep.toml ${work}/user/tiny.toml)
 
 # run(EXPECTED_STATUS OUTPUT_VARIABLE COMMAND...): in the user's directory, without SPECLAB_SOURCE.
 function(run expected out)

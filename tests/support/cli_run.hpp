@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace speclab::testing {
@@ -14,6 +15,9 @@ struct CliRun {
   int status = -1;
   std::string output;  ///< stdout and stderr together
 };
+
+/// A path in single quotes, for the ARGUMENTS of run_cli.
+inline std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
 /// Runs `speclab ARGUMENTS` through the shell; quote paths in ARGUMENTS yourself.
 inline CliRun run_cli(const std::string& arguments) {

@@ -33,12 +33,12 @@ namespace {
 namespace fs = std::filesystem;
 using speclab::testing::fresh_test_dir;
 using speclab::testing::invalid_input_message;
-using speclab::testing::kTinySweep;
 using speclab::testing::read_text;
+using speclab::testing::tiny_sweep_toml;
 using speclab::testing::write_text;
 using ::testing::HasSubstr;
 
-Sweep tiny_sweep(const fs::path& dir, const std::string& text = kTinySweep) {
+Sweep tiny_sweep(const fs::path& dir, const std::string& text = tiny_sweep_toml()) {
   return load_sweep(write_text(dir / "tiny.toml", text));
 }
 

@@ -27,7 +27,7 @@ TEST(SpeclabIo, LoadsTheSummaryAndARunFromPython) {
     GTEST_SKIP() << "/usr/bin/python3 with h5py, numpy and pandas is not installed";
   }
   const fs::path dir = testing::fresh_test_dir();
-  const fs::path config = testing::write_text(dir / "tiny.toml", testing::kTinySweep);
+  const fs::path config = testing::write_text(dir / "tiny.toml", testing::tiny_sweep_toml());
   const testing::CliRun run =
       testing::run_cli("run '" + config.string() + "' --out '" + (dir / "out").string() + "'");
   ASSERT_EQ(run.status, 0) << run.output;
