@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "core/base/error.hpp"
 #include "experiments/project_files.hpp"
 
@@ -22,7 +23,32 @@ namespace fs = std::filesystem;
 struct PlotOptions {
   std::string results;
   std::string out;
+  bool json = false;
 };
+
+// {"results", "out", "figures": [PNG paths], "not_drawn": ["NAME: reason"]} from the lines the
+// script logs (python/speclab_plot.py render(): "  PATH.png" per figure written, "  not drawn:
+// NAME: reason" per figure the results cannot give).
+void print_plot_json(const PlotOptions& o, const std::string& log) {
+  std::string figures, not_drawn;
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    const std::string_view line = std::string_view(log).substr(start, end - start);
+    start = end + 1;
+    constexpr std::string_view kNotDrawn = "  not drawn: ";
+    if (line.starts_with(kNotDrawn)) {
+      not_drawn += (not_drawn.empty() ? "" : ", ") + json_string(line.substr(kNotDrawn.size()));
+    } else if (line.starts_with("  ") && line.ends_with(".png")) {
+      figures += (figures.empty() ? "" : ", ") + json_string(line.substr(2));
+    }
+  }
+  std::printf("{\"results\": %s, \"out\": %s, \"figures\": [%s], \"not_drawn\": [%s]}\n",
+              json_string(o.results).c_str(), json_string(o.out).c_str(), figures.c_str(),
+              not_drawn.c_str());
+  std::fflush(stdout);
+}
 
 // The plotting script: $SPECLAB_SOURCE/python/speclab_plot.py; else, for an installed speclab
 // (PREFIX/bin/speclab), PREFIX/share/speclab/python/speclab_plot.py (cmake/install.cmake); else
@@ -56,8 +82,16 @@ void run_plot(const PlotOptions& o) {
   }
   // The script prints its own message: 2 for bad input (no runs), 3 when no figure fits the
   // results (it says why for each), 1 for a failure.
-  const int code =
-      experiments::run_helper({python, script.string(), "render", o.results, "-o", o.out});
+  const std::vector<std::string> command = {python, script.string(), "render", o.results, "-o",
+                                            o.out};
+  if (!o.json && !quiet()) {
+    const int code = experiments::run_helper(command);
+    if (code != 0) throw ExitStatus{code == 2 || code == 3 ? code : 1};
+    return;
+  }
+  std::string log;  // the script's stdout: the figures and the reasons for those not drawn
+  const int code = experiments::run_helper(command, &log);
+  if (o.json && (code == 0 || code == 3)) print_plot_json(o, log);
   if (code != 0) throw ExitStatus{code == 2 || code == 3 ? code : 1};
 }
 
@@ -67,9 +101,13 @@ void setup_plot(CLI::App& app) {
       "plot",
       "Render the standard figures of a results directory (a `speclab run` --out directory, a "
       "root of such directories, `speclab verify` reports) as PNG: the figures the sweep's axes "
-      "give, and for each one they cannot, why. Exit 0, 2 bad input, 3 no figure fits");
+      "give, and for each one they cannot, why");
+  document_exit_statuses(*command, {{0, "at least one figure drawn"},
+                                    {3, "no figure fits the results (each is named, with why)"}});
   command->add_option("results", options->results, "results directory")->required();
   command->add_option("-o,--out", options->out, "figure directory (created)")->required();
+  command->add_flag("--json", options->json,
+                    "print one JSON object: the figures written and those not drawn, with why");
   command->callback([options] { run_plot(*options); });
 }
 

@@ -31,7 +31,7 @@ TEST(ClusterCli, SlurmWritesAnExecutableScriptAndMakesTheResultsDirectory) {
   const fs::path dir = fresh_test_dir();
   const fs::path config = write_text(dir / "tiny.toml", tiny_sweep_toml());
   const CliRun run =
-      run_cli("slurm " + quoted(config) + " --out " + quoted(dir / "results") +
+      run_cli("slurm " + quoted(config) + " --results " + quoted(dir / "results") +
               " --array-size 2 --partition short --time 10 -o " + quoted(dir / "sweep.sh"));
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("sbatch " + (dir / "sweep.sh").string()));
@@ -45,7 +45,7 @@ TEST(ClusterCli, SlurmWritesAnExecutableScriptAndMakesTheResultsDirectory) {
   EXPECT_NE(info.st_mode & S_IXUSR, 0u);
   EXPECT_TRUE(fs::is_directory(dir / "results"));  // the tasks' logs go there
 
-  const CliRun to_stdout = run_cli("slurm " + quoted(config) + " --out " + quoted(dir / "r2"));
+  const CliRun to_stdout = run_cli("slurm " + quoted(config) + " --results " + quoted(dir / "r2"));
   ASSERT_EQ(to_stdout.status, 0) << to_stdout.output;
   EXPECT_THAT(to_stdout.output, HasSubstr("#SBATCH --array=1-4\n"));
 

@@ -104,7 +104,7 @@ echo "cluster test: one-node cluster up ($(sinfo -h -o '%P %D %T %C'))"
 config="$work/sweep.toml"
 cp "$(dirname "$0")/../data/tiny_sweep.toml" "$config"
 
-"$speclab" slurm "$config" --out "$work/results" --array-size 3 --time 5 \
+"$speclab" slurm "$config" --results "$work/results" --array-size 3 --time 5 \
   --partition speclab -o "$work/sweep.sh"
 grep -q '^#SBATCH --array=1-3$' "$work/sweep.sh"
 # Before any task: every point missing (exit 3).
