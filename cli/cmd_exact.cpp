@@ -296,7 +296,14 @@ void run_exact(const ExactOptions& options) {
   json +=
       fmt::format("  \"distribution\": {{\n{}\n  }},\n", fmt::join(distribution_entries, ",\n"));
   json += fmt::format("  \"accepted_length\": {},\n", json_row(step.accepted_length));
-  json += fmt::format("  \"position_accepted\": {},\n", json_row(step.position_accepted));
+  json += fmt::format("  \"position_acceptance_marginal\": {},\n",
+                      json_row(step.position_acceptance_marginal));
+  std::vector<std::string> conditional;
+  for (const auto& value : step.position_acceptance_conditional) {
+    conditional.push_back(value ? quoted_fraction(*value) : "null");
+  }
+  json +=
+      fmt::format("  \"position_acceptance_conditional\": [{}],\n", fmt::join(conditional, ", "));
   json += fmt::format("  \"expected_accepted\": {},\n", quoted_fraction(step.expected_accepted));
   json += fmt::format("  \"expected_emitted\": {},\n", quoted_fraction(step.expected_emitted));
   json += fmt::format("  \"first_token_marginal\": {{\n{}\n  }},\n",

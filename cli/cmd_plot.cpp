@@ -2,7 +2,6 @@
 // by python/speclab_plot.py (the module the notebooks use) under Debian's /usr/bin/python3,
 // so the command and the notebooks cannot drift apart.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -50,20 +49,6 @@ void print_plot_json(const PlotOptions& o, const std::string& log) {
   std::fflush(stdout);
 }
 
-// The plotting script: $SPECLAB_SOURCE/python/speclab_plot.py; else, for an installed speclab
-// (PREFIX/bin/speclab), PREFIX/share/speclab/python/speclab_plot.py (cmake/install.cmake); else
-// the first python/speclab_plot.py above the executable (build/bin/speclab -> the source tree).
-fs::path find_plot_script() {
-  const fs::path relative = fs::path("python") / "speclab_plot.py";
-  if (auto script = experiments::find_project_file(relative)) return *script;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  throw InvalidInput(fmt::format(
-      "cannot find {} beside the executable {} (PREFIX/share/speclab/{} for an installed speclab) "
-      "or above it; reinstall, or set SPECLAB_SOURCE to the speclab source tree",
-      relative.string(), ec ? std::string("(unknown)") : exe.string(), relative.string()));
-}
-
 void run_plot(const PlotOptions& o) {
   std::error_code ec;
   if (!fs::is_directory(o.results, ec)) {
@@ -72,14 +57,12 @@ void run_plot(const PlotOptions& o) {
         "experiments/configs/quickstart.toml` first, or pass the --out directory of a run",
         o.results));
   }
-  const fs::path script = find_plot_script();
-  const std::string python = experiments::python_for_helpers();
-  if (access(python.c_str(), X_OK) != 0) {
-    throw InvalidInput(
-        fmt::format("{} is not an executable Python; speclab plot needs Debian's "
-                    "python3 with python3-matplotlib (or set SPECLAB_PYTHON)",
-                    python));
-  }
+  // $SPECLAB_SOURCE/python/speclab_plot.py; else, for an installed speclab (PREFIX/bin/speclab),
+  // PREFIX/share/speclab/python/speclab_plot.py (cmake/install.cmake); else the first
+  // python/speclab_plot.py above the executable (build/bin/speclab -> the source tree).
+  const fs::path script = experiments::require_project_file(fs::path("python") / "speclab_plot.py");
+  const std::string python =
+      experiments::require_python_for_helpers("speclab plot", "python3-matplotlib");
   // The script prints its own message: 2 for bad input (no runs), 3 when no figure fits the
   // results (it says why for each), 1 for a failure.
   const std::vector<std::string> command = {python, script.string(), "render", o.results, "-o",

@@ -23,9 +23,11 @@ if(SPECLAB_CUDA_ENABLED)
   list(APPEND SPECLAB_COMPONENTS gpu)
 endif()
 install(TARGETS speclab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The Python helpers the executable runs (`speclab plot`), where it looks for them relative to
-# itself: PREFIX/bin/speclab -> PREFIX/share/speclab/python/ (cli/cmd_plot.cpp).
+# The Python helpers the executable runs (`speclab plot`, `speclab report`), where it looks for
+# them relative to itself: PREFIX/bin/speclab -> PREFIX/share/speclab/python/
+# (experiments/project_files.hpp find_project_file).
 install(FILES ${PROJECT_SOURCE_DIR}/python/speclab_plot.py ${PROJECT_SOURCE_DIR}/python/speclab_io.py
+              ${PROJECT_SOURCE_DIR}/python/speclab_report.py
         DESTINATION ${CMAKE_INSTALL_DATADIR}/speclab/python)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/speclabConfig.cmake.in

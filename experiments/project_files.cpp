@@ -76,6 +76,26 @@ int run_helper(const std::vector<std::string>& arguments, std::string* captured)
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::filesystem::path require_project_file(const std::filesystem::path& relative) {
+  if (auto file = find_project_file(relative)) return *file;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  throw InvalidInput(fmt::format(
+      "cannot find {} beside the executable {} (PREFIX/share/speclab/{} for an installed speclab) "
+      "or above it; reinstall, or set SPECLAB_SOURCE to the speclab source tree",
+      relative.string(), ec ? std::string("(unknown)") : exe.string(), relative.string()));
+}
+
+std::string require_python_for_helpers(std::string_view command, std::string_view packages) {
+  const std::string python = python_for_helpers();
+  if (::access(python.c_str(), X_OK) != 0) {
+    throw InvalidInput(fmt::format(
+        "{} is not an executable Python; {} needs Debian's python3 with {} (or set SPECLAB_PYTHON)",
+        python, command, packages));
+  }
+  return python;
+}
+
 std::string python_for_helpers() {
   const char* python = std::getenv("SPECLAB_PYTHON");
   return python != nullptr && *python != '\0' ? python : "/usr/bin/python3";

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace speclab::experiments {
@@ -15,9 +16,16 @@ namespace speclab::experiments {
 /// the source tree); nullopt when none does.
 std::optional<std::filesystem::path> find_project_file(const std::filesystem::path& relative);
 
+/// find_project_file(RELATIVE) or InvalidInput naming the executable and every place it looked.
+std::filesystem::path require_project_file(const std::filesystem::path& relative);
+
 /// $SPECLAB_PYTHON, else Debian's /usr/bin/python3 (the interpreter that sees python3-h5py,
 /// python3-matplotlib and python3-torch).
 std::string python_for_helpers();
+
+/// python_for_helpers(), or InvalidInput when it is not executable, saying that `command` needs
+/// it with `packages` (e.g. "python3-matplotlib").
+std::string require_python_for_helpers(std::string_view command, std::string_view packages);
 
 /// Runs ARGV (argv[0] the program's path, no shell) and waits for it: its exit status, or 128 +
 /// the signal that ended it. With `captured` its standard output goes there instead of speclab's.

@@ -133,13 +133,15 @@ grep -q "4 points in 3 shards: 4 done, 0 partial, 0 missing" "$work/status.txt"
 "$speclab" merge "$work/results" -o "$work/merged"
 "$speclab" run "$config" --out "$work/single" >/dev/null
 
-# The merged summary against the single process's, every column but the timing ones (the
-# time-valued metrics of experiments/results.cpp).
-/usr/bin/python3 - "$work/merged/summary.csv" "$work/single/summary.csv" <<'PY'
-import csv, sys
-timing = {"seconds", "target_seconds", "draft_seconds", "verify_seconds", "tokens_per_second",
-          "baseline_seconds", "baseline_tokens_per_second", "speedup", "predicted_speedup",
-          "started", "finished"}
+# The merged summary against the single process's, every column but the time-valued metrics
+# (`speclab schema --json`: the metrics whose time_valued is true).
+"$speclab" schema --json >"$work/schema.json"
+/usr/bin/python3 - "$work/merged/summary.csv" "$work/single/summary.csv" "$work/schema.json" <<'PY'
+import csv, json, sys
+with open(sys.argv[3]) as f:
+    run_schema = next(s for s in json.load(f)["schemas"] if s["schema"] == "speclab.run")
+timing = {m["name"] for m in run_schema["metrics"] if m["time_valued"]}
+assert {"seconds", "speedup", "started"} <= timing, f"time-valued metrics: {sorted(timing)}"
 def rows(path):
     with open(path, newline="") as f:
         table = list(csv.DictReader(f))

@@ -1,8 +1,9 @@
 # Installs the build BUILD into a fresh prefix outside the source tree, then uses PREFIX/bin/speclab
-# as a user who put it on PATH would (ctest: Install.InstalledToolRunsAndPlots): a small sweep run
-# from a directory of its own, its figures drawn by the installed Python helpers
-# (PREFIX/share/speclab/python), and, with those helpers removed, `speclab plot` failing with exit
-# status 2 naming where it looked — no copy in a source tree stands in for them.
+# as a user who put it on PATH would (ctest: Install.InstalledToolRunsPlotsAndReports): a small
+# sweep (tests/data/tiny_sweep.toml) run from a directory of its own, its figures drawn by the
+# installed Python helpers (PREFIX/share/speclab/python), its HTML report written by the installed
+# report helper, and, with those helpers removed, `speclab plot` and `speclab report` failing with exit status 2 naming where
+# they looked — no copy in a source tree stands in for them.
 string(RANDOM LENGTH 8 ALPHABET abcdefghijklmnopqrstuvwxyz0123456789 suffix)
 set(work /tmp/speclab-install-tool-${suffix})
 set(prefix ${work}/prefix)
@@ -24,7 +25,8 @@ function(run expected out)
 endfunction()
 
 run(0 ignored ${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix})
-foreach(file bin/speclab share/speclab/python/speclab_plot.py share/speclab/python/speclab_io.py)
+foreach(file bin/speclab share/speclab/python/speclab_plot.py share/speclab/python/speclab_io.py
+             share/speclab/python/speclab_report.py)
   if(NOT EXISTS ${prefix}/${file})
     file(REMOVE_RECURSE ${work})
     message(FATAL_ERROR "installed tool: ${prefix}/${file} was not installed")
@@ -38,10 +40,24 @@ foreach(figure tiny_position_acceptance tiny_emitted_vs_gamma tiny_alpha_vs_temp
     message(FATAL_ERROR "installed tool: speclab plot wrote no ${figure}.png:\n${output}")
   endif()
 endforeach()
+run(0 output ${prefix}/bin/speclab report run -o report.html)
+file(READ ${work}/user/report.html page)
+string(REGEX MATCHALL "<img [^>]*src=\"data:image/png;base64," images "${page}")
+list(LENGTH images n_images)
+if(NOT n_images EQUAL 4 OR NOT page MATCHES "decode.gamma" OR NOT page MATCHES "cpu_isa")
+  file(REMOVE_RECURSE ${work})
+  message(FATAL_ERROR "installed tool: report.html holds ${n_images} inline figures (expected 4), "
+                      "or lacks the summary table or the machine:\n${output}")
+endif()
 file(REMOVE_RECURSE ${prefix}/share/speclab/python)
 run(2 output ${prefix}/bin/speclab plot run -o figures2)
 if(NOT output MATCHES "share/speclab/python/speclab_plot.py")
   file(REMOVE_RECURSE ${work})
   message(FATAL_ERROR "installed tool: without its helpers plot should name where it looked:\n${output}")
+endif()
+run(2 output ${prefix}/bin/speclab report run -o report2.html)
+if(NOT output MATCHES "share/speclab/python/speclab_report.py")
+  file(REMOVE_RECURSE ${work})
+  message(FATAL_ERROR "installed tool: without its helpers report should name where it looked:\n${output}")
 endif()
 file(REMOVE_RECURSE ${work})
