@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/support/cli_run.hpp"
 #include "tests/support/experiment_fixture.hpp"
@@ -44,17 +45,33 @@ std::string find_chromium() {
 }
 
 // Appended to a copy of the report: once the page and its images have loaded, a <div
-// id="probe"> lists each image's natural width and the URLs that are not data: ones.
+// id="probe"> lists for each image its natural width and the per mille of its pixels that the
+// browser decoded as opaque (each image drawn into a canvas: a truncated or corrupt PNG leaves
+// pixels transparent, while matplotlib's figures are opaque throughout), and the count of URLs
+// that are not data: ones.
 constexpr const char* kProbe = R"(<script>
 window.addEventListener("load", () => {
   const images = [...document.images];
+  const opaque = images.map(i => {
+    if (!i.complete || i.naturalWidth === 0) return 0;
+    const canvas = document.createElement("canvas");
+    canvas.width = i.naturalWidth;
+    canvas.height = i.naturalHeight;
+    const context = canvas.getContext("2d");
+    context.drawImage(i, 0, 0);
+    const pixels = context.getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let k = 3; k < pixels.length; k += 4) n += pixels[k] === 255;
+    return Math.floor(1000 * n / (pixels.length / 4));
+  });
   const external = [...document.querySelectorAll("[src],[href]")]
       .map(e => e.getAttribute("src") || e.getAttribute("href"))
       .filter(u => !u.startsWith("data:"));
   const probe = document.createElement("div");
   probe.id = "probe";
   probe.textContent = "images=" + images.length + " widths=" +
-      images.map(i => i.complete ? i.naturalWidth : 0).join(",") + " external=" + external.length;
+      images.map(i => i.complete ? i.naturalWidth : 0).join(",") + " opaque=" + opaque.join(",") +
+      " external=" + external.length;
   document.body.appendChild(probe);
 });
 </script>
@@ -114,18 +131,28 @@ TEST(ReportCli, RendersItsFiguresInHeadlessChromium) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(dom, m,
                                 std::regex(R"(<div id="probe">images=(\d+) widths=([\d,]*) )"
-                                           R"(external=(\d+)</div>)")))
+                                           R"(opaque=([\d,]*) external=(\d+)</div>)")))
       << "no probe in the DOM chromium printed (" << dom.size() << " bytes)";
   // Four figures of the sweep (position acceptance, accepted length, emitted vs γ, α vs T) and
   // the verification figure.
-  EXPECT_EQ(std::stoi(m[1]), 5) << m[0];
-  std::string widths = m[2];
-  int rendered = 0;
-  for (const std::regex number("\\d+"); std::regex_search(widths, m, number); widths = m.suffix()) {
-    EXPECT_GT(std::stoi(m[0]), 100) << "an image did not decode";
-    ++rendered;
+  const std::string probe = m[0];
+  EXPECT_EQ(std::stoi(m[1]), 5) << probe;
+  EXPECT_EQ(std::stoi(m[4]), 0) << "the page loads something that is not a data: URL: " << probe;
+  const auto numbers = [](std::string text) {
+    std::vector<int> values;
+    std::smatch n;
+    for (const std::regex number("\\d+"); std::regex_search(text, n, number); text = n.suffix()) {
+      values.push_back(std::stoi(n[0]));
+    }
+    return values;
+  };
+  const std::vector<int> widths = numbers(m[2]), opaque = numbers(m[3]);
+  ASSERT_EQ(widths.size(), 5u) << probe;
+  ASSERT_EQ(opaque.size(), 5u) << probe;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    EXPECT_GT(widths[i], 100) << "image " << i << " did not decode: " << probe;
+    EXPECT_EQ(opaque[i], 1000) << "image " << i << " is not rendered whole: " << probe;
   }
-  EXPECT_EQ(rendered, 5);
 }
 
 // Bad input exits 2 and writes nothing; an -o that is a directory is refused and kept.
