@@ -112,10 +112,9 @@ const std::map<std::string, Invocation>& invocations() {
 
 class Conventions : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = fs::path(SPECLAB_BINARY_DIR) / "test_tmp" / "Conventions";
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+  // A directory of each test's own: ctest runs the tests of this suite in parallel processes.
+  void SetUp() override {
+    dir_ = testing::fresh_test_dir();
     config_ = testing::write_text(dir_ / "tiny.toml", testing::tiny_sweep_toml());
     const CliRun run = run_cli("run " + quoted(config_) + " --out " + quoted(dir_ / "run"));
     ASSERT_EQ(run.status, 0) << run.output;

@@ -129,7 +129,7 @@ TEST(RunCli, SmallSweepRunsEndToEndAndInspects) {
   const fs::path file = with_suffix(dir / "out", ".h5").front();
   const CliRun inspect = run_cli("inspect " + quoted(file));
   ASSERT_EQ(inspect.status, 0) << inspect.output;
-  EXPECT_THAT(inspect.output, HasSubstr("schema \"speclab.run\" version 1"));
+  EXPECT_THAT(inspect.output, HasSubstr("schema \"speclab.run\" version 2"));
   EXPECT_THAT(inspect.output, HasSubstr("steps/accepted"));
   EXPECT_THAT(inspect.output, HasSubstr("chunked deflate extendable"));
   EXPECT_THAT(inspect.output, HasSubstr("max_new_tokens = 10"));
