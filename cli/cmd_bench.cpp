@@ -1,4 +1,8 @@
 // `speclab bench`: throughput beside its floor and its peer (bench/bench_*.cpp).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <memory>
 #include <sstream>
 
@@ -7,6 +11,31 @@
 
 namespace speclab::cli {
 namespace {
+
+// --quiet without --json: the bench's report goes to /dev/null for the length of the command
+// (the benches print it as they measure); errors still reach stderr.
+class QuietStdout {
+ public:
+  explicit QuietStdout(bool json) {
+    if (!quiet() || json) return;
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved_ >= 0 && null >= 0) ::dup2(null, STDOUT_FILENO);
+    if (null >= 0) ::close(null);
+  }
+  ~QuietStdout() {
+    if (saved_ < 0) return;
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
+  }
+  QuietStdout(const QuietStdout&) = delete;
+  QuietStdout& operator=(const QuietStdout&) = delete;
+
+ private:
+  int saved_ = -1;
+};
 
 void setup_bench(CLI::App& app) {
   auto* bench =
@@ -31,7 +60,11 @@ void setup_bench(CLI::App& app) {
                    "also time a vLLM V0-style torch sampler (scripts/peer/torch_v0_sampler.py, "
                    "Debian's python3-torch) on the same batches");
   verify->add_flag("--json", o->json, "print one JSON object");
-  verify->callback([o] { run_bench_verify(*o); });
+  document_exit_statuses(*verify);
+  verify->callback([o] {
+    const QuietStdout quiet_stdout(o->json);
+    run_bench_verify(*o);
+  });
 
   auto* decode = bench->add_subcommand(
       "decode", "Measured speculative-decoding speedup of a model pair beside the closed forms");
@@ -45,7 +78,8 @@ void setup_bench(CLI::App& app) {
           "draft built from the target's own rows so that Σ min(p, q) = RATE at every position "
           "(per draft position with a list, the last rate repeated): lossless, since the verifier "
           "checks its q as any draft's; the rate is exact wherever RATE ≥ min p (always for "
-          "RATE ≥ 1/V), below that Σ min(p, q) = min p; a draft step costs at least one target step, so "
+          "RATE ≥ 1/V), below that Σ min(p, q) = min p; a draft step costs at least one target "
+          "step, so "
           "read r, o and emitted/step, not c or the speedup; the draft samples at T = 1")
       ->capture_default_str();
   decode->add_option("--gamma", d->gamma, "draft lengths to measure, e.g. --gamma 1,2,4")
@@ -68,7 +102,11 @@ void setup_bench(CLI::App& app) {
                    "competing processes, each spinning on a core while the decodes are timed")
       ->capture_default_str();
   decode->add_flag("--json", d->json, "print one JSON object");
-  decode->callback([d] { run_bench_decode(*d); });
+  document_exit_statuses(*decode);
+  decode->callback([d] {
+    const QuietStdout quiet_stdout(d->json);
+    run_bench_decode(*d);
+  });
 
   auto* gpu = bench->add_subcommand(
       "gpu",
@@ -80,7 +118,15 @@ void setup_bench(CLI::App& app) {
   gpu->add_option("--tokens", g->tokens, "tokens per request in the decoding-loop comparison")
       ->capture_default_str();
   gpu->add_flag("--json", g->json, "print one JSON object");
-  gpu->callback([g] { run_bench_gpu(*g); });
+  document_exit_statuses(
+      *gpu, {{0,
+              "measured, or nothing to measure (no CUDA device, or a build without CUDA: it "
+              "says so)"},
+             {1, "a failure, e.g. a kernel that reports an error"}});
+  gpu->callback([g] {
+    const QuietStdout quiet_stdout(g->json);
+    run_bench_gpu(*g);
+  });
 }
 
 const CommandRegistrar kRegistrar{"bench", &setup_bench};

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "core/base/error.hpp"
 #include "core/base/philox.hpp"
 #include "core/io/hdf5_file.hpp"
@@ -37,6 +38,7 @@ struct DemoOptions {
   int64_t steps = 32;
   double draft_noise = 0.6;
   uint64_t seed = 0;
+  bool json = false;
 };
 
 // Redraws every draft token x_i ~ q_i with the uniforms of (seed; request, step, position i).
@@ -270,6 +272,41 @@ void print_demo_summary(const DemoOptions& o, const DemoResult& d,
   std::printf("  wrote %s\n", path.string().c_str());
 }
 
+std::string json_doubles(const std::vector<double>& values) {
+  std::string s;
+  for (const double v : values) s += (s.empty() ? "" : ", ") + json_number(v);
+  return "[" + s + "]";
+}
+
+void print_demo_json(const DemoOptions& o, const DemoResult& d, const std::filesystem::path& path) {
+  const DemoCurves& c = d.curves;
+  const int64_t n_rows = o.steps * o.batch;
+  std::vector<double> observed_length;
+  for (const int64_t n : c.histogram) {
+    observed_length.push_back(static_cast<double>(n) / static_cast<double>(n_rows));
+  }
+  std::string reached, accepted;
+  for (int64_t i = 0; i < o.gamma; ++i) {
+    reached += fmt::format("{}{}", i ? ", " : "", c.reached[i]);
+    accepted += fmt::format("{}{}", i ? ", " : "", c.accepted[i]);
+  }
+  fmt::print(
+      "{{\"file\": {}, \"batch\": {}, \"gamma\": {}, \"vocab\": {}, \"steps\": {}, \"seed\": {}, "
+      "\"alpha\": {}, \"position_reached\": [{}], \"position_accepted\": [{}], "
+      "\"position_acceptance_conditional\": {}, \"position_acceptance_conditional_lower95\": {}, "
+      "\"position_acceptance_conditional_upper95\": {}, "
+      "\"position_acceptance_conditional_closed_form\": {}, \"accepted_length_observed\": {}, "
+      "\"accepted_length_closed_form\": {}, \"mean_accepted\": {}, "
+      "\"mean_accepted_closed_form\": {}, \"residual_fallbacks\": {}, "
+      "\"fast_path_matches_reference\": {}, \"fast_path_ms_per_batch\": {}}}\n",
+      json_string(path.string()), o.batch, o.gamma, o.vocab, o.steps, o.seed, json_number(c.alpha),
+      reached, accepted, json_doubles(c.rate), json_doubles(c.rate_lower),
+      json_doubles(c.rate_upper), json_doubles(c.rate_closed), json_doubles(observed_length),
+      json_doubles(d.closed.length), json_number(c.mean_accepted),
+      json_number(d.closed.expected_accepted), d.steps.fallbacks,
+      json_bool(d.steps.disagreements == 0), json_number(1e3 * d.steps.seconds / o.steps));
+}
+
 void run_demo(const DemoOptions& o) {
   check_demo_options(o);
   experiments::prepare_out_dir(o.out, "--out", "results directory");
@@ -285,14 +322,20 @@ void run_demo(const DemoOptions& o) {
   d.steps = run_steps(data, o);
   d.curves = demo_curves(d.steps, d.closed, d.beta, o.gamma);
   const std::filesystem::path path = write_demo(o, d);
-  print_demo_positions(o, d);
-  print_demo_summary(o, d, path);
+  if (o.json) {
+    print_demo_json(o, d, path);
+  } else if (!quiet()) {
+    print_demo_positions(o, d);
+    print_demo_summary(o, d, path);
+  }
+  std::fflush(stdout);
   if (d.steps.disagreements != 0) throw Error("fast path and reference disagree");
 }
 
 void setup_demo(CLI::App& app) {
   auto* demo = app.add_subcommand(
       "demo", "Built-in default experiment: verify synthetic batches, write HDF5, print a summary");
+  document_exit_statuses(*demo, {{1, "a failure, e.g. the fast path and the reference disagree"}});
   auto o = std::make_shared<DemoOptions>();
   demo->add_option("-o,--out", o->out, "results directory")->capture_default_str();
   demo->add_option("--batch", o->batch, "requests per batch (B)")->capture_default_str();
@@ -303,6 +346,7 @@ void setup_demo(CLI::App& app) {
                    "logit noise separating draft from target (sets α)")
       ->capture_default_str();
   demo->add_option("--seed", o->seed, "Philox seed")->capture_default_str();
+  demo->add_flag("--json", o->json, "print one JSON object (the report below as numbers)");
   demo->callback([o] { run_demo(*o); });
 }
 

@@ -35,6 +35,7 @@ struct ExactOptions {
   std::string branches;
   /// The verifier parameters given, by registry key ("leniency", "typical_epsilon", ...).
   std::map<std::string, std::string, std::less<>> parameters;
+  bool json = true;  // the only output; --json says so explicitly
 };
 
 int parse_branches(const std::string& text) {
@@ -295,7 +296,14 @@ void run_exact(const ExactOptions& options) {
   json +=
       fmt::format("  \"distribution\": {{\n{}\n  }},\n", fmt::join(distribution_entries, ",\n"));
   json += fmt::format("  \"accepted_length\": {},\n", json_row(step.accepted_length));
-  json += fmt::format("  \"position_accepted\": {},\n", json_row(step.position_accepted));
+  json += fmt::format("  \"position_acceptance_marginal\": {},\n",
+                      json_row(step.position_acceptance_marginal));
+  std::vector<std::string> conditional;
+  for (const auto& value : step.position_acceptance_conditional) {
+    conditional.push_back(value ? quoted_fraction(*value) : "null");
+  }
+  json +=
+      fmt::format("  \"position_acceptance_conditional\": [{}],\n", fmt::join(conditional, ", "));
   json += fmt::format("  \"expected_accepted\": {},\n", quoted_fraction(step.expected_accepted));
   json += fmt::format("  \"expected_emitted\": {},\n", quoted_fraction(step.expected_emitted));
   json += fmt::format("  \"first_token_marginal\": {{\n{}\n  }},\n",
@@ -319,6 +327,7 @@ void setup_exact(CLI::App& app) {
       "exact",
       "Exact output distribution of one verification step (docs/verifiers.md V1-V7), enumerated in "
       "rational arithmetic, as JSON");
+  document_exit_statuses(*command);
   command
       ->add_option("--target", options->target,
                    "target row P used at every position, comma-separated rationals (1/3,2/3)")
@@ -343,6 +352,8 @@ void setup_exact(CLI::App& app) {
   for (const VerifierParameter& p : verifier_parameters()) {
     command->add_option(std::string(p.option), options->parameters[std::string(p.key)], p.help());
   }
+  command->add_flag("--json", options->json,
+                    "print one JSON object (the output is JSON either way)");
   command->callback([options] { run_exact(*options); });
 }
 

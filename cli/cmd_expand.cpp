@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "experiments/sweep.hpp"
 
 namespace speclab::cli {
@@ -17,15 +18,33 @@ struct ExpandArgs {
   std::string config;
   std::vector<std::string> sets;
   std::string shard = "1/1";
+  bool json = false;
 };
 
 void expand(const ExpandArgs& args) {
   const experiments::Sweep sweep = experiments::load_sweep(args.config, args.sets);
   const experiments::Shard shard = experiments::parse_shard(args.shard);
   const auto points = experiments::shard_points(sweep, shard);
-  std::printf(
-      "# %s: %zu of %zu points%s\n", sweep.name.c_str(), points.size(), sweep.points.size(),
-      shard.whole() ? "" : fmt::format(" in shard {}/{}", shard.index, shard.count).c_str());
+  if (args.json) {
+    std::string list;
+    for (const experiments::SweepPoint* p : points) {
+      std::string values;
+      for (const auto& v : p->swept) {
+        values += fmt::format("{}{}: {}", values.empty() ? "" : ", ", json_string(v.key),
+                              json_scalar(v.value));
+      }
+      list += fmt::format("{}{{\"index\": {}, \"id\": {}, \"values\": {{{}}}}}",
+                          list.empty() ? "" : ", ", p->index, json_string(p->id), values);
+    }
+    fmt::print("{{\"sweep\": {}, \"sweep_points\": {}, \"shard\": \"{}/{}\", \"points\": [{}]}}\n",
+               json_string(sweep.name), sweep.points.size(), shard.index, shard.count, list);
+    return;
+  }
+  if (!quiet()) {
+    std::printf(
+        "# %s: %zu of %zu points%s\n", sweep.name.c_str(), points.size(), sweep.points.size(),
+        shard.whole() ? "" : fmt::format(" in shard {}/{}", shard.index, shard.count).c_str());
+  }
   for (const experiments::SweepPoint* p : points) {
     std::string values;
     for (const auto& v : p->swept) {
@@ -37,10 +56,12 @@ void expand(const ExpandArgs& args) {
 
 void setup_expand(CLI::App& app) {
   auto* cmd = app.add_subcommand("expand", "List the sweep points of a config with their ids");
+  document_exit_statuses(*cmd);  // --quiet leaves out the "# NAME: N points" header
   auto args = std::make_shared<ExpandArgs>();
   cmd->add_option("config", args->config, "experiment config (TOML)")->required();
   cmd->add_option("--set", args->sets, "override a key, KEY=VALUE (repeatable)");
   cmd->add_option("--shard", args->shard, "list only shard I of N")->capture_default_str();
+  cmd->add_flag("--json", args->json, "print one JSON object: the points with their swept values");
   cmd->callback([args] { expand(*args); });
 }
 

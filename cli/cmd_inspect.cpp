@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "core/io/hdf5_file.hpp"
 
 namespace speclab::cli {
@@ -18,6 +19,7 @@ constexpr int64_t kMaxShownValues = 16;
 
 struct InspectArgs {
   std::string file;
+  bool json = false;
 };
 
 std::string attribute_text(const Hdf5Reader& reader, const std::string& name) {
@@ -36,8 +38,44 @@ std::string attribute_text(const Hdf5Reader& reader, const std::string& name) {
   return "(not a scalar number or string)";
 }
 
+std::string attribute_json(const Hdf5Reader& reader, const std::string& name) {
+  switch (reader.attribute_kind(name)) {
+    case Hdf5AttributeKind::kString:
+      return json_string(reader.read_string_attribute(name));
+    case Hdf5AttributeKind::kSigned:
+      return fmt::format("{}", reader.read_attribute<int64_t>(name));
+    case Hdf5AttributeKind::kUnsigned:
+      return fmt::format("{}", reader.read_attribute<uint64_t>(name));
+    case Hdf5AttributeKind::kFloat:
+      return json_number(reader.read_attribute<double>(name));
+    case Hdf5AttributeKind::kOther:
+      break;
+  }
+  return "null";
+}
+
+// {"file", "attributes": {name: value}, "datasets": [{"name", "dtype", "shape"}]}: every
+// attribute, the resolved config (config_toml) among them.
+void print_json(const Hdf5Reader& reader, const std::string& file) {
+  std::string attributes, datasets;
+  for (const std::string& name : reader.attribute_names()) {
+    attributes += fmt::format("{}{}: {}", attributes.empty() ? "" : ", ", json_string(name),
+                              attribute_json(reader, name));
+  }
+  for (const std::string& name : reader.dataset_names()) {
+    const Hdf5DatasetInfo info = reader.dataset_info(name);
+    datasets += fmt::format("{}{{\"name\": {}, \"dtype\": {}, \"shape\": [{}]}}",
+                            datasets.empty() ? "" : ", ", json_string(name),
+                            json_string(info.dtype), fmt::join(info.shape, ", "));
+  }
+  fmt::print("{{\"file\": {}, \"attributes\": {{{}}}, \"datasets\": [{}]}}\n", json_string(file),
+             attributes, datasets);
+}
+
 void inspect(const InspectArgs& args) {
   const Hdf5Reader reader(args.file);
+  if (args.json) return print_json(reader, args.file);
+  if (quiet()) return;
   std::printf("%s\n", args.file.c_str());
   if (reader.has_attribute("schema")) {
     std::printf("  schema %s", attribute_text(reader, "schema").c_str());
@@ -78,8 +116,10 @@ void inspect(const InspectArgs& args) {
 
 void setup_inspect(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "Print a result file's attributes and datasets");
+  document_exit_statuses(*cmd, {{2, "bad input: the file is missing or not HDF5"}});
   auto args = std::make_shared<InspectArgs>();
   cmd->add_option("file", args->file, "HDF5 file")->required();
+  cmd->add_flag("--json", args->json, "print one JSON object: attributes and datasets");
   cmd->callback([args] { inspect(*args); });
 }
 

@@ -7,19 +7,31 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "core/models/model_registry.hpp"
 
 namespace speclab::cli {
 namespace {
 
-void list_models() {
+void list_models(bool json) {
   const std::vector<ModelInfo> models = model_catalog();
+  if (json) {
+    std::string list;
+    for (const ModelInfo& m : models) {
+      list += fmt::format("{}{{\"name\": {}, \"vocab\": {}, \"description\": {}}}",
+                          list.empty() ? "" : ", ", json_string(m.name), m.vocab,
+                          json_string(m.description));
+    }
+    fmt::print("{{\"models\": [{}]}}\n", list);
+    return;
+  }
   size_t width = 0;
   for (const ModelInfo& m : models) width = std::max(width, m.name.size());
   fmt::print("{:<{}}  {:>6}  {}\n", "model", width, "V", "what");
   for (const ModelInfo& m : models) {
     fmt::print("{:<{}}  {:>6}  {}\n", m.name, width, m.vocab, m.description);
   }
+  if (quiet()) return;
   fmt::print(
       "\nA target and its draft need the same V. README.md \"Models and decoding\" describes "
       "them.\n");
@@ -28,7 +40,10 @@ void list_models() {
 void setup_models(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "models", "List the registered models (names for --target/--draft and *.model keys)");
-  cmd->callback([] { list_models(); });
+  document_exit_statuses(*cmd);
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "print one JSON object: every model's name, V and description");
+  cmd->callback([json] { list_models(*json); });
 }
 
 const CommandRegistrar kRegistrar{"models", &setup_models};

@@ -362,6 +362,7 @@ void run_plan(const PlanOptions& o) {
     print_plan_json(o, alpha, plan);
     return;
   }
+  if (quiet()) return;
   print_plan_header(o, alpha, plan);
   print_speedup_grid(o, plan);
   print_best_steps(plan);
@@ -372,6 +373,9 @@ void run_plan(const PlanOptions& o) {
 void setup_plan(CLI::App& app) {
   auto* plan = app.add_subcommand(
       "plan", "Cost and VRAM planner: speculative-decoding speedup by γ and batch on a GPU preset");
+  document_exit_statuses(*plan, {{2,
+                                  "bad input: an unknown preset, a model that fits no GPU at "
+                                  "this --tensor-parallel-size, a bad option value"}});
   auto o = std::make_shared<PlanOptions>();
   plan->add_option("--gpu", o->gpu, fmt::format("{}", fmt::join(gpu_preset_names(), ", ")));
   plan->add_option("--target", o->target, fmt::format("{}", fmt::join(llm_preset_names(), ", ")));

@@ -2,7 +2,6 @@
 // by the Python package's speclab.plot (python/speclab/plot.py, the module the notebooks use)
 // under Debian's /usr/bin/python3, so the command and the notebooks cannot drift apart.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "core/base/error.hpp"
 #include "experiments/project_files.hpp"
 
@@ -22,23 +22,31 @@ namespace fs = std::filesystem;
 struct PlotOptions {
   std::string results;
   std::string out;
+  bool json = false;
 };
 
-// The package folder that holds the plotting module: $SPECLAB_SOURCE/python; else, for an
-// installed speclab (PREFIX/bin/speclab), PREFIX/share/speclab/python (cmake/install.cmake); else
-// the first python/ above the executable with speclab/plot.py in it (build/python, the source
-// tree). speclab.plot needs no compiled extension.
-fs::path find_plot_package() {
-  const fs::path relative = fs::path("python") / "speclab" / "plot.py";
-  if (auto module = experiments::find_project_file(relative)) {
-    return module->parent_path().parent_path();
+// {"results", "out", "figures": [PNG paths], "not_drawn": ["NAME: reason"]} from the lines the
+// module logs (python/speclab/plot.py render(): "  PATH.png" per figure written, "  not drawn:
+// NAME: reason" per figure the results cannot give).
+void print_plot_json(const PlotOptions& o, const std::string& log) {
+  std::string figures, not_drawn;
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    const std::string_view line = std::string_view(log).substr(start, end - start);
+    start = end + 1;
+    constexpr std::string_view kNotDrawn = "  not drawn: ";
+    if (line.starts_with(kNotDrawn)) {
+      not_drawn += (not_drawn.empty() ? "" : ", ") + json_string(line.substr(kNotDrawn.size()));
+    } else if (line.starts_with("  ") && line.ends_with(".png")) {
+      figures += (figures.empty() ? "" : ", ") + json_string(line.substr(2));
+    }
   }
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  throw InvalidInput(fmt::format(
-      "cannot find {} beside the executable {} (PREFIX/share/speclab/{} for an installed speclab) "
-      "or above it; reinstall, or set SPECLAB_SOURCE to the speclab source tree",
-      relative.string(), ec ? std::string("(unknown)") : exe.string(), relative.string()));
+  std::printf("{\"results\": %s, \"out\": %s, \"figures\": [%s], \"not_drawn\": [%s]}\n",
+              json_string(o.results).c_str(), json_string(o.out).c_str(), figures.c_str(),
+              not_drawn.c_str());
+  std::fflush(stdout);
 }
 
 void run_plot(const PlotOptions& o) {
@@ -49,22 +57,20 @@ void run_plot(const PlotOptions& o) {
         "experiments/configs/quickstart.toml` first, or pass the --out directory of a run",
         o.results));
   }
-  const fs::path package = find_plot_package();
-  const std::string python = experiments::python_for_helpers();
-  if (access(python.c_str(), X_OK) != 0) {
-    throw InvalidInput(
-        fmt::format("{} is not an executable Python; speclab plot needs Debian's "
-                    "python3 with python3-matplotlib (or set SPECLAB_PYTHON)",
-                    python));
+  // speclab.plot (python/speclab/plot.py; installed: PREFIX/share/speclab/python) prints its own
+  // message: 2 for bad input (no runs), 3 when no figure fits the results (it says why for each),
+  // 1 for a failure.
+  std::vector<std::string> command =
+      experiments::python_module_command("speclab plot", "python3-matplotlib", "speclab.plot");
+  command.insert(command.end(), {"render", o.results, "-o", o.out});
+  if (!o.json && !quiet()) {
+    const int code = experiments::run_helper(command);
+    if (code != 0) throw ExitStatus{code == 2 || code == 3 ? code : 1};
+    return;
   }
-  // The script prints its own message: 2 for bad input (no runs), 3 when no figure fits the
-  // results (it says why for each), 1 for a failure.
-  const char* old_path = std::getenv("PYTHONPATH");
-  std::string path = package.string();
-  if (old_path != nullptr && *old_path != '\0') path.append(":").append(old_path);
-  if (setenv("PYTHONPATH", path.c_str(), 1) != 0) throw Error("cannot set PYTHONPATH");
-  const int code =
-      experiments::run_helper({python, "-m", "speclab.plot", "render", o.results, "-o", o.out});
+  std::string log;  // the module's stdout: the figures and the reasons for those not drawn
+  const int code = experiments::run_helper(command, &log);
+  if (o.json && (code == 0 || code == 3)) print_plot_json(o, log);
   if (code != 0) throw ExitStatus{code == 2 || code == 3 ? code : 1};
 }
 
@@ -74,9 +80,13 @@ void setup_plot(CLI::App& app) {
       "plot",
       "Render the standard figures of a results directory (a `speclab run` --out directory, a "
       "root of such directories, `speclab verify` reports) as PNG: the figures the sweep's axes "
-      "give, and for each one they cannot, why. Exit 0, 2 bad input, 3 no figure fits");
+      "give, and for each one they cannot, why");
+  document_exit_statuses(*command, {{0, "at least one figure drawn"},
+                                    {3, "no figure fits the results (each is named, with why)"}});
   command->add_option("results", options->results, "results directory")->required();
   command->add_option("-o,--out", options->out, "figure directory (created)")->required();
+  command->add_flag("--json", options->json,
+                    "print one JSON object: the figures written and those not drawn, with why");
   command->callback([options] { run_plot(*options); });
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "experiments/runner.hpp"
 #include "experiments/summary_table.hpp"
 #include "experiments/sweep.hpp"
@@ -28,6 +29,7 @@ struct RunArgs {
   std::string shard = "1/1";
   bool resume = false;
   int64_t jobs = 1;
+  bool json = false;
 };
 
 std::atomic<bool> g_stop{false};
@@ -69,29 +71,48 @@ void run(const RunArgs& args) {
   options.resume = args.resume;
   options.jobs = args.jobs;
   options.stop = &g_stop;
+  if (quiet() || args.json) options.progress.out = nullptr;
   const int64_t in_shard =
       static_cast<int64_t>(experiments::shard_points(sweep, options.shard).size());
-  std::printf("speclab run: %s, %lld of %zu sweep points%s -> %s\n", sweep.name.c_str(),
-              static_cast<long long>(in_shard), sweep.points.size(),
-              options.shard.whole()
-                  ? ""
-                  : fmt::format(" (shard {}/{})", options.shard.index, options.shard.count).c_str(),
-              options.out.string().c_str());
-  std::fflush(stdout);
+  const bool text = !quiet() && !args.json;
+  if (text) {
+    std::printf(
+        "speclab run: %s, %lld of %zu sweep points%s -> %s\n", sweep.name.c_str(),
+        static_cast<long long>(in_shard), sweep.points.size(),
+        options.shard.whole()
+            ? ""
+            : fmt::format(" (shard {}/{})", options.shard.index, options.shard.count).c_str(),
+        options.out.string().c_str());
+    std::fflush(stdout);
+  }
   experiments::RunReport report;
   {
     const StopSignals signals;
     report = experiments::run_sweep(sweep, options);
   }
-  std::printf(
-      "  ran %lld, skipped %lld already finished%s\n", static_cast<long long>(report.ran),
-      static_cast<long long>(report.skipped),
-      report.removed_partials > 0
-          ? fmt::format(", removed {} unfinished .partial file(s)", report.removed_partials).c_str()
-          : "");
-  if (!report.summary.empty()) {
-    std::printf("  summary: %s\n\n%s", report.summary.string().c_str(),
-                experiments::format_summary_table(report.summary, sweep.swept_keys).c_str());
+  if (args.json) {
+    std::printf(
+        "{\"sweep\": %s, \"out\": %s, \"shard\": \"%lld/%lld\", \"points\": %lld, \"ran\": "
+        "%lld, \"skipped\": %lld, \"removed_partials\": %lld, \"interrupted\": %s, \"summary\": "
+        "%s}\n",
+        json_string(sweep.name).c_str(), json_string(options.out.string()).c_str(),
+        static_cast<long long>(options.shard.index), static_cast<long long>(options.shard.count),
+        static_cast<long long>(report.points), static_cast<long long>(report.ran),
+        static_cast<long long>(report.skipped), static_cast<long long>(report.removed_partials),
+        json_bool(g_signal != 0),
+        report.summary.empty() ? "null" : json_string(report.summary.string()).c_str());
+  } else if (text) {
+    std::printf(
+        "  ran %lld, skipped %lld already finished%s\n", static_cast<long long>(report.ran),
+        static_cast<long long>(report.skipped),
+        report.removed_partials > 0
+            ? fmt::format(", removed {} unfinished .partial file(s)", report.removed_partials)
+                  .c_str()
+            : "");
+    if (!report.summary.empty()) {
+      std::printf("  summary: %s\n\n%s", report.summary.string().c_str(),
+                  experiments::format_summary_table(report.summary, sweep.swept_keys).c_str());
+    }
   }
   std::fflush(stdout);
   if (g_signal != 0) {
@@ -112,6 +133,11 @@ void setup_run(CLI::App& app) {
   auto* cmd = app.add_subcommand("run",
                                  "Run an experiment config: one HDF5 file per sweep point "
                                  "and a summary.csv (see experiments/README.md)");
+  document_exit_statuses(
+      *cmd, {{0, "every point of the shard is finished"},
+             {130,
+              "stopped by SIGINT (143: SIGTERM); the finished points are kept, --resume "
+              "runs the rest"}});
   auto args = std::make_shared<RunArgs>();
   cmd->add_option("config", args->config, "experiment config (TOML)")->required();
   cmd->add_option("--set", args->sets,
@@ -125,6 +151,8 @@ void setup_run(CLI::App& app) {
                 "skip finished points (and clean up .partial files of a killed run)");
   cmd->add_option("--jobs", args->jobs, "sweep points run in parallel, one worker thread each")
       ->capture_default_str();
+  cmd->add_flag("--json", args->json,
+                "print one JSON object: points ran and skipped, summary file");
   cmd->callback([args] { run(*args); });
 }
 

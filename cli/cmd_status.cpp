@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "experiments/cluster.hpp"
 #include "experiments/sweep.hpp"
 
@@ -30,21 +31,6 @@ struct StatusArgs {
   int64_t shards = 0;
   bool json = false;
 };
-
-std::string json_string(std::string_view text) {
-  std::string s = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      s += '\\';
-      s += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      s += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      s += c;
-    }
-  }
-  return s + "\"";
-}
 
 void print_json(const experiments::SweepStatus& st) {
   std::string s = fmt::format(
@@ -106,7 +92,7 @@ void status(const StatusArgs& args) {
       sweep, dirs, args.shards > 0 ? std::optional<int64_t>(args.shards) : std::nullopt);
   if (args.json) {
     print_json(st);
-  } else {
+  } else if (!quiet()) {
     print_text(st);
   }
   std::fflush(stdout);
@@ -116,8 +102,8 @@ void status(const StatusArgs& args) {
 void setup_status(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "status",
-      "List a sweep's done, partial and missing points across its shards' results directories "
-      "(exit 0: all done; 3: some are not; 2: bad input)");
+      "List a sweep's done, partial and missing points across its shards' results directories");
+  document_exit_statuses(*cmd, {{0, "every point is done"}, {3, "some point is not done"}});
   auto args = std::make_shared<StatusArgs>();
   cmd->add_option("config", args->config, "experiment config (TOML)")->required();
   cmd->add_option("dirs", args->dirs, "results directories (the --out of the sweep's runs)")

@@ -19,6 +19,7 @@
 #include "experiments/progress.hpp"
 #include "experiments/runner.hpp"
 #include "experiments/sweep.hpp"
+#include "experiments/verify_report.hpp"
 
 namespace speclab::cli {
 namespace {
@@ -34,30 +35,6 @@ struct VerifyCliOptions {
 
 // A check whose draft never proposed a token tested only the target's own sampling.
 constexpr int kVacuousStatus = 3;
-
-void write_report(Hdf5Writer& out, const experiments::SweepPoint& point, const VerifyReport& r) {
-  const int64_t shape[] = {static_cast<int64_t>(r.observed.size())};
-  std::vector<int32_t> observed(r.observed.begin(), r.observed.end());
-  out.write("observed", std::span<const int32_t>(observed), shape);
-  out.write("expected", std::span<const double>(r.expected), shape);
-  out.write_attribute("schema", "speclab.verify");
-  out.write_attribute<int64_t>("schema_version", 1);
-  out.write_attribute("config_toml", point.config_toml);
-  out.write_attribute<int64_t>("pass", r.pass ? 1 : 0);
-  out.write_attribute<double>("p_value", r.p_value);
-  out.write_attribute<double>("statistic", r.statistic);
-  out.write_attribute<int64_t>("samples", r.samples);
-  out.write_attribute<int64_t>("bins", r.bins);
-  out.write_attribute<int64_t>("length", r.length);
-  out.write_attribute<int64_t>("support", r.support);
-  out.write_attribute<int64_t>("draft_exercised", r.draft_exercised ? 1 : 0);
-  out.write_attribute<int64_t>("tested_positions", r.tested_positions);
-  out.write_attribute<double>("epsilon_detectable", r.epsilon_detectable);
-  out.write_attribute<double>("tv_estimate", r.tv_estimate);
-  out.write_attribute<double>("tv_upper_99", r.tv_upper);
-  out.write_attribute<double>("plain_p_value", r.plain_p_value);
-  out.commit();
-}
 
 void print_json(const experiments::SweepPoint& point, const VerifyReport& r,
                 const std::filesystem::path& report_path) {
@@ -122,8 +99,9 @@ void run_verify(const VerifyCliOptions& o) {
     // One point's --out FILE: its directory is made, as `run --out DIR` makes DIR.
     experiments::prepare_out_dir(parent, "--out", "report's directory");
   }
-  experiments::Progress progress(static_cast<int64_t>(sweep.points.size()), 0,
-                                 experiments::Progress::for_stderr());
+  experiments::Progress::Options progress_options = experiments::Progress::for_stderr();
+  if (quiet()) progress_options.out = nullptr;
+  experiments::Progress progress(static_cast<int64_t>(sweep.points.size()), 0, progress_options);
   VerifyOptions check = o.check;
   bool planned = false;  // the point's samples are known only once its support is
   check.progress = [&](const VerifyProgress& p) {
@@ -150,13 +128,13 @@ void run_verify(const VerifyCliOptions& o) {
     const VerifyReport r =
         verify_distribution(*target, *draft, prompt, experiments::decode_config(s, 0), check);
     progress.point_finished(0, 0);
-    write_report(report, point, r);
+    experiments::write_verify_report(report, point, r);
     all_pass = all_pass && r.pass;
     all_exercised = all_exercised && r.draft_exercised;
     progress.clear();
     if (o.json) {
       print_json(point, r, report_path);
-    } else {
+    } else if (!quiet()) {
       print_text(point, r, o, report_path);
     }
     std::fflush(stdout);
@@ -170,7 +148,11 @@ void setup_verify(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "verify",
       "Test that speculative decoding's output distribution equals the target's (χ² against "
-      "the exact joint law); exit 0 pass, 1 fail, 3 vacuous (the draft was never exercised)");
+      "the exact joint law)");
+  document_exit_statuses(*cmd,
+                         {{0, "pass: no difference from the target's distribution found"},
+                          {1, "fail: the output distribution differs from the target's"},
+                          {3, "vacuous: the draft was never exercised (unless --allow-vacuous)"}});
   auto o = std::make_shared<VerifyCliOptions>();
   cmd->add_option("config,--config", o->config, "experiment config (TOML), positional or --config")
       ->required();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "core/verify/verify_chain.hpp"
 #include "experiments/verify_batch_io.hpp"
 
@@ -18,6 +19,7 @@ namespace {
 struct VerifyBatchOptions {
   std::string in;
   std::string out;
+  bool json = false;
 };
 
 void run_verify_batch(const VerifyBatchOptions& options) {
@@ -31,6 +33,18 @@ void run_verify_batch(const VerifyBatchOptions& options) {
   for (int32_t n : result.n_accepted) accepted += n;
   const double requests = static_cast<double>(input.batch);
   const double mean_accepted = static_cast<double>(accepted) / requests;
+  if (options.json) {
+    fmt::print(
+        "{{\"in\": {}, \"out\": {}, \"batch\": {}, \"gamma\": {}, \"vocab\": {}, \"method\": {}, "
+        "\"lossy\": {}, \"seed\": {}, \"step\": {}, \"mean_accepted\": {}, \"mean_emitted\": {}, "
+        "\"residual_fallbacks\": {}}}\n",
+        json_string(options.in), json_string(options.out), input.batch, input.gamma, input.vocab,
+        json_string(to_string(input.params.method)), json_bool(result.lossy), input.params.seed,
+        input.params.step, json_number(mean_accepted), json_number(mean_accepted + 1.0),
+        result.residual_fallbacks);
+    return;
+  }
+  if (quiet()) return;
   fmt::print(
       "verify-batch: B = {} requests, γ = {}, V = {}, method {} ({}{}), seed {}, step {}: "
       "{:.4f} draft tokens accepted per request on average (excluding the bonus token), "
@@ -50,6 +64,9 @@ void setup_verify_batch(CLI::App& app) {
                                          "Verify one step of a batch of draft chains read from "
                                          "HDF5 (docs/verifiers.md V1-V3) and write the "
                                          "emitted tokens to HDF5");
+  document_exit_statuses(*command, {{2,
+                                     "bad input (docs/verifiers.md \"Bad input\"); OUT.h5 is "
+                                     "neither created nor touched"}});
   command
       ->add_option("--in", options->in,
                    "input HDF5: probs_target f32 [B, γ+1, V], probs_draft f32 [B, γ, V] (optional "
@@ -60,6 +77,8 @@ void setup_verify_batch(CLI::App& app) {
       ->add_option("-o,--out", options->out,
                    "output HDF5 (written as OUT.partial and renamed when complete)")
       ->required();
+  command->add_flag("--json", options->json,
+                    "print one JSON object: B, γ, V, method, mean accepted and emitted tokens");
   command->callback([options] { run_verify_batch(*options); });
 }
 

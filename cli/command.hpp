@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace speclab::cli {
@@ -25,6 +27,27 @@ std::vector<CommandEntry>& command_registry();
 struct ExitStatus {
   int code = 0;
 };
+
+/// The conventions every command follows (README.md "Command line"):
+///   -q, --quiet  on every command (main adds it): no progress and no human-readable report;
+///                errors and warnings still go to stderr, and what --json, -o or a listing asks
+///                for is still written, so that the exit status and those are the whole answer;
+///   --json       on every command that reports: one JSON document on stdout;
+///   -o, --out    on every command that writes a file or a directory;
+///   the exit statuses in every command's --help (document_exit_statuses).
+/// tests/cli/conventions_cli_test.cpp walks every command for them.
+bool quiet();
+
+/// One exit status of a command and what it means.
+struct ExitMeaning {
+  int code;
+  std::string_view meaning;
+};
+
+/// Sets the --help footer that lists the command's exit statuses: 0, 1 and 2 with their general
+/// meanings (done; a failure that is not bad input; bad input or usage) unless `specific` gives
+/// them its own words, and every other status `specific` names (e.g. 3).
+void document_exit_statuses(CLI::App& command, std::initializer_list<ExitMeaning> specific = {});
 
 /// Registers a subcommand at static-initialisation time:
 ///   static const speclab::cli::CommandRegistrar kRegistrar{"exact", &setup_exact};

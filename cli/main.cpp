@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,41 @@ std::vector<CommandEntry>& command_registry() {
   static std::vector<CommandEntry> registry;
   return registry;
 }
+
+namespace {
+bool g_quiet = false;
+}  // namespace
+
+bool quiet() { return g_quiet; }
+
+void document_exit_statuses(CLI::App& command, std::initializer_list<ExitMeaning> specific) {
+  std::map<int, std::string> meanings = {
+      {0, "done"},
+      {1, "a failure that is not bad input (e.g. a file that cannot be written)"},
+      {2, "bad input or usage; the message names what was wrong and where"}};
+  for (const ExitMeaning& m : specific) meanings[m.code] = std::string(m.meaning);
+  std::string footer = "Exit status:";
+  for (const auto& [code, meaning] : meanings) footer += fmt::format("\n  {}  {}", code, meaning);
+  command.footer(footer);
+}
+
+namespace {
+// -q/--quiet on every command that parses its own options (conformance passes its arguments to
+// Python, whose parser has its own --quiet).
+void add_quiet_flags(CLI::App& app) {
+  for (CLI::App* command : app.get_subcommands({})) {
+    if (command->get_subcommands({}).empty()) {
+      if (!command->get_prefix_command()) {
+        command->add_flag("-q,--quiet", g_quiet,
+                          "print no progress and no human-readable report (errors and warnings "
+                          "still go to stderr; --json and the files written are unchanged)");
+      }
+    } else {
+      add_quiet_flags(*command);
+    }
+  }
+}
+}  // namespace
 }  // namespace speclab::cli
 
 namespace {
@@ -64,6 +100,7 @@ int main(int argc, char** argv) {
   std::sort(registry.begin(), registry.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   for (auto& entry : registry) entry.setup(app);
+  speclab::cli::add_quiet_flags(app);
   const auto& build = speclab::experiments::build_info();
   app.set_version_flag("--version", "speclab " + build.version + " (git " + build.git_commit + ")",
                        "print the version and the git commit the binary was built from");

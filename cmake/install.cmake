@@ -23,10 +23,11 @@ if(SPECLAB_CUDA_ENABLED)
   list(APPEND SPECLAB_COMPONENTS gpu)
 endif()
 install(TARGETS speclab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The Python modules the executable runs (`speclab plot`: speclab.plot and speclab.io, which need no
-# compiled extension), where it looks for them relative to itself: PREFIX/bin/speclab ->
-# PREFIX/share/speclab/python/speclab/ (cli/cmd_plot.cpp). The whole package with its extension
-# is `pip install .` (pyproject.toml).
+# The Python modules the executable runs (`speclab plot`: speclab.plot, `speclab report`:
+# speclab.report, with speclab.io; none needs the compiled extension), where it looks for them
+# relative to itself: PREFIX/bin/speclab -> PREFIX/share/speclab/python/speclab/
+# (experiments/project_files.hpp python_module_command). The whole package with its extension is
+# `pip install .` (pyproject.toml).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/speclab
         DESTINATION ${CMAKE_INSTALL_DATADIR}/speclab/python FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 

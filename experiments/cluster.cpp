@@ -72,10 +72,11 @@ std::string slurm_script(const Sweep& sweep, const SlurmOptions& options) {
   check_word("--job-name", job_name);
   const std::string out = options.out.string();
   if (out.find_first_of(" \t\n%") != std::string::npos) {
-    throw InvalidInput(fmt::format(
-        "--out '{}': the task logs' #SBATCH --output line cannot hold whitespace or '%'; choose "
-        "another results directory",
-        out));
+    throw InvalidInput(
+        fmt::format("--results '{}': the task logs' #SBATCH --output line cannot hold whitespace "
+                    "or '%'; choose "
+                    "another results directory",
+                    out));
   }
 
   std::string s = "#!/bin/bash\n";

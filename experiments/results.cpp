@@ -75,6 +75,9 @@ constexpr DatasetSpec kDatasets[] = {
     {"steps/drafted", "tokens", "draft tokens the request-step proposed (fewer near the end)"},
     {"steps/batch", "index",
      "the batch the request-step belongs to; within a batch in (step, request) order"},
+    {"steps/request", "index",
+     "the request of the request-step: its row in sequences/length (the point's requests in "
+     "order); a request's steps in file order are its trajectory"},
     {"sequences/prompt_tokens", "token id", "every request's prompt, concatenated"},
     {"sequences/prompt_length", "tokens", "each request's prompt length, to split prompt_tokens"},
     {"sequences/tokens", "token id", "every request's generated tokens, concatenated"},
@@ -101,13 +104,42 @@ constexpr DatasetSpec kDatasets[] = {
      "steps whose draft position i (0-based; tree verifiers: depth) was tested"},
     {"position/accepted", "steps", "of those, steps that accepted position i"},
     {"position/offered", "steps", "steps that drafted at least i + 1 tokens"},
-    {"position/acceptance_rate", "probability",
-     "conditional acceptance: accepted / reached at position i (NaN where never reached)"},
-    {"position/acceptance_rate_lower95", "probability",
-     "lower end of the 95% Wilson interval of acceptance_rate"},
-    {"position/acceptance_rate_upper95", "probability",
-     "upper end of the 95% Wilson interval of acceptance_rate"},
+    {"position/acceptance_conditional", "probability",
+     "P(position i accepted | position i reached): accepted / reached (NaN where never reached)"},
+    {"position/acceptance_conditional_lower95", "probability",
+     "lower end of the 95% Wilson interval of acceptance_conditional"},
+    {"position/acceptance_conditional_upper95", "probability",
+     "upper end of the 95% Wilson interval of acceptance_conditional"},
+    {"position/acceptance_marginal", "probability",
+     "P(position i accepted) per verification step: accepted / reached at position 0"},
+    {"position/acceptance_marginal_lower95", "probability",
+     "lower end of the 95% Wilson interval of acceptance_marginal"},
+    {"position/acceptance_marginal_upper95", "probability",
+     "upper end of the 95% Wilson interval of acceptance_marginal"},
     {"accepted_length_histogram", "steps", "steps by accepted count 0..gamma"},
+};
+
+constexpr AttributeSpec kAttributes[] = {
+    {"schema", "\"speclab.run\""},
+    {"schema_version", "the version of this schema the file follows"},
+    {"id", "the sweep point's id: the file's stem"},
+    {"index", "the point's index in its sweep, 0-based"},
+    {"n_points", "points in the sweep the file belongs to"},
+    {"name", "the sweep's name"},
+    {"config_toml", "the point's resolved config, every key, as TOML"},
+    {"seed", "decode.seed"},
+    {"swept_keys", "the swept keys, comma-separated"},
+    {"param.KEY", "the value of each swept key KEY"},
+    {"git_commit", "the commit the binary was built from"},
+    {"host", "the machine's host name"},
+    {"hdf5_version", "the HDF5 library's version"},
+    {"speclab_version", "speclab's version"},
+    {"library_versions", "the versions of the libraries speclab was built with"},
+    {"cpu_model", "the CPU the run measured on"},
+    {"build_isa", "the instruction set the binary was compiled for"},
+    {"cpu_isa", "the instruction sets the CPU offers"},
+    {"threads", "OpenMP threads"},
+    {"omp_wait_policy", "OMP_WAIT_POLICY during the run"},
 };
 
 // The units and description of a run file's dataset (kDatasets), written on the dataset.
@@ -246,6 +278,34 @@ std::span<const MetricSpec> summary_metrics() { return kMetrics; }
 
 std::span<const DatasetSpec> run_datasets() { return kDatasets; }
 
+std::span<const AttributeSpec> run_attributes() { return kAttributes; }
+
+std::vector<int32_t> step_requests(const DecodeResult& result, int64_t first_request) {
+  const std::vector<int32_t>& emitted = result.metrics.step_emitted;
+  std::vector<int64_t> left;
+  for (const auto& tokens : result.tokens) left.push_back(static_cast<int64_t>(tokens.size()));
+  std::vector<int32_t> requests;
+  requests.reserve(emitted.size());
+  size_t row = 0;
+  while (row < emitted.size()) {
+    bool running = false;
+    for (size_t b = 0; b < left.size() && row < emitted.size(); ++b) {
+      if (left[b] <= 0) continue;
+      running = true;
+      requests.push_back(static_cast<int32_t>(first_request + static_cast<int64_t>(b)));
+      left[b] -= emitted[row++];
+    }
+    if (!running) break;
+  }
+  if (row != emitted.size() ||
+      std::any_of(left.begin(), left.end(), [](int64_t n) { return n != 0; })) {
+    throw Error(fmt::format(
+        "the step log of a batch ({} request-steps) does not match its {} requests' lengths",
+        emitted.size(), left.size()));
+  }
+  return requests;
+}
+
 void PointTotals::add(const DecodeMetrics& m) {
   sequences += m.requests;
   steps += m.steps;
@@ -283,9 +343,10 @@ PointWriter::PointWriter(const fs::path& path, const SweepPoint& point, int64_t 
   Hdf5Writer& f = *file_;
   f.write_attribute("started", utc_now());
   f.write_attribute<int64_t>("n_points", n_points);
-  for (std::string_view name : {"steps/accepted", "steps/emitted", "steps/drafted", "steps/batch",
-                                "sequences/prompt_tokens", "sequences/prompt_length",
-                                "sequences/tokens", "sequences/length"}) {
+  for (std::string_view name :
+       {"steps/accepted", "steps/emitted", "steps/drafted", "steps/batch", "steps/request",
+        "sequences/prompt_tokens", "sequences/prompt_length", "sequences/tokens",
+        "sequences/length"}) {
     f.create_extendable<int32_t>(name, 16384);
     describe(f, name);
   }
@@ -329,6 +390,8 @@ void PointWriter::add_batch(int64_t batch, uint64_t seed,
   f.append("steps/drafted", std::span<const int32_t>(m.step_drafted));
   const std::vector<int32_t> step_batch(m.step_accepted.size(), static_cast<int32_t>(batch));
   f.append("steps/batch", std::span<const int32_t>(step_batch));
+  const std::vector<int32_t> requests = step_requests(result, totals_.sequences - m.requests);
+  f.append("steps/request", std::span<const int32_t>(requests));
   std::vector<int32_t> prompt_tokens, prompt_lengths, tokens, lengths;
   for (const auto& p : prompts) {
     prompt_tokens.insert(prompt_tokens.end(), p.begin(), p.end());
@@ -389,17 +452,25 @@ void PointWriter::commit() {
     write_int64(f, "position/reached", t.position_reached);
     write_int64(f, "position/accepted", t.position_accepted);
     write_int64(f, "position/offered", t.position_offered);
-    std::vector<double> rate, lower, upper;
-    for (size_t i = 0; i < t.position_reached.size(); ++i) {
-      const int64_t r = t.position_reached[i], a = t.position_accepted[i];
-      rate.push_back(ratio(static_cast<double>(a), static_cast<double>(r)));
-      const Interval ci = r > 0 ? wilson_interval(a, r, 0.95) : Interval{kNaN, kNaN};
-      lower.push_back(ci.lower);
-      upper.push_back(ci.upper);
-    }
-    write_double(f, "position/acceptance_rate", rate);
-    write_double(f, "position/acceptance_rate_lower95", lower);
-    write_double(f, "position/acceptance_rate_upper95", upper);
+    // Accepted at position i out of `of` trials: the rate and its 95% Wilson interval.
+    const auto write_rates = [&](std::string_view name, const std::vector<int64_t>& of) {
+      std::vector<double> rate, lower, upper;
+      for (size_t i = 0; i < t.position_accepted.size(); ++i) {
+        const int64_t n = of[i], a = t.position_accepted[i];
+        rate.push_back(ratio(static_cast<double>(a), static_cast<double>(n)));
+        const Interval ci = n > 0 ? wilson_interval(a, n, 0.95) : Interval{kNaN, kNaN};
+        lower.push_back(ci.lower);
+        upper.push_back(ci.upper);
+      }
+      write_double(f, name, rate);
+      write_double(f, std::string(name) + "_lower95", lower);
+      write_double(f, std::string(name) + "_upper95", upper);
+    };
+    write_rates("position/acceptance_conditional", t.position_reached);
+    // Every verification step tests position 0: its count is the number of steps.
+    const int64_t verifications = t.position_reached.empty() ? 0 : t.position_reached[0];
+    write_rates("position/acceptance_marginal",
+                std::vector<int64_t>(t.position_accepted.size(), verifications));
     write_int64(f, "accepted_length_histogram", t.histogram);
   }
 

@@ -23,7 +23,9 @@ class Hdf5Writer;
 namespace speclab::experiments {
 
 inline constexpr std::string_view kRunSchema = "speclab.run";
-inline constexpr int64_t kRunSchemaVersion = 1;
+/// 2: steps/request; position/acceptance_conditional (was position/acceptance_rate) and
+/// position/acceptance_marginal. Version 1 files are still read.
+inline constexpr int64_t kRunSchemaVersion = 2;
 inline constexpr std::string_view kSummaryFile = "summary.csv";
 
 /// Facts about the build and machine recorded in every file.
@@ -59,6 +61,21 @@ struct DatasetSpec {
 };
 /// Every dataset a run file may hold (docs/hdf5.md).
 std::span<const DatasetSpec> run_datasets();
+
+/// A root attribute of a result file that is not a summary metric.
+struct AttributeSpec {
+  std::string_view name, description;
+};
+/// The root attributes of a run file besides summary_metrics(); `param.KEY` stands for one
+/// attribute per swept key.
+std::span<const AttributeSpec> run_attributes();
+
+/// The request of every request-step of a batch (steps/request): the index into the point's
+/// requests (sequences/length), `first_request` being the batch's first. Steps come in (step,
+/// request) order over the requests still running, and a request runs until it has emitted its
+/// tokens, which rebuilds the order exactly; throws Error when the step log and the sequences
+/// disagree.
+std::vector<int32_t> step_requests(const DecodeResult& result, int64_t first_request);
 
 /// Sums of the DecodeMetrics of a point's batches.
 struct PointTotals {

@@ -21,6 +21,7 @@ packages=(
   clang-14 libclang-rt-14-dev python3-pip python3-venv
   python3-h5py python3-numpy python3-pandas
   python3-matplotlib python3-scipy pybind11-dev python3-pybind11 python3-pytest jupyter-nbconvert python3-ipykernel python3-nbformat
+  chromium
 )
 if [ "${1:-}" = cluster ]; then
   packages+=(slurm-wlm munge)

@@ -370,11 +370,17 @@ StepResult enumerate_step_with(const std::vector<Row>& probs_target,
   for (const auto& [emitted, probability] : result.distribution) {
     result.first_token_marginal[emitted.front()] += probability;
   }
-  result.position_accepted.assign(gamma, Q(0));
+  std::vector<Q>& marginal = result.position_acceptance_marginal;
+  marginal.assign(gamma, Q(0));
   result.expected_accepted = 0;
   for (int k = 0; k <= gamma; ++k) {
     result.expected_accepted += k * result.accepted_length[k];
-    for (int i = 0; i < k; ++i) result.position_accepted[i] += result.accepted_length[k];
+    for (int i = 0; i < k; ++i) marginal[i] += result.accepted_length[k];
+  }
+  result.position_acceptance_conditional.assign(gamma, std::nullopt);
+  for (int i = 0; i < gamma; ++i) {
+    const Q reached = i == 0 ? Q(1) : marginal[i - 1];
+    if (reached != 0) result.position_acceptance_conditional[i] = Q(marginal[i] / reached);
   }
   result.expected_emitted = result.expected_accepted + 1;
   return result;

@@ -56,12 +56,16 @@ struct TypicalMethod {
 struct StepResult {
   int vocab = 0;
   int gamma = 0;
-  Distribution distribution;         ///< emitted tokens (accepted prefix + one) → probability
-  Q expected_accepted;               ///< E[n], draft tokens accepted per step (bonus not counted)
-  Q expected_emitted;                ///< E[n + 1]
-  Row first_token_marginal;          ///< [V] P(first emitted token = a)
-  std::vector<Q> position_accepted;  ///< [γ] P(position i is accepted) = P(n ≥ i), i = 1..γ
-  std::vector<Q> accepted_length;    ///< [γ+1] P(n = k), k = 0..γ
+  Distribution distribution;       ///< emitted tokens (accepted prefix + one) → probability
+  Q expected_accepted;             ///< E[n], draft tokens accepted per step (bonus not counted)
+  Q expected_emitted;              ///< E[n + 1]
+  Row first_token_marginal;        ///< [V] P(first emitted token = a)
+  std::vector<Q> accepted_length;  ///< [γ+1] P(n = k), k = 0..γ
+  /// [γ] P(position i is accepted) = P(n ≥ i), i = 1..γ (run files: position/acceptance_marginal)
+  std::vector<Q> position_acceptance_marginal;
+  /// [γ] P(position i is accepted | position i is reached) = P(n ≥ i) / P(n ≥ i − 1); empty where
+  /// position i is never reached (run files: position/acceptance_conditional)
+  std::vector<std::optional<Q>> position_acceptance_conditional;
 };
 
 /// Enumerates one step: drafts x_i ~ probs_draft[i] independently (rows do not depend on the

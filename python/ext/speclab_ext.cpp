@@ -266,7 +266,12 @@ py::dict exact_step(const std::vector<std::vector<std::string>>& target,
   out["expected_accepted"] = to_text(step.expected_accepted);
   out["expected_emitted"] = to_text(step.expected_emitted);
   out["first_token_marginal"] = texts(step.first_token_marginal);
-  out["position_accepted"] = texts(step.position_accepted);
+  out["position_acceptance_marginal"] = texts(step.position_acceptance_marginal);
+  py::list conditional;
+  for (const auto& value : step.position_acceptance_conditional) {
+    conditional.append(value ? py::object(py::str(to_text(*value))) : py::object(py::none()));
+  }
+  out["position_acceptance_conditional"] = conditional;
   out["accepted_length"] = texts(step.accepted_length);
   out["lossy"] = entry.lossy;
   return out;

@@ -570,7 +570,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="speclab conformance",
         description="Test a speculative sampler for losslessness against the exact law of "
-                    "token-level speculative sampling.")
+                    "token-level speculative sampling.",
+        epilog="Exit status: 0 conforms; 1 does not; 2 bad input or usage, or a sampler that "
+               "crashes (the message says which).")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--callable", metavar="MODULE:FUNCTION",
                        help="a Python callable (probs_target, probs_draft, draft_tokens, "
@@ -587,6 +589,10 @@ def main(argv=None):
     parser.add_argument("--instances", help="comma-separated instance names (default all)")
     parser.add_argument("--max-batch", type=int, help="requests per sampler call")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="print no report (the exit status tells; --json, -o and --junit "
+                             "still write theirs)")
+    parser.add_argument("-o", "--out", metavar="FILE", help="also write the JSON report to FILE")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     args = parser.parse_args(argv)
     if args.list:
@@ -601,7 +607,13 @@ def main(argv=None):
     except (ValueError, ImportError, AttributeError, SamplerError) as e:
         print(f"speclab conformance: {e}", file=sys.stderr)
         return 2
-    print(report.to_json() if args.json else report.text())
+    if args.json:
+        print(report.to_json())
+    elif not args.quiet:
+        print(report.text())
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(report.to_json() + "\n")
     if args.junit:
         with open(args.junit, "w", encoding="utf-8") as f:
             f.write(report.junit_xml())

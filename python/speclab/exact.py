@@ -27,16 +27,21 @@ def step(probs_target, probs_draft, *, method="token", leniency=1, epsilon=0.09,
 
     Returns:
         dict: distribution {tuple of emitted ids: Fraction}, expected_accepted,
-        expected_emitted, first_token_marginal [V], position_accepted [γ],
-        accepted_length [γ+1] (Fractions), lossy.
+        expected_emitted, first_token_marginal [V], position_acceptance_marginal [γ]
+        (P(position i accepted) = P(n ≥ i)), position_acceptance_conditional [γ]
+        (P(position i accepted | reached), None where never reached), accepted_length [γ+1]
+        (Fractions), lossy. The run files name the measured rates the same way
+        (position/acceptance_marginal, position/acceptance_conditional).
     """
     target = [[_text(v) for v in row] for row in probs_target]
     draft = [[_text(v) for v in row] for row in probs_draft]
     out = _speclab.exact_step(target, draft, method, _text(leniency), float(epsilon),
                               float(delta), int(branches))
     result = {k: Fraction(v) for k, v in out.items() if isinstance(v, str)}
-    for key in ("first_token_marginal", "position_accepted", "accepted_length"):
+    for key in ("first_token_marginal", "position_acceptance_marginal", "accepted_length"):
         result[key] = [Fraction(v) for v in out[key]]
+    result["position_acceptance_conditional"] = [
+        None if v is None else Fraction(v) for v in out["position_acceptance_conditional"]]
     result["distribution"] = {tuple(k): Fraction(v) for k, v in out["distribution"].items()}
     result["lossy"] = out["lossy"]
     return result

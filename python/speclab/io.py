@@ -7,6 +7,9 @@ run with Debian's /usr/bin/python3.
     df = speclab.io.load_summary("results/quickstart")        # one row per sweep point
     run = speclab.io.load_run("results/quickstart/" + df.file[0])
     run["steps/accepted"], run["attrs"]["acceptance_rate"], run["config"]["decode"]["gamma"]
+    speclab.io.request_trajectories(run)[0]["accepted"]       # request 0's steps, in order
+
+`speclab schema` prints every dataset and attribute with its units and description.
 """
 
 import glob
@@ -16,7 +19,10 @@ import h5py
 import numpy as np
 
 SCHEMA = "speclab.run"
-SCHEMA_VERSION = 1
+# 2: steps/request; position/acceptance_conditional (version 1: position/acceptance_rate) and
+# position/acceptance_marginal. Version 1 files are read with the version 2 names.
+SCHEMA_VERSION = 2
+STEP_COLUMNS = ("accepted", "emitted", "drafted")
 
 
 def _decode(value):
@@ -54,11 +60,65 @@ def load_run(path):
                 run[name] = node[()]
 
         f.visititems(visit)
+    if int(attrs.get("schema_version", 0)) < 2:
+        _upgrade_v1(run)
     run["attrs"] = attrs
     config = _parse_toml(attrs.get("config_toml", ""))
     if config is not None:
         run["config"] = config
     return run
+
+
+def _upgrade_v1(run):
+    """Version 1 names and datasets as version 2 has them (in place)."""
+    for suffix in ("", "_lower95", "_upper95"):
+        old = "position/acceptance_rate" + suffix
+        if old in run:
+            run["position/acceptance_conditional" + suffix] = run.pop(old)
+    if "position/accepted" in run and "position/reached" in run and run["position/reached"].size:
+        steps = float(run["position/reached"][0])
+        run["position/acceptance_marginal"] = (
+            run["position/accepted"] / steps if steps > 0
+            else np.full(run["position/accepted"].shape, np.nan))
+    if "steps/request" not in run and "steps/emitted" in run:
+        run["steps/request"] = _step_requests(run)
+
+
+def _step_requests(run):
+    """The request of every request-step, rebuilt as the writer builds steps/request: within a
+    batch the steps come in (step, request) order over the requests still running, and a request
+    runs until it has emitted its tokens (sequences/length)."""
+    emitted, batch = run["steps/emitted"], run["steps/batch"]
+    lengths = run["sequences/length"]
+    sizes = run["batches/requests"]
+    out = np.empty(emitted.size, dtype=np.int32)
+    row, first = 0, 0
+    for b, size in enumerate(sizes):
+        left = lengths[first:first + size].astype(np.int64).copy()
+        end = row + int(np.count_nonzero(batch == b))
+        while row < end:
+            running = np.flatnonzero(left > 0)
+            if running.size == 0:
+                raise ValueError(f"batch {b}: the step log does not match the requests' lengths")
+            for r in running:
+                if row >= end:
+                    break
+                out[row] = first + r
+                left[r] -= emitted[row]
+                row += 1
+        first += int(size)
+    return out
+
+
+def request_trajectories(run):
+    """Per request (the rows of sequences/length, in order), its steps in order: a dict of
+    arrays "accepted", "emitted", "drafted" (steps/...), whatever the batch size."""
+    requests = run["steps/request"]
+    n = run["sequences/length"].size
+    order = np.argsort(requests, kind="stable")
+    bounds = np.searchsorted(requests[order], np.arange(n + 1))
+    return [{c: run["steps/" + c][order[bounds[r]:bounds[r + 1]]] for c in STEP_COLUMNS}
+            for r in range(n)]
 
 
 def load_summary(directory):

@@ -20,19 +20,18 @@ namespace {
 namespace fs = std::filesystem;
 using speclab::testing::CliRun;
 using speclab::testing::fresh_test_dir;
-using speclab::testing::kTinySweep;
+using speclab::testing::quoted;
 using speclab::testing::read_text;
 using speclab::testing::run_cli;
+using speclab::testing::tiny_sweep_toml;
 using speclab::testing::write_text;
 using ::testing::HasSubstr;
 
-std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
-
 TEST(ClusterCli, SlurmWritesAnExecutableScriptAndMakesTheResultsDirectory) {
   const fs::path dir = fresh_test_dir();
-  const fs::path config = write_text(dir / "tiny.toml", kTinySweep);
+  const fs::path config = write_text(dir / "tiny.toml", tiny_sweep_toml());
   const CliRun run =
-      run_cli("slurm " + quoted(config) + " --out " + quoted(dir / "results") +
+      run_cli("slurm " + quoted(config) + " --results " + quoted(dir / "results") +
               " --array-size 2 --partition short --time 10 -o " + quoted(dir / "sweep.sh"));
   ASSERT_EQ(run.status, 0) << run.output;
   EXPECT_THAT(run.output, HasSubstr("sbatch " + (dir / "sweep.sh").string()));
@@ -46,7 +45,7 @@ TEST(ClusterCli, SlurmWritesAnExecutableScriptAndMakesTheResultsDirectory) {
   EXPECT_NE(info.st_mode & S_IXUSR, 0u);
   EXPECT_TRUE(fs::is_directory(dir / "results"));  // the tasks' logs go there
 
-  const CliRun to_stdout = run_cli("slurm " + quoted(config) + " --out " + quoted(dir / "r2"));
+  const CliRun to_stdout = run_cli("slurm " + quoted(config) + " --results " + quoted(dir / "r2"));
   ASSERT_EQ(to_stdout.status, 0) << to_stdout.output;
   EXPECT_THAT(to_stdout.output, HasSubstr("#SBATCH --array=1-4\n"));
 
@@ -61,7 +60,7 @@ TEST(ClusterCli, SlurmWritesAnExecutableScriptAndMakesTheResultsDirectory) {
 
 TEST(ClusterCli, StatusListsPointsPerShardAndExitsThreeUntilAllAreDone) {
   const fs::path dir = fresh_test_dir();
-  const fs::path config = write_text(dir / "tiny.toml", kTinySweep);
+  const fs::path config = write_text(dir / "tiny.toml", tiny_sweep_toml());
   const fs::path out = dir / "results";
   const CliRun shard = run_cli("run " + quoted(config) + " --out " + quoted(out) + " --shard 2/2");
   ASSERT_EQ(shard.status, 0) << shard.output;

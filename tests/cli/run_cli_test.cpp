@@ -26,15 +26,14 @@ namespace {
 namespace fs = std::filesystem;
 using speclab::testing::CliRun;
 using speclab::testing::fresh_test_dir;
-using speclab::testing::kTinySweep;
+using speclab::testing::quoted;
 using speclab::testing::read_text;
 using speclab::testing::run_cli;
+using speclab::testing::tiny_sweep_toml;
 using speclab::testing::write_text;
 using ::testing::HasSubstr;
 
 const fs::path kConfigs = fs::path(SPECLAB_SOURCE_DIR) / "experiments" / "configs";
-
-std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
 // Eight points of a few thousand tokens each: long enough that a kill lands mid-sweep.
 constexpr const char* kKillableSweep = R"(seed = 9
@@ -118,7 +117,7 @@ TEST(RunCli, EveryShippedConfigValidatesAndExpands) {
 
 TEST(RunCli, SmallSweepRunsEndToEndAndInspects) {
   const fs::path dir = fresh_test_dir();
-  const fs::path config = write_text(dir / "tiny.toml", kTinySweep);
+  const fs::path config = write_text(dir / "tiny.toml", tiny_sweep_toml());
   const CliRun run = run_cli("run " + quoted(config) + " --out " + quoted(dir / "out") +
                              " --jobs 2 --set decode.max_new_tokens=10");
   ASSERT_EQ(run.status, 0) << run.output;
@@ -130,7 +129,7 @@ TEST(RunCli, SmallSweepRunsEndToEndAndInspects) {
   const fs::path file = with_suffix(dir / "out", ".h5").front();
   const CliRun inspect = run_cli("inspect " + quoted(file));
   ASSERT_EQ(inspect.status, 0) << inspect.output;
-  EXPECT_THAT(inspect.output, HasSubstr("schema \"speclab.run\" version 1"));
+  EXPECT_THAT(inspect.output, HasSubstr("schema \"speclab.run\" version 2"));
   EXPECT_THAT(inspect.output, HasSubstr("steps/accepted"));
   EXPECT_THAT(inspect.output, HasSubstr("chunked deflate extendable"));
   EXPECT_THAT(inspect.output, HasSubstr("max_new_tokens = 10"));
@@ -155,7 +154,7 @@ TEST(RunCli, BadInputExitsTwoWithClearMessages) {
               HasSubstr("bad.toml:2:9: target.model is \"lsm-tiny-targt\"; expected a model name "
                         "(did you mean \"lsm-tiny-target\"?)"));
   EXPECT_EQ(run_cli("run " + quoted(dir / "missing.toml")).status, 2);
-  const fs::path good = write_text(dir / "good.toml", kTinySweep);
+  const fs::path good = write_text(dir / "good.toml", tiny_sweep_toml());
   const CliRun conflict =
       run_cli("run " + quoted(good) + " --set seed=1 --set seed=2 --out " + quoted(dir / "o"));
   EXPECT_EQ(conflict.status, 2);
@@ -257,7 +256,7 @@ decode.max_new_tokens = [4, 4096]
 
 TEST(RunCli, ShardsRunSeparatelyAndMergeIntoOneSummary) {
   const fs::path dir = fresh_test_dir();
-  const fs::path config = write_text(dir / "tiny.toml", kTinySweep);
+  const fs::path config = write_text(dir / "tiny.toml", tiny_sweep_toml());
   for (const char* shard : {"1/3", "2/3", "3/3"}) {
     const CliRun run =
         run_cli("run " + quoted(config) + " --out " + quoted(dir / "shared") + " --shard " + shard);
@@ -274,7 +273,7 @@ TEST(RunCli, ShardsRunSeparatelyAndMergeIntoOneSummary) {
 
 TEST(RunCli, MergeOfAnIncompleteShardSetWarnsAndExitsThree) {
   const fs::path dir = fresh_test_dir();
-  const fs::path config = write_text(dir / "tiny.toml", kTinySweep);
+  const fs::path config = write_text(dir / "tiny.toml", tiny_sweep_toml());
   for (const char* shard : {"1/3", "3/3"}) {  // shard 2/3 (point index 1) never ran
     const CliRun run =
         run_cli("run " + quoted(config) + " --out " + quoted(dir / "shared") + " --shard " + shard);
@@ -296,7 +295,7 @@ TEST(RunCli, MergeOfAnIncompleteShardSetWarnsAndExitsThree) {
 
 TEST(RunCli, ResumeAfterChangingANonSweptKeyIsRefused) {
   const fs::path dir = fresh_test_dir();
-  const fs::path config = write_text(dir / "tiny.toml", kTinySweep);
+  const fs::path config = write_text(dir / "tiny.toml", tiny_sweep_toml());
   const std::string run = "run " + quoted(config) + " --out " + quoted(dir / "out");
   ASSERT_EQ(run_cli(run).status, 0);
   const std::string summary = read_text(dir / "out" / "summary.csv");

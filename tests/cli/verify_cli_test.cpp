@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/io/hdf5_file.hpp"
 #include "tests/support/cli_run.hpp"
 
 namespace speclab {
@@ -46,6 +47,36 @@ TEST(VerifyCli, OneReportIntoANewDirectoryMakesIt) {
       run_cli("verify " + config() + " --length 2 --samples 20000 --out '" + report.string() + "'");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(std::filesystem::is_regular_file(report)) << r.output;
+}
+
+// The report carries the expected count of every outcome beside its exact probability:
+// expected_count = samples × expected, summing to the samples drawn, and its schema version.
+TEST(VerifyCli, ReportHoldsExpectedCountsBesideProbabilities) {
+  const auto dir = std::filesystem::path(SPECLAB_BINARY_DIR) / "test-output" / "verify-counts";
+  std::filesystem::remove_all(dir);
+  const auto report = dir / "token.h5";
+  const auto r =
+      run_cli("verify " + config() + " --length 2 --samples 20000 -q -o '" + report.string() + "'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "") << "--quiet prints nothing when the check passes";
+  const Hdf5Reader file(report.string());
+  EXPECT_EQ(file.read_attribute<int64_t>("schema_version"), 2);
+  const int64_t samples = file.read_attribute<int64_t>("samples");
+  ASSERT_EQ(samples, 20000);
+  const auto probability = file.read<double>("expected").values;
+  const auto count = file.read<double>("expected_count").values;
+  const auto observed = file.read<int64_t>("observed").values;
+  ASSERT_EQ(count.size(), probability.size());
+  ASSERT_EQ(observed.size(), probability.size());
+  double total = 0.0;
+  int64_t observed_total = 0;
+  for (size_t i = 0; i < count.size(); ++i) {
+    EXPECT_DOUBLE_EQ(count[i], probability[i] * static_cast<double>(samples)) << i;
+    total += count[i];
+    observed_total += observed[i];
+  }
+  EXPECT_NEAR(total, static_cast<double>(samples), 1e-6 * static_cast<double>(samples));
+  EXPECT_EQ(observed_total, samples);
 }
 
 // The config is positional, as for run, validate and expand (--config stays an alias), and -o is

@@ -100,27 +100,11 @@ for _ in $(seq 100); do [ "$(sinfo -h -N -o %T)" = idle ] && break; sleep 0.2; d
 [ "$(sinfo -h -N -o %T)" = idle ] || { echo "cluster test: node not idle: $(sinfo -N)" >&2; exit 1; }
 echo "cluster test: one-node cluster up ($(sinfo -h -o '%P %D %T %C'))"
 
-# Six points, three array tasks of two points each.
+# The four points of tests/data/tiny_sweep.toml in three array tasks (two, one and one point).
 config="$work/sweep.toml"
-cat >"$config" <<'TOML'
-name = "cluster"
-seed = 11
-[target]
-model = "lsm-tiny-target"
-[draft]
-model = "lsm-tiny-draft"
-[decode]
-batch_size = 2
-sequences = 4
-max_new_tokens = 12
-prompt_length = 4
-baseline = true
-[sweep]
-decode.gamma = [1, 2, 4]
-sampling.temperature = [0.5, 1.0]
-TOML
+cp "$(dirname "$0")/../data/tiny_sweep.toml" "$config"
 
-"$speclab" slurm "$config" --out "$work/results" --array-size 3 --time 5 \
+"$speclab" slurm "$config" --results "$work/results" --array-size 3 --time 5 \
   --partition speclab -o "$work/sweep.sh"
 grep -q '^#SBATCH --array=1-3$' "$work/sweep.sh"
 # Before any task: every point missing (exit 3).
@@ -145,24 +129,26 @@ done
 ls "$work"/results/summary.shard-*-of-3.csv | wc -l | grep -qx 3
 
 "$speclab" status "$config" "$work/results" | tee "$work/status.txt"
-grep -q "6 points in 3 shards: 6 done, 0 partial, 0 missing" "$work/status.txt"
+grep -q "4 points in 3 shards: 4 done, 0 partial, 0 missing" "$work/status.txt"
 "$speclab" merge "$work/results" -o "$work/merged"
 "$speclab" run "$config" --out "$work/single" >/dev/null
 
-# The merged summary against the single process's, every column but the timing ones (the
-# time-valued metrics of experiments/results.cpp).
-/usr/bin/python3 - "$work/merged/summary.csv" "$work/single/summary.csv" <<'PY'
-import csv, sys
-timing = {"seconds", "target_seconds", "draft_seconds", "verify_seconds", "tokens_per_second",
-          "baseline_seconds", "baseline_tokens_per_second", "speedup", "predicted_speedup",
-          "started", "finished"}
+# The merged summary against the single process's, every column but the time-valued metrics
+# (`speclab schema --json`: the metrics whose time_valued is true).
+"$speclab" schema --json >"$work/schema.json"
+/usr/bin/python3 - "$work/merged/summary.csv" "$work/single/summary.csv" "$work/schema.json" <<'PY'
+import csv, json, sys
+with open(sys.argv[3]) as f:
+    run_schema = next(s for s in json.load(f)["schemas"] if s["schema"] == "speclab.run")
+timing = {m["name"] for m in run_schema["metrics"] if m["time_valued"]}
+assert {"seconds", "speedup", "started"} <= timing, f"time-valued metrics: {sorted(timing)}"
 def rows(path):
     with open(path, newline="") as f:
         table = list(csv.DictReader(f))
     return {r["id"]: {k: v for k, v in r.items() if k not in timing} for r in table}, table
 merged, merged_table = rows(sys.argv[1])
 single, single_table = rows(sys.argv[2])
-assert len(single) == 6, f"single-process summary has {len(single)} points; expected 6"
+assert len(single) == 4, f"single-process summary has {len(single)} points; expected 4"
 assert list(merged_table[0].keys()) == list(single_table[0].keys()), "columns differ"
 assert merged.keys() == single.keys(), f"points differ: {sorted(merged.keys() ^ single.keys())}"
 for point, row in single.items():

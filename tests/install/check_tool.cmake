@@ -1,30 +1,15 @@
 # Installs the build BUILD into a fresh prefix outside the source tree, then uses PREFIX/bin/speclab
-# as a user who put it on PATH would (ctest: Install.InstalledToolRunsAndPlots): a small sweep run
-# from a directory of its own, its figures drawn by the installed Python helpers
-# (PREFIX/share/speclab/python), and, with those helpers removed, `speclab plot` failing with exit
-# status 2 naming where it looked — no copy in a source tree stands in for them.
+# as a user who put it on PATH would (ctest: Install.InstalledToolRunsPlotsAndReports): a small
+# sweep (tests/data/tiny_sweep.toml) run from a directory of its own, its figures drawn by the
+# installed Python helpers (PREFIX/share/speclab/python), its HTML report written by the installed
+# report helper, and, with those helpers removed, `speclab plot` and `speclab report` failing with exit status 2 naming where
+# they looked — no copy in a source tree stands in for them.
 string(RANDOM LENGTH 8 ALPHABET abcdefghijklmnopqrstuvwxyz0123456789 suffix)
 set(work /tmp/speclab-install-tool-${suffix})
 set(prefix ${work}/prefix)
 file(REMOVE_RECURSE ${work})
 file(MAKE_DIRECTORY ${work}/user)
-file(WRITE ${work}/user/tiny.toml [=[
-name = "tiny"
-seed = 5
-[target]
-model = "lsm-tiny-target"
-[draft]
-model = "lsm-tiny-draft"
-[decode]
-batch_size = 2
-sequences = 4
-max_new_tokens = 12
-prompt_length = 4
-baseline = true
-[sweep]
-decode.gamma = [2, 3]
-sampling.temperature = [0.5, 1.0]
-]=])
+file(COPY_FILE ${CMAKE_CURRENT_LIST_DIR}/../data/tiny_sweep.toml ${work}/user/tiny.toml)
 
 # run(EXPECTED_STATUS OUTPUT_VARIABLE COMMAND...): in the user's directory, without SPECLAB_SOURCE.
 function(run expected out)
@@ -41,7 +26,7 @@ endfunction()
 
 run(0 ignored ${CMAKE_COMMAND} --install ${BUILD} --prefix ${prefix})
 foreach(file bin/speclab share/speclab/python/speclab/plot.py share/speclab/python/speclab/io.py
-             share/speclab/python/speclab/__init__.py)
+             share/speclab/python/speclab/report.py share/speclab/python/speclab/__init__.py)
   if(NOT EXISTS ${prefix}/${file})
     file(REMOVE_RECURSE ${work})
     message(FATAL_ERROR "installed tool: ${prefix}/${file} was not installed")
@@ -55,10 +40,25 @@ foreach(figure tiny_position_acceptance tiny_emitted_vs_gamma tiny_alpha_vs_temp
     message(FATAL_ERROR "installed tool: speclab plot wrote no ${figure}.png:\n${output}")
   endif()
 endforeach()
+run(0 output ${prefix}/bin/speclab report run -o report.html)
+file(READ ${work}/user/report.html page)
+# (The match stops before the ';' of "data:image/png;base64,", which a CMake list would split.)
+string(REGEX MATCHALL "<img [^>]*src=\"data:image/png" images "${page}")
+list(LENGTH images n_images)
+if(NOT n_images EQUAL 4 OR NOT page MATCHES "decode.gamma" OR NOT page MATCHES "cpu_isa")
+  file(REMOVE_RECURSE ${work})
+  message(FATAL_ERROR "installed tool: report.html holds ${n_images} inline figures (expected 4), "
+                      "or lacks the summary table or the machine:\n${output}")
+endif()
 file(REMOVE_RECURSE ${prefix}/share/speclab/python)
 run(2 output ${prefix}/bin/speclab plot run -o figures2)
-if(NOT output MATCHES "share/speclab/python/speclab/plot.py")
+if(NOT output MATCHES "share/speclab/python/speclab/__init__.py")
   file(REMOVE_RECURSE ${work})
   message(FATAL_ERROR "installed tool: without its helpers plot should name where it looked:\n${output}")
+endif()
+run(2 output ${prefix}/bin/speclab report run -o report2.html)
+if(NOT output MATCHES "share/speclab/python/speclab/__init__.py")
+  file(REMOVE_RECURSE ${work})
+  message(FATAL_ERROR "installed tool: without its helpers report should name where it looked:\n${output}")
 endif()
 file(REMOVE_RECURSE ${work})

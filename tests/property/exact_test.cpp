@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,10 @@ TEST(Exact, SpecTestVectorAcceptsTenNinths) {
                                          {kSpecDraft, kSpecDraft}, Method{ChainMethod::kToken});
   EXPECT_EQ(step.expected_accepted, Q(10, 9));
   EXPECT_EQ(step.expected_emitted, Q(19, 9));
-  EXPECT_EQ(step.position_accepted, (std::vector<Q>{Q(2, 3), Q(4, 9)}));
+  EXPECT_EQ(step.position_acceptance_marginal, (std::vector<Q>{Q(2, 3), Q(4, 9)}));
+  // Given position 2 is reached (position 1 accepted), it is accepted with β again: 4/9 / 2/3.
+  EXPECT_EQ(step.position_acceptance_conditional,
+            (std::vector<std::optional<Q>>{Q(2, 3), Q(2, 3)}));
   EXPECT_EQ(step.accepted_length, (std::vector<Q>{Q(1, 3), Q(2, 9), Q(4, 9)}));
   EXPECT_EQ(step.distribution.at(Sequence{1}), Q(1, 3));
   EXPECT_EQ(step.distribution.count(Sequence{0}), 0u) << "the residual never emits token 0";
@@ -104,7 +108,7 @@ RC_GTEST_PROP(Exact, TokenExpectedAcceptedMatchesClosedForm, ()) {
   Q reach = 1;
   for (int i = 0; i < gamma; ++i) {
     reach *= beta(probs_target[i], probs_draft[i]);
-    RC_ASSERT(step.position_accepted[i] == reach);
+    RC_ASSERT(step.position_acceptance_marginal[i] == reach);
     expected += reach;
   }
   RC_ASSERT(step.expected_accepted == expected);
@@ -129,6 +133,11 @@ TEST(Exact, DisjointSupportsAcceptNothing) {
                                          {probs_draft, probs_draft}, Method{ChainMethod::kToken});
   EXPECT_EQ(step.expected_accepted, 0);
   EXPECT_EQ(step.distribution, (Distribution{{Sequence{1}, Q(1, 4)}, {Sequence{2}, Q(3, 4)}}));
+  // Position 1 is tested and never accepted; position 2 is never reached, so it has no
+  // conditional rate.
+  EXPECT_EQ(step.position_acceptance_marginal, (std::vector<Q>{Q(0), Q(0)}));
+  EXPECT_EQ(step.position_acceptance_conditional,
+            (std::vector<std::optional<Q>>{Q(0), std::nullopt}));
 }
 
 RC_GTEST_PROP(Exact, GreedyStepIsLosslessAgainstArgmax, ()) {

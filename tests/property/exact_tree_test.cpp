@@ -174,7 +174,7 @@ RC_GTEST_PROP(ExactTree, KseqAcceptsWithOneMinusRejectAllPower, ()) {
     more = d < k;
   }
   RC_ASSERT(accepted == 1 - reject_all);
-  RC_ASSERT(step.position_accepted[0] == accepted);
+  RC_ASSERT(step.position_acceptance_marginal[0] == accepted);
   RC_ASSERT(step.distribution == brute);
   std::vector<float> pf, qf;
   for (const Q& x : p) pf.push_back(x.convert_to<float>());

@@ -13,22 +13,10 @@ import pytest
 import speclab.plot
 
 SOURCE = Path(__file__).resolve().parents[2]
-SWEEP = """name = "my_gamma_sweep"
-seed = 5
-[target]
-model = "lsm-tiny-target"
-[draft]
-model = "lsm-tiny-draft"
-[decode]
-batch_size = 2
-sequences = 4
-max_new_tokens = 12
-prompt_length = 4
-baseline = true
-[sweep]
-decode.gamma = [2, 3]
-sampling.temperature = [0.5, 1.0]
-"""
+# The tests' tiny sweep (tests/data/tiny_sweep.toml) under another experiment's name.
+TINY = (SOURCE / "tests" / "data" / "tiny_sweep.toml").read_text()
+assert 'name = "tiny"' in TINY
+SWEEP = TINY.replace('name = "tiny"', 'name = "my_gamma_sweep"')
 
 
 @pytest.fixture

@@ -132,6 +132,9 @@ def test_exact_and_sampling_and_stats():
     assert step["expected_accepted"] == Fraction(10, 9)
     assert sum(step["distribution"].values()) == 1
     assert step["first_token_marginal"] == [Fraction(1, 3), Fraction(2, 3)]
+    # β = Σ min(p, q) = 2/3 at each position: P(n ≥ i) = β^i, and β again given position i reached.
+    assert step["position_acceptance_marginal"] == [Fraction(2, 3), Fraction(4, 9)]
+    assert step["position_acceptance_conditional"] == [Fraction(2, 3), Fraction(2, 3)]
     with pytest.raises(ValueError, match="probs_target"):
         speclab.exact.step([["1/2", "1/3"]], [])
     probs = speclab.sampling.probs_from_logits(np.array([[0, 1, 2], [2, 1, 0]], np.float32),

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace speclab::testing {
@@ -15,9 +16,14 @@ struct CliRun {
   std::string output;  ///< stdout and stderr together
 };
 
-/// Runs `speclab ARGUMENTS` through the shell; quote paths in ARGUMENTS yourself.
-inline CliRun run_cli(const std::string& arguments) {
-  const std::string command = std::string("'") + SPECLAB_CLI + "' " + arguments + " 2>&1";
+/// A path in single quotes, for the ARGUMENTS of run_cli.
+inline std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+
+/// Runs `speclab ARGUMENTS` through the shell; quote paths in ARGUMENTS yourself. `output` is
+/// stdout and stderr together, or stdout alone with `stdout_only` (stderr is dropped).
+inline CliRun run_cli(const std::string& arguments, bool stdout_only = false) {
+  const std::string command =
+      std::string("'") + SPECLAB_CLI + "' " + arguments + (stdout_only ? " 2>/dev/null" : " 2>&1");
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {
     ADD_FAILURE() << "popen failed for: " << command;

@@ -48,21 +48,14 @@ std::string invalid_input_message(F&& statement) {
   return {};
 }
 
-/// A small speculative sweep over the tiny LinearSoftmax pair (V = 16): 2 × 2 points.
-inline constexpr const char* kTinySweep = R"(seed = 5
-[target]
-model = "lsm-tiny-target"
-[draft]
-model = "lsm-tiny-draft"
-[decode]
-batch_size = 2
-sequences = 4
-max_new_tokens = 12
-prompt_length = 4
-baseline = true
-[sweep]
-decode.gamma = [2, 3]
-sampling.temperature = [0.5, 1.0]
-)";
+/// The text of tests/data/tiny_sweep.toml: a small speculative sweep over the tiny LinearSoftmax
+/// pair (V = 16), 2 × 2 points named "tiny". The installed-tool and Slurm tests read the same file.
+inline std::string tiny_sweep_toml() {
+  const std::filesystem::path path =
+      std::filesystem::path(SPECLAB_SOURCE_DIR) / "tests" / "data" / "tiny_sweep.toml";
+  std::string text = read_text(path);
+  if (text.empty()) ADD_FAILURE() << "cannot read " << path;
+  return text;
+}
 
 }  // namespace speclab::testing

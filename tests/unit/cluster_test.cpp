@@ -22,8 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 using speclab::testing::fresh_test_dir;
 using speclab::testing::invalid_input_message;
-using speclab::testing::kTinySweep;
 using speclab::testing::read_text;
+using speclab::testing::tiny_sweep_toml;
 using speclab::testing::write_text;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -47,7 +47,7 @@ std::string shell_output(const std::string& command) {
 
 TEST(SlurmScript, OneArrayTaskPerShardWithTheSbatchOptions) {
   const fs::path dir = fresh_test_dir();
-  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", kTinySweep));  // 4 points
+  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", tiny_sweep_toml()));  // 4 points
   SlurmOptions o = options_for(dir);
   const std::string whole = slurm_script(sweep, o);
   EXPECT_THAT(whole, HasSubstr("\n#SBATCH --array=1-4\n"));  // default: one task per point
@@ -74,7 +74,7 @@ TEST(SlurmScript, EachTaskRunsItsShardWithResumeAndTheOverrides) {
   const fs::path base = fresh_test_dir();
   const fs::path dir = base / "it's here";
   fs::create_directories(dir);
-  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", kTinySweep));
+  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", tiny_sweep_toml()));
   SlurmOptions o = options_for(dir);
   o.out = base / "results";
   o.speclab = write_text(dir / "speclab", "#!/bin/sh\nfor a in \"$@\"; do echo \"[$a]\"; done\n");
@@ -94,7 +94,7 @@ TEST(SlurmScript, EachTaskRunsItsShardWithResumeAndTheOverrides) {
 
 TEST(SlurmScript, BadOptionsAreRefusedNamingTheOption) {
   const fs::path dir = fresh_test_dir();
-  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", kTinySweep));
+  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", tiny_sweep_toml()));
   SlurmOptions o = options_for(dir);
   o.array_size = 5;
   EXPECT_THAT(invalid_input_message([&] { slurm_script(sweep, o); }),
@@ -125,7 +125,7 @@ TEST(SlurmScript, BadOptionsAreRefusedNamingTheOption) {
 // point 3's name taken by garbage, then by another point's file.
 TEST(SweepStatus, DonePartialMissingAndDamagedAcrossShards) {
   const fs::path dir = fresh_test_dir();
-  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", kTinySweep));
+  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", tiny_sweep_toml()));
   RunOptions run;
   run.out = dir / "shard1";
   run.shard = {1, 2};
@@ -174,7 +174,7 @@ TEST(SweepStatus, DonePartialMissingAndDamagedAcrossShards) {
 
 TEST(SweepStatus, BadDirectoriesAndShardCountsAreRefused) {
   const fs::path dir = fresh_test_dir();
-  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", kTinySweep));
+  const Sweep sweep = load_sweep(write_text(dir / "tiny.toml", tiny_sweep_toml()));
   const fs::path nowhere[] = {dir / "nowhere"};
   EXPECT_THAT(invalid_input_message([&] { sweep_status(sweep, nowhere, std::nullopt); }),
               HasSubstr("nowhere: no such directory"));

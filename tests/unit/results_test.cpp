@@ -33,12 +33,12 @@ namespace {
 namespace fs = std::filesystem;
 using speclab::testing::fresh_test_dir;
 using speclab::testing::invalid_input_message;
-using speclab::testing::kTinySweep;
 using speclab::testing::read_text;
+using speclab::testing::tiny_sweep_toml;
 using speclab::testing::write_text;
 using ::testing::HasSubstr;
 
-Sweep tiny_sweep(const fs::path& dir, const std::string& text = kTinySweep) {
+Sweep tiny_sweep(const fs::path& dir, const std::string& text = tiny_sweep_toml()) {
   return load_sweep(write_text(dir / "tiny.toml", text));
 }
 
@@ -85,7 +85,7 @@ TEST(Results, PointFileHoldsStepLogsCurvesAndAttributes) {
   const SweepPoint& point = sweep.points[3];  // gamma 3, temperature 1.0
   const Hdf5Reader file(point_path(dir / "out", point));
   EXPECT_EQ(file.read_string_attribute("schema"), "speclab.run");
-  EXPECT_EQ(file.read_attribute<int64_t>("schema_version"), 1);
+  EXPECT_EQ(file.read_attribute<int64_t>("schema_version"), 2);
   EXPECT_EQ(file.read_string_attribute("id"), point.id);
   EXPECT_EQ(file.read_string_attribute("config_toml"), point.config_toml);
   EXPECT_EQ(file.read_attribute<uint64_t>("seed"), 5u);
@@ -119,7 +119,8 @@ TEST(Results, PointFileHoldsStepLogsCurvesAndAttributes) {
       << file.read_string_attribute("omp_wait_policy");
 
   const int64_t steps = file.read_attribute<int64_t>("steps");
-  for (const char* name : {"steps/accepted", "steps/emitted", "steps/drafted", "steps/batch"}) {
+  for (const char* name :
+       {"steps/accepted", "steps/emitted", "steps/drafted", "steps/batch", "steps/request"}) {
     const Hdf5DatasetInfo info = file.dataset_info(name);
     EXPECT_EQ(info.shape, std::vector<int64_t>{steps}) << name;
     EXPECT_TRUE(info.chunked && info.deflate && info.extendable) << name;
@@ -143,7 +144,7 @@ TEST(Results, PointFileHoldsStepLogsCurvesAndAttributes) {
   EXPECT_EQ(std::accumulate(histogram.begin(), histogram.end(), int64_t{0}), steps);
   const auto reached = file.read<int64_t>("position/reached", 1).values;
   const auto pos_accepted = file.read<int64_t>("position/accepted", 1).values;
-  const auto rate = file.read<double>("position/acceptance_rate", 1).values;
+  const auto rate = file.read<double>("position/acceptance_conditional", 1).values;
   ASSERT_EQ(reached.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
     if (reached[i] > 0) EXPECT_DOUBLE_EQ(rate[i], double(pos_accepted[i]) / reached[i]);
@@ -175,6 +176,108 @@ std::string dataset_attribute(const fs::path& path, const std::string& dataset, 
   }
   H5Fclose(file);
   return value;
+}
+
+// steps/request names the request of every request-step, so that each request's trajectory can
+// be read off at batch > 1: (a) a request's steps emit exactly its generated tokens; (b) request 0
+// decodes with the same seed, prompt and Philox addresses (request index 0, batch 0) at batch
+// size 2 as at batch size 1, so its steps at batch size 2 are the whole first batch at batch
+// size 1, step for step.
+TEST(Results, StepRequestGivesEachRequestsTrajectoryAtAnyBatchSize) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep two = tiny_sweep(dir);  // batch_size 2
+  run_quietly(two, dir / "two");
+  const std::vector<std::string> batch_of_one = {"decode.batch_size=1"};
+  const Sweep one = load_sweep(write_text(dir / "one.toml", tiny_sweep_toml()), batch_of_one);
+  run_quietly(one, dir / "one");
+  ASSERT_EQ(one.points.size(), two.points.size());
+  for (size_t p = 0; p < two.points.size(); ++p) {
+    const Hdf5Reader file(point_path(dir / "two", two.points[p]));
+    const auto request = file.read<int32_t>("steps/request").values;
+    const auto emitted = file.read<int32_t>("steps/emitted").values;
+    const auto accepted = file.read<int32_t>("steps/accepted").values;
+    const auto length = file.read<int32_t>("sequences/length").values;
+    ASSERT_EQ(request.size(), emitted.size());
+    std::vector<int64_t> sum(length.size(), 0);
+    std::vector<int32_t> request0;
+    for (size_t i = 0; i < request.size(); ++i) {
+      ASSERT_GE(request[i], 0);
+      ASSERT_LT(request[i], static_cast<int32_t>(length.size()));
+      sum[request[i]] += emitted[i];
+      if (request[i] == 0) request0.push_back(accepted[i]);
+    }
+    for (size_t r = 0; r < length.size(); ++r) EXPECT_EQ(sum[r], length[r]) << "request " << r;
+
+    const Hdf5Reader single(point_path(dir / "one", one.points[p]));
+    const auto batch = single.read<int32_t>("steps/batch").values;
+    const auto single_accepted = single.read<int32_t>("steps/accepted").values;
+    std::vector<int32_t> first_batch;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i] == 0) first_batch.push_back(single_accepted[i]);
+    }
+    EXPECT_EQ(request0, first_batch) << two.points[p].id;
+    EXPECT_GT(first_batch.size(), 1u);
+  }
+}
+
+// The two per-position rates, recounted from the step log (no EOS in this model, so
+// steps/accepted is the verifier's count): the marginal rate of position i is the fraction of
+// verification steps that accepted more than i drafts, the conditional one the fraction of those
+// that reached position i (accepted at least i and drafted more than i).
+TEST(Results, PositionAcceptanceMarginalAndConditionalFromTheStepLog) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  run_quietly(sweep, dir / "out");
+  for (const SweepPoint& point : sweep.points) {
+    const Hdf5Reader file(point_path(dir / "out", point));
+    const auto accepted = file.read<int32_t>("steps/accepted").values;
+    const auto drafted = file.read<int32_t>("steps/drafted").values;
+    const auto marginal = file.read<double>("position/acceptance_marginal").values;
+    const auto conditional = file.read<double>("position/acceptance_conditional").values;
+    const int64_t gamma = point.settings.decode.gamma;
+    ASSERT_EQ(marginal.size(), static_cast<size_t>(gamma));
+    ASSERT_EQ(conditional.size(), static_cast<size_t>(gamma));
+    int64_t verifications = 0;
+    for (const int32_t d : drafted) verifications += d > 0;
+    for (int64_t i = 0; i < gamma; ++i) {
+      int64_t beyond = 0, reached = 0;
+      for (size_t s = 0; s < accepted.size(); ++s) {
+        beyond += accepted[s] > i;
+        reached += accepted[s] >= i && drafted[s] > i;
+      }
+      EXPECT_DOUBLE_EQ(marginal[i], static_cast<double>(beyond) / verifications) << i;
+      if (reached > 0) {
+        EXPECT_DOUBLE_EQ(conditional[i], static_cast<double>(beyond) / reached) << i;
+      }
+    }
+    EXPECT_DOUBLE_EQ(marginal[0], conditional[0]);
+  }
+}
+
+// Every root attribute of a run file is in the tables `speclab schema` prints (run_attributes(),
+// summary_metrics()), and every entry of those tables is written.
+TEST(Results, EveryRootAttributeIsInTheSchemaTables) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  run_quietly(sweep, dir / "out");
+  const std::vector<std::string> names =
+      Hdf5Reader(point_path(dir / "out", sweep.points[0])).attribute_names();
+  std::vector<std::string> table;
+  for (const AttributeSpec& a : run_attributes()) table.emplace_back(a.name);
+  for (const MetricSpec& m : summary_metrics()) table.emplace_back(m.name);
+  for (const std::string& name : names) {
+    const std::string entry = name.starts_with("param.") ? "param.KEY" : name;
+    EXPECT_NE(std::find(table.begin(), table.end(), entry), table.end())
+        << name << " is written but not in the schema tables";
+  }
+  for (const std::string& entry : table) {
+    const bool written =
+        entry == "param.KEY"
+            ? std::any_of(names.begin(), names.end(),
+                          [](const std::string& n) { return n.starts_with("param."); })
+            : std::find(names.begin(), names.end(), entry) != names.end();
+    EXPECT_TRUE(written) << entry << " is in the schema tables but never written";
+  }
 }
 
 // Every dataset of a run file says what it holds and in which units, and the table that says so

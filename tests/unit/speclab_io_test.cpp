@@ -28,7 +28,7 @@ TEST(SpeclabIo, LoadsTheSummaryAndARunFromPython) {
     GTEST_SKIP() << "/usr/bin/python3 with h5py, numpy and pandas is not installed";
   }
   const fs::path dir = testing::fresh_test_dir();
-  const fs::path config = testing::write_text(dir / "tiny.toml", testing::kTinySweep);
+  const fs::path config = testing::write_text(dir / "tiny.toml", testing::tiny_sweep_toml());
   const testing::CliRun run =
       testing::run_cli("run '" + config.string() + "' --out '" + (dir / "out").string() + "'");
   ASSERT_EQ(run.status, 0) << run.output;
@@ -44,13 +44,32 @@ assert df["mean_accepted"].between(0, 3).all()
 assert (df["speedup"] > 0).all()
 run = speclab_io.load_run(sys.argv[2] + "/" + df["file"][0])
 attrs = run["attrs"]
-assert attrs["schema"] == "speclab.run" and attrs["schema_version"] == 1
+assert attrs["schema"] == "speclab.run" and attrs["schema_version"] == 2
 assert attrs["id"] == df["id"][0]
 steps = run["steps/accepted"]
 assert len(steps) == attrs["steps"] == len(run["steps/emitted"])
 assert int(np.sum(steps)) == attrs["accepted"]
 assert run["accepted_length_histogram"].sum() == attrs["steps"]
 assert run["config"]["decode"]["gamma"] == df["decode.gamma"][0]
+# Each request's steps emit exactly its generated tokens.
+trajectories = speclab_io.request_trajectories(run)
+assert [int(t["emitted"].sum()) for t in trajectories] == run["sequences/length"].tolist()
+# A version 1 file (no steps/request, position/acceptance_rate for the conditional rate) reads
+# under the version 2 names, steps/request rebuilt from the step log as the writer builds it.
+import shutil, h5py
+old = sys.argv[2] + "/v1.h5"
+shutil.copy(sys.argv[2] + "/" + df["file"][0], old)
+with h5py.File(old, "r+") as f:
+    f.attrs["schema_version"] = 1
+    del f["steps/request"]
+    for suffix in ("", "_lower95", "_upper95"):
+        f.move("position/acceptance_conditional" + suffix, "position/acceptance_rate" + suffix)
+        del f["position/acceptance_marginal" + suffix]
+v1 = speclab_io.load_run(old)
+assert (v1["steps/request"] == run["steps/request"]).all()
+assert np.array_equal(v1["position/acceptance_conditional"], run["position/acceptance_conditional"],
+                      equal_nan=True)
+assert np.allclose(v1["position/acceptance_marginal"], run["position/acceptance_marginal"])
 print("speclab_io ok")
 )";
   testing::write_text(dir / "check.py", script);
