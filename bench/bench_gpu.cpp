@@ -135,13 +135,11 @@ struct Path {
 
 std::vector<Path> bench_paths() {
   using F = gpu::LogitsFormat;
-  std::vector<Path> paths = {{Verifier::kV1, Stage::kProbs},
-                             {Verifier::kV1, Stage::kProbs, F::kFloat32, true},
-                             {Verifier::kV2, Stage::kProbs},
-                             {Verifier::kV3, Stage::kProbs},
-                             {Verifier::kV3, Stage::kProbs, F::kFloat32, true},
-                             {Verifier::kV5, Stage::kProbs},
-                             {Verifier::kNone, Stage::kSoftmax, F::kFloat32}};
+  std::vector<Path> paths = {
+      {Verifier::kV1, Stage::kProbs}, {Verifier::kV1, Stage::kProbs, F::kFloat32, true},
+      {Verifier::kV2, Stage::kProbs}, {Verifier::kV2, Stage::kProbs, F::kFloat32, true},
+      {Verifier::kV3, Stage::kProbs}, {Verifier::kV3, Stage::kProbs, F::kFloat32, true},
+      {Verifier::kV5, Stage::kProbs}, {Verifier::kNone, Stage::kSoftmax, F::kFloat32}};
   for (F format : {F::kFloat32, F::kBFloat16}) {
     if (format != F::kFloat32) paths.push_back({Verifier::kNone, Stage::kSoftmax, format});
     for (Verifier v : {Verifier::kV1, Verifier::kV2, Verifier::kV5}) {
@@ -258,7 +256,8 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cuda
   Device<uint8_t> mask(repeats * draft_rows), fallback(repeats * batch);
   Device<uint32_t> out_status(repeats * batch);
   // The split rows' workspace (zeroed; every launch leaves it so), shared by their launches.
-  const auto workspace_bytes = static_cast<int64_t>(gpu::chain_workspace_bytes(batch, vocab));
+  const auto workspace_bytes =
+      static_cast<int64_t>(gpu::chain_workspace_bytes(batch, gamma, vocab));
   Device<std::byte> workspace(workspace_bytes);
   auto batch_of = [&](int64_t k) {
     return ChainBatch{batch,

@@ -223,7 +223,7 @@ DeviceRun allocate_run(Buffers& buffers, std::span<const std::vector<int32_t>> p
   d.errors = buffers.get<uint32_t>(1);
   // Every step emits ≥ 1 token per active request, so max_new steps always suffice.
   d.log = buffers.get<int32_t>(max_new * batch * 3);
-  d.workspace_bytes = chain_workspace_bytes(batch, v);
+  d.workspace_bytes = chain_workspace_bytes(batch, gamma, v);
   d.workspace = buffers.get<std::byte>(static_cast<int64_t>(d.workspace_bytes));
   return d;
 }

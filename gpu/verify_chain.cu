@@ -92,20 +92,31 @@ void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
 
 int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
                         const ChainWorkspace& workspace, int multiprocessors) {
+  if (workspace.slices < 0) {
+    throw InvalidInput("workspace.slices is " + std::to_string(workspace.slices) +
+                       "; expected 0 (automatic), 1 (no split) or more");
+  }
   const int max_slices = chain_max_slices(batch.vocab);
-  if (workspace.slices < 0 || (workspace.slices > 1 && workspace.slices > max_slices)) {
+  const size_t needed = chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab);
+  if (workspace.bytes.size() < needed) {
+    throw InvalidInput("workspace has " + std::to_string(workspace.bytes.size()) +
+                       " bytes; expected at least chain_workspace_bytes(B=" +
+                       std::to_string(batch.batch) + ", γ=" + std::to_string(batch.gamma) +
+                       ", V=" + std::to_string(batch.vocab) + ") = " + std::to_string(needed));
+  }
+  if (params.method == ChainMethod::kGreedy) {
+    // V2 reads up to γ+1 rows one after another: one CTA per row instead, when the batch leaves
+    // SMs idle (or when forced). Rows past the stop are read in vain; at B ≥ SMs they would cost
+    // bandwidth, so the one-CTA kernel stays.
+    const bool rows =
+        workspace.slices >= 2 || (workspace.slices == 0 && batch.batch < multiprocessors);
+    return rows && batch.gamma > 0 ? static_cast<int>(batch.gamma + 1) : 1;
+  }
+  if (workspace.slices > 1 && workspace.slices > max_slices) {
     throw InvalidInput("workspace.slices is " + std::to_string(workspace.slices) +
                        "; expected 0 (automatic), 1 (no split) or 2.." +
                        std::to_string(max_slices) + " for V=" + std::to_string(batch.vocab));
   }
-  const size_t needed = chain_workspace_bytes(batch.batch, batch.vocab);
-  if (workspace.bytes.size() < needed) {
-    throw InvalidInput(
-        "workspace has " + std::to_string(workspace.bytes.size()) +
-        " bytes; expected at least chain_workspace_bytes(B=" + std::to_string(batch.batch) +
-        ", V=" + std::to_string(batch.vocab) + ") = " + std::to_string(needed));
-  }
-  if (params.method == ChainMethod::kGreedy) return 1;  // V2 reads rows, not one sampled row
   int slices = workspace.slices;
   if (slices == 0) {
     const int64_t wanted =
@@ -138,9 +149,9 @@ int chain_max_slices(int64_t vocab) {
   return static_cast<int>(slices < 1 ? 1 : slices > 4096 ? 4096 : slices);
 }
 
-size_t chain_workspace_bytes(int64_t batch, int64_t vocab) {
+size_t chain_workspace_bytes(int64_t batch, int64_t gamma, int64_t vocab) {
   const int64_t n_chunks = (vocab + kChunkTokens - 1) / kChunkTokens;
-  return detail::split_layout(batch, chain_max_slices(vocab), n_chunks).bytes;
+  return detail::split_layout(batch, gamma, chain_max_slices(vocab), n_chunks).bytes;
 }
 
 cudaError_t verify_chain(const ChainBatch& batch, const ChainParams& params,

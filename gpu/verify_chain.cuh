@@ -668,13 +668,20 @@ struct SlicePartial {
   uint32_t reserved;
 };
 
+/// One row's V2 result in a row-parallel launch: its checked argmax.
+struct RowArgmax {
+  int32_t token;
+  uint32_t bad;  // ChainStatus bits of the row's checks
+};
+
 /// Where a split launch keeps its per-request data in the ChainWorkspace (layout:
 /// split_workspace): arrival counters first, so a zeroed workspace is a ready one.
 struct SplitArgs {
   uint32_t* arrivals;      // [B] slices done; 0 between launches
   SlicePartial* partials;  // [B, S]
   uint64_t* chunk_sums;    // [B, n_chunks]
-  int slices;              // S ≥ 2
+  RowArgmax* rows;         // [B, γ+1] (V2)
+  int slices;              // S ≥ 2 (V2: γ+1, one CTA per row)
   int64_t slice_chunks;    // ⌈n_chunks / S⌉
 };
 
@@ -764,6 +771,63 @@ __global__ void __launch_bounds__(1024) verify_chain_split_kernel(ChainKernelArg
                         state.fallback);
 }
 
+/// V2 on probabilities with the rows of a request reduced in parallel, one CTA per (request r,
+/// row i) (blockIdx.x = r·(γ+1) + i), for batches too small to fill the device: each CTA runs
+/// warp 0's checks, reduces row i ≤ γ_b (the checked block argmax, lowest id on ties) into the
+/// workspace and counts itself in; the last CTA of the request to arrive walks the rows in order
+/// and stops where the sequential kernel stops — the first bad row, the first draft that is not
+/// its row's argmax, or row γ_b — so the outputs are the sequential kernel's (rows past the stop
+/// are read but their checks ignored, as the sequential kernel never reads them).
+template <KernelMutant kMutant>
+__global__ void __launch_bounds__(1024)
+    verify_chain_greedy_rows_kernel(ChainKernelArgs a, SplitArgs w) {
+  SPECLAB_STATIC_SHARED(RequestState, state);
+  SPECLAB_STATIC_SHARED(int32_t, last_row);
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
+  const int64_t g = a.gamma, v = a.vocab;
+  const int64_t r = blockIdx.x / (g + 1);
+  const int64_t i = blockIdx.x % (g + 1);
+  const ChainRequest req = chain_request(a, r);
+  chain_accept_phase(a, req, true, &state);
+  __syncthreads();
+  RowArgmax* rows = w.rows + r * (g + 1);
+  if (state.status == kChainOk && i <= state.n_draft) {  // block-uniform
+    uint32_t bad = kChainOk;
+    const int32_t best = block_argmax_checked(req.target_rows + i * v, v, scratch, &bad);
+    if (threadIdx.x == 0) {
+      rows[i].token = best;
+      rows[i].bad = bad;
+    }
+  }
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last_row = atomicAdd(&w.arrivals[r], 1u) == static_cast<uint32_t>(g) ? 1 : 0;
+  }
+  __syncthreads();
+  if (last_row == 0) return;  // block-uniform
+  __threadfence();
+  if (threadIdx.x == 0) {
+    w.arrivals[r] = 0;  // ready for the next launch
+    if (state.status == kChainOk) {
+      for (int64_t k = 0;; ++k) {
+        const int32_t best = load_coherent(&rows[k].token);
+        const uint32_t bad = load_coherent(&rows[k].bad);
+        if (bad != kChainOk || k == state.n_draft || req.tokens[k] != best) {
+          state.status |= bad;
+          state.n = k;
+          state.last = best;
+          break;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  write_request_outputs(a, r, g, req.tokens, state.status, state.n, state.last, state.fallback);
+}
+
 /// Host-side checks of shapes and parameters (throws InvalidInput, as core does).
 void check_chain_launch(const ChainBatch& batch, const ChainParams& params,
                         const ChainDeviceOutput& output);
@@ -778,20 +842,22 @@ inline int chain_block_threads(int64_t vocab) {
 /// The workspace layout of a split launch of B requests, S slices, n_chunks chunks (byte
 /// offsets of SplitArgs' arrays, and the total).
 struct SplitLayout {
-  size_t partials, chunk_sums, bytes;
+  size_t partials, chunk_sums, rows, bytes;
 };
 
-inline SplitLayout split_layout(int64_t batch, int64_t slices, int64_t n_chunks) {
+inline SplitLayout split_layout(int64_t batch, int64_t gamma, int64_t slices, int64_t n_chunks) {
   SplitLayout layout{};
   const size_t arrivals = static_cast<size_t>(batch) * sizeof(uint32_t);
   layout.partials = (arrivals + 15) / 16 * 16;
   layout.chunk_sums = layout.partials + static_cast<size_t>(batch * slices) * sizeof(SlicePartial);
-  layout.bytes = layout.chunk_sums + static_cast<size_t>(batch * n_chunks) * sizeof(uint64_t);
+  layout.rows = layout.chunk_sums + static_cast<size_t>(batch * n_chunks) * sizeof(uint64_t);
+  layout.bytes = layout.rows + static_cast<size_t>(batch * (gamma + 1)) * sizeof(RowArgmax);
   return layout;
 }
 
-/// The slice count of a launch: 1 unless the workspace allows splitting (V1/V3, a workspace of
-/// chain_workspace_bytes); `multiprocessors` is the device's SM count. Throws InvalidInput for a
+/// CTAs per request of a launch: 1 unless the workspace allows splitting (a workspace of
+/// chain_workspace_bytes): V1/V3 slices of the vocabulary, V2 γ+1 (one per row); `multiprocessors`
+/// is the device's SM count. Throws InvalidInput for a
 /// forced count out of range or a workspace too small.
 int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
                         const ChainWorkspace& workspace, int multiprocessors);
@@ -819,22 +885,28 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
           ? 1
           : chain_launch_slices(batch, params, output.workspace, device_multiprocessors());
   if (slices > 1) {
-    auto kernel = verify_chain_split_kernel<kMutant>;
+    const bool greedy = params.method == ChainMethod::kGreedy;
+    auto kernel =
+        greedy ? verify_chain_greedy_rows_kernel<kMutant> : verify_chain_split_kernel<kMutant>;
     if (shared_bytes > 48 * 1024) {
       const cudaError_t status = cudaFuncSetAttribute(
           kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
       if (status != cudaSuccess) return status;
     }
-    const SplitLayout layout = split_layout(batch.batch, slices, args.n_chunks);
+    // The layout chain_workspace_bytes sized: room for the most slices V allows.
+    const SplitLayout layout =
+        split_layout(batch.batch, batch.gamma, chain_max_slices(batch.vocab), args.n_chunks);
     std::byte* base = output.workspace.bytes.data();
     SplitArgs split{};
     split.arrivals = reinterpret_cast<uint32_t*>(base);
     split.partials = reinterpret_cast<SlicePartial*>(base + layout.partials);
     split.chunk_sums = reinterpret_cast<uint64_t*>(base + layout.chunk_sums);
+    split.rows = reinterpret_cast<RowArgmax*>(base + layout.rows);
     split.slices = slices;
     split.slice_chunks = (args.n_chunks + slices - 1) / slices;
     // Warps stride over a slice's chunks: one warp per chunk, at least 4 warps (the locate).
-    const int64_t warps = split.slice_chunks < 4    ? 4
+    const int64_t warps = greedy                    ? chain_block_threads(batch.vocab) / kWarpSize
+                          : split.slice_chunks < 4  ? 4
                           : split.slice_chunks > 32 ? 32
                                                     : split.slice_chunks;
     return launch_kernel(kernel, dim3(static_cast<unsigned>(batch.batch * slices)),

@@ -24,14 +24,17 @@ enum ChainStatus : uint32_t {
   kChainInternal = 1u << 4,       ///< the sampled token was not found (never expected)
 };
 
-/// Device scratch that lets V1/V3 on probabilities split each request's vocabulary over several
-/// CTAs ("slices") when the batch is too small to fill the device. `bytes`: at least
-/// chain_workspace_bytes(B, V) of device memory, zeroed once (cudaMemset) before its first use;
+/// Device scratch that lets the verifiers on probabilities spread a request over several CTAs when
+/// the batch is too small to fill the device: V1/V3 split each request's vocabulary into
+/// "slices", V2 reduces the request's γ+1 rows at once (one CTA per row). `bytes`: at least
+/// chain_workspace_bytes(B, γ, V) of device memory, zeroed once (cudaMemset) before its first use;
 /// every launch leaves it zeroed again (its arrival counters), so it can be reused by the next
 /// launch on the same stream and by a replayed graph. `slices`: 0 picks ⌈2·SMs / B⌉ (at most one
-/// slice per kMinSliceChunks chunks; 1 when B fills the device), 1 keeps one CTA per request, S ≥ 2
-/// forces S slices (up to chain_max_slices(V)). The tokens never depend on the split: the slices
-/// write exact integer chunk sums, which the last slice to finish reduces in chunk order.
+/// slice per kMinSliceChunks chunks; 1 when B fills the device; V2: rows in parallel when B <
+/// SMs), 1 keeps one CTA per request, S ≥ 2 forces S slices (up to chain_max_slices(V); V2: rows
+/// in parallel). The tokens never depend on the split: the slices write exact integer chunk sums,
+/// which the last slice to finish reduces in chunk order; V2's last row CTA walks the rows in
+/// order and stops where the one-CTA kernel stops.
 struct ChainWorkspace {
   std::span<std::byte> bytes;  ///< empty: one CTA per request
   int slices = 0;
@@ -43,8 +46,9 @@ inline constexpr int64_t kMinSliceChunks = 4;
 /// The most slices a request of vocabulary V is split into (1 when V < 2·4·256 tokens).
 int chain_max_slices(int64_t vocab);
 
-/// Bytes of ChainWorkspace::bytes for a batch of B requests of vocabulary V (any slice count).
-size_t chain_workspace_bytes(int64_t batch, int64_t vocab);
+/// Bytes of ChainWorkspace::bytes for a batch of B requests of γ drafts and vocabulary V (any
+/// slice count).
+size_t chain_workspace_bytes(int64_t batch, int64_t gamma, int64_t vocab);
 
 /// Device buffers the kernel writes; every entry of every request is written.
 struct ChainDeviceOutput {

@@ -226,17 +226,20 @@ TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
   expect_flags_invalid_rows_it_reads(300, testing::verify_chain_probs);
 }
 
-// gpu::verify_chain with a zeroed workspace split into `slices` (0 = automatic; clamped to the
-// vocabulary's maximum), launched twice on the same workspace with the outputs overwritten in
-// between: the second launch must find the arrival counters reset by the first and write every
-// output again.
+// gpu::verify_chain with a zeroed workspace split into `slices` (0 = automatic; V1/V3: clamped to
+// the vocabulary's maximum; V2: ≥ 2 reduces the rows in parallel), launched twice on the same
+// workspace with the outputs overwritten in between: the second launch must find the arrival
+// counters reset by the first and write every output again.
 testing::ChainLauncher split_launcher(int slices) {
   return [slices](const ChainBatch& batch, const ChainParams& params,
                   const gpu::ChainDeviceOutput& output, cudaStream_t stream) -> cudaError_t {
-    const size_t bytes = gpu::chain_workspace_bytes(batch.batch, batch.vocab);
+    const size_t bytes = gpu::chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab);
     testing::DeviceBuffer<std::byte> workspace{std::vector<std::byte>(bytes)};
     gpu::ChainDeviceOutput split = output;
-    split.workspace = {workspace.span(), std::min(slices, gpu::chain_max_slices(batch.vocab))};
+    split.workspace = {workspace.span(),
+                       params.method == ChainMethod::kGreedy
+                           ? slices
+                           : std::min(slices, gpu::chain_max_slices(batch.vocab))};
     if (const cudaError_t e = gpu::verify_chain(batch, params, split, stream); e != cudaSuccess) {
       return e;
     }
@@ -278,6 +281,22 @@ TEST(VerifyChainSplit, GpuMatchesReference) {
                            split_launcher(5));
 }
 
+TEST(VerifyChainSplit, GreedyRowsInParallelMatchReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // V2 with one CTA per row (automatic at B < SMs, and forced): the last row CTA stops where the
+  // one-CTA kernel stops — the first mismatch, the first bad row, or row γ_b (ragged γ_b, ties).
+  for (const int64_t vocab : {1, 3, 100, 2000}) {
+    for (const int slices : {0, 2}) {
+      OwnedChainBatch batch = random_batch(611 + vocab, 12, 4, vocab, kAllKinds, true, true);
+      expect_matches_reference(batch, {ChainMethod::kGreedy, 1.0, 61, 0}, "greedy rows",
+                               split_launcher(slices));
+      batch.probs_draft.clear();  // V2 needs no q
+      expect_matches_reference(batch, {ChainMethod::kGreedy, 1.0, 61, 0}, "greedy rows, no q",
+                               split_launcher(slices));
+    }
+  }
+}
+
 TEST(VerifyChainSplit, GpuMatchesReferenceResidualFallback) {
   SPECLAB_SKIP_WITHOUT_GPU();
   const OwnedChainBatch batch = residual_fallback_batch(16, 2304);  // 9 chunks
@@ -301,7 +320,7 @@ TEST(VerifyChainSplit, BadWorkspaceThrows) {
                                             const gpu::ChainDeviceOutput& output,
                                             cudaStream_t stream) {
     testing::DeviceBuffer<std::byte> workspace{
-        std::vector<std::byte>(gpu::chain_workspace_bytes(batch.batch, batch.vocab))};
+        std::vector<std::byte>(gpu::chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab))};
     gpu::ChainDeviceOutput split = output;
     split.workspace = {workspace.span(), too_many};
     EXPECT_THAT(testing::error_of([&] { (void)gpu::verify_chain(batch, params, split, stream); }),
@@ -310,7 +329,7 @@ TEST(VerifyChainSplit, BadWorkspaceThrows) {
     split.workspace = {workspace.span().first(workspace.span().size() - 1), 0};
     EXPECT_THAT(
         testing::error_of([&] { (void)gpu::verify_chain(batch, params, split, stream); }),
-        ::testing::HasSubstr("bytes; expected at least chain_workspace_bytes(B=2, V=4096)"));
+        ::testing::HasSubstr("bytes; expected at least chain_workspace_bytes(B=2, γ=2, V=4096)"));
     return cudaSuccess;
   };
   (void)testing::run_gpu_chain(host, {ChainMethod::kToken, 1.0, 9, 0}, forced);
