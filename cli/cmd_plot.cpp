@@ -1,23 +1,19 @@
 // `speclab plot RESULTS_DIR -o FIGDIR`: the standard figures of a results directory as PNG, drawn
 // by the Python package's speclab.plot (python/speclab/plot.py, the module the notebooks use)
 // under Debian's /usr/bin/python3, so the command and the notebooks cannot drift apart.
-#include <fmt/format.h>
 
-#include <cstdlib>
-#include <filesystem>
+#include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command.hpp"
 #include "cli/json.hpp"
-#include "core/base/error.hpp"
 #include "experiments/project_files.hpp"
 
 namespace speclab::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct PlotOptions {
   std::string results;
@@ -50,13 +46,7 @@ void print_plot_json(const PlotOptions& o, const std::string& log) {
 }
 
 void run_plot(const PlotOptions& o) {
-  std::error_code ec;
-  if (!fs::is_directory(o.results, ec)) {
-    throw InvalidInput(fmt::format(
-        "results directory {} does not exist; run e.g. `speclab run "
-        "experiments/configs/quickstart.toml` first, or pass the --out directory of a run",
-        o.results));
-  }
+  require_results_directory(o.results);
   // speclab.plot (python/speclab/plot.py; installed: PREFIX/share/speclab/python) prints its own
   // message: 2 for bad input (no runs), 3 when no figure fits the results (it says why for each),
   // 1 for a failure.

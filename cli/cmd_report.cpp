@@ -3,21 +3,16 @@
 // instruction sets, the verify verdicts), written by the Python package's speclab.report
 // (python/speclab/report.py) under Debian's /usr/bin/python3 with the figures of speclab.plot,
 // found as `speclab plot` finds its module (installed: PREFIX/share/speclab/python/).
-#include <fmt/format.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.hpp"
-#include "core/base/error.hpp"
 #include "experiments/project_files.hpp"
 
 namespace speclab::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct ReportOptions {
   std::string results;
@@ -26,13 +21,7 @@ struct ReportOptions {
 };
 
 void run_report(const ReportOptions& o) {
-  std::error_code ec;
-  if (!fs::is_directory(o.results, ec)) {
-    throw InvalidInput(fmt::format(
-        "results directory {} does not exist; run e.g. `speclab run "
-        "experiments/configs/quickstart.toml` first, or pass the --out directory of a run",
-        o.results));
-  }
+  require_results_directory(o.results);
   std::vector<std::string> command =
       experiments::python_module_command("speclab report", "python3-matplotlib", "speclab.report");
   command.insert(command.end(), {o.results, "-o", o.out});

@@ -38,6 +38,10 @@ struct ExitStatus {
 /// tests/cli/conventions_cli_test.cpp walks every command for them.
 bool quiet();
 
+/// Throws InvalidInput unless `results` is a directory, saying how to make one (the results
+/// argument of `speclab plot` and `speclab report`).
+void require_results_directory(const std::string& results);
+
 /// One exit status of a command and what it means.
 struct ExitMeaning {
   int code;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +27,16 @@ bool g_quiet = false;
 }  // namespace
 
 bool quiet() { return g_quiet; }
+
+void require_results_directory(const std::string& results) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(results, ec)) {
+    throw InvalidInput(fmt::format(
+        "results directory {} does not exist; run e.g. `speclab run "
+        "experiments/configs/quickstart.toml` first, or pass the --out directory of a run",
+        results));
+  }
+}
 
 void document_exit_statuses(CLI::App& command, std::initializer_list<ExitMeaning> specific) {
   std::map<int, std::string> meanings = {

@@ -727,6 +727,19 @@ def render(results_dir, figdir, log=print):
     return written
 
 
+def use_agg(program):
+    """Selects matplotlib's file backend; False (having said why on stderr, as `program`) when
+    this Python has no matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(f"{program}: this Python has no matplotlib; install python3-matplotlib "
+              "(scripts/install-deps.sh) or set SPECLAB_PYTHON", file=sys.stderr)
+        return False
+    matplotlib.use("Agg")
+    return True
+
+
 def main(argv):
     import argparse
 
@@ -748,13 +761,8 @@ def main(argv):
               f"subdirectories, no `speclab verify` report); expected the --out directory of "
               f"`speclab run` or a root of such directories", file=sys.stderr)
         return 2
-    try:
-        import matplotlib
-    except ImportError:
-        print("speclab plot: this Python has no matplotlib; install python3-matplotlib "
-              "(scripts/install-deps.sh) or set SPECLAB_PYTHON", file=sys.stderr)
+    if not use_agg("speclab plot"):
         return 1
-    matplotlib.use("Agg")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         print(f"speclab plot: -o {out} is a file; expected a figure directory (created when "

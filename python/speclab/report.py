@@ -195,13 +195,8 @@ def main(argv):
             print(f"speclab report: -o {out}: cannot create its directory ({e.strerror}); "
                   f"choose another -o", file=sys.stderr)
             return 2
-    try:
-        import matplotlib
-    except ImportError:
-        print("speclab report: this Python has no matplotlib; install python3-matplotlib "
-              "(scripts/install-deps.sh) or set SPECLAB_PYTHON", file=sys.stderr)
+    if not speclab_plot.use_agg("speclab report"):
         return 1
-    matplotlib.use("Agg")
     log(f"speclab report: {results} -> {out}")
     try:
         page, summary = build_report(results, log)
