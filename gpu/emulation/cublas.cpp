@@ -15,6 +15,7 @@
 #include <string>
 
 #include "gpu/emulation/runtime_state.hpp"
+#include "gpu/emulation/simt.hpp"
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
@@ -155,17 +156,22 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
       !device_matrix("C", C, m, n, ldc)) {
     return CUBLAS_STATUS_SUCCESS;
   }
-  for (int64_t col = 0; col < n; ++col) {
-    for (int64_t row = 0; row < m; ++row) {
-      float sum = 0.0f;
-      if (products) {
-        for (int64_t j = 0; j < k; ++j) {
-          sum += op_at(A, lda, transa, row, j) * op_at(B, ldb, transb, j, col);
+  // alpha and beta are read now (host pointer mode), as a device GEMM reads them at the call.
+  const auto gemm = [=] {
+    for (int64_t col = 0; col < n; ++col) {
+      for (int64_t row = 0; row < m; ++row) {
+        float sum = 0.0f;
+        if (products) {
+          for (int64_t j = 0; j < k; ++j) {
+            sum += op_at(A, lda, transa, row, j) * op_at(B, ldb, transb, j, col);
+          }
         }
+        float& c = C[col * ldc + row];
+        c = b == 0.0f ? a * sum : a * sum + b * c;
       }
-      float& c = C[col * ldc + row];
-      c = b == 0.0f ? a * sum : a * sum + b * c;
     }
-  }
+    return cudaSuccess;
+  };
+  if (!speclab::emulation::detail::record_if_capturing(handle->stream, gemm)) gemm();
   return CUBLAS_STATUS_SUCCESS;
 }

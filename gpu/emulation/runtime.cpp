@@ -5,16 +5,23 @@
 // (cudaGetLastError included, which does not clear it), until emulation::clear_sticky_error().
 // cudaMalloc fills new memory with poison (0xFF bytes: CUDA leaves it undefined) and records it in
 // a map of device allocations, against which cudaMemcpy checks its kind, cudaFree its pointer and
-// a launch its pointer arguments.
+// a launch its pointer arguments. Streams are distinct handles over the one synchronous queue; a
+// stream being captured records its work instead of running it (one capture at a time), and in
+// global mode the calls a device forbids during a capture (cudaMalloc, cudaFree, synchronous
+// copies, synchronising) fail and invalidate it, as on a device.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gpu/emulation/runtime_state.hpp"
 #include "gpu/emulation/simt.hpp"
@@ -29,6 +36,13 @@ struct RuntimeState {
   std::string failure_message;
   std::map<const void*, size_t> shared_limits;
   std::map<uintptr_t, size_t> allocations;  // device allocations: start address → bytes
+  struct Capture {
+    cudaStream_t stream = nullptr;
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+    bool invalidated = false;
+    std::vector<std::function<cudaError_t()>> ops;
+  };
+  std::optional<Capture> capture;
 };
 
 RuntimeState& state() {
@@ -48,6 +62,18 @@ cudaError_t sticky() {
   return s.sticky;
 }
 
+// A call a device forbids while a global-mode capture is active: the error, and the capture
+// invalidated (its cudaStreamEndCapture fails); cudaSuccess when no such capture is active.
+cudaError_t forbidden_while_capturing(const char* call) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.capture || s.capture->mode != cudaStreamCaptureModeGlobal) return cudaSuccess;
+  s.capture->invalidated = true;
+  std::fprintf(stderr, "speclab SIMT emulation: %s during a stream capture (global mode)\n", call);
+  s.last_error = cudaErrorStreamCaptureUnsupported;
+  return cudaErrorStreamCaptureUnsupported;
+}
+
 }  // namespace
 
 std::string last_failure_message() {
@@ -64,6 +90,14 @@ void clear_sticky_error() {
 }
 
 namespace detail {
+
+bool record_if_capturing(cudaStream_t stream, std::function<cudaError_t()> op) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.capture || stream == nullptr || s.capture->stream != stream) return false;
+  s.capture->ops.push_back(std::move(op));
+  return true;
+}
 
 void set_last_error(cudaError_t error) {
   auto& s = state();
@@ -114,7 +148,16 @@ size_t dynamic_shared_limit(const void* kernel) {
 }  // namespace detail
 }  // namespace speclab::emulation
 
+struct CUstream_st {};
+struct CUgraph_st {
+  std::vector<std::function<cudaError_t()>> ops;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<cudaError_t()>> ops;
+};
+
 using speclab::emulation::fail;
+using speclab::emulation::forbidden_while_capturing;
 using speclab::emulation::sticky;
 
 // Every call below that needs the device context starts with this: after a fault, the error.
@@ -186,6 +229,12 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorLaunchOutOfResources";
     case cudaErrorLaunchFailure:
       return "cudaErrorLaunchFailure";
+    case cudaErrorIllegalState:
+      return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported:
+      return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+      return "cudaErrorStreamCaptureInvalidated";
   }
   return "cudaErrorUnknown";
 }
@@ -211,6 +260,7 @@ const char* cudaGetErrorString(cudaError_t error) {
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   SPECLAB_EMU_RETURN_IF_STICKY();
+  if (const cudaError_t e = forbidden_while_capturing("cudaMalloc"); e != cudaSuccess) return e;
   if (pointer == nullptr) return fail(cudaErrorInvalidValue);
   *pointer = nullptr;
   if (bytes == 0) return cudaSuccess;
@@ -226,6 +276,7 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
 // After a fault the memory is still released (so that LeakSanitizer stays quiet about a test that
 // faults on purpose), and the sticky error returned.
 cudaError_t cudaFree(void* pointer) {
+  if (const cudaError_t e = forbidden_while_capturing("cudaFree"); e != cudaSuccess) return e;
   if (pointer == nullptr) return sticky();
   {
     auto& s = speclab::emulation::state();
@@ -242,11 +293,12 @@ cudaError_t cudaFree(void* pointer) {
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (const cudaError_t e = forbidden_while_capturing("cudaMemcpy"); e != cudaSuccess) return e;
   return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t /*stream*/) {
+                            cudaStream_t stream) {
   SPECLAB_EMU_RETURN_IF_STICKY();
   if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
     return fail(cudaErrorInvalidMemcpyDirection);
@@ -268,15 +320,22 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
       return fail(cudaErrorInvalidValue);
     }
   }
+  if (speclab::emulation::detail::record_if_capturing(stream, [dst, src, bytes] {
+        std::memcpy(dst, src, bytes);
+        return cudaSuccess;
+      })) {
+    return cudaSuccess;
+  }
   std::memcpy(dst, src, bytes);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void* pointer, int value, size_t bytes) {
+  if (const cudaError_t e = forbidden_while_capturing("cudaMemset"); e != cudaSuccess) return e;
   return cudaMemsetAsync(pointer, value, bytes, nullptr);
 }
 
-cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t /*stream*/) {
+cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t stream) {
   SPECLAB_EMU_RETURN_IF_STICKY();
   if (bytes == 0) return cudaSuccess;
   if (pointer == nullptr) return fail(cudaErrorInvalidValue);
@@ -285,22 +344,103 @@ cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t
                  pointer, bytes);
     return fail(cudaErrorInvalidValue);
   }
+  if (speclab::emulation::detail::record_if_capturing(stream, [pointer, value, bytes] {
+        std::memset(pointer, value, bytes);
+        return cudaSuccess;
+      })) {
+    return cudaSuccess;
+  }
   std::memset(pointer, value, bytes);
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return sticky(); }
+cudaError_t cudaDeviceSynchronize() {
+  if (const cudaError_t e = forbidden_while_capturing("cudaDeviceSynchronize"); e != cudaSuccess) {
+    return e;
+  }
+  return sticky();
+}
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
   SPECLAB_EMU_RETURN_IF_STICKY();
   if (stream == nullptr) return fail(cudaErrorInvalidValue);
-  *stream = nullptr;  // every emulated stream is the synchronous default stream
+  *stream = new CUstream_st;  // a handle of its own (captures tell streams apart); work runs now
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamDestroy(cudaStream_t /*stream*/) { return sticky(); }
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete stream;
+  return sticky();
+}
 
-cudaError_t cudaStreamSynchronize(cudaStream_t /*stream*/) { return sticky(); }
+cudaError_t cudaStreamSynchronize(cudaStream_t /*stream*/) {
+  if (const cudaError_t e = forbidden_while_capturing("cudaStreamSynchronize"); e != cudaSuccess) {
+    return e;
+  }
+  return sticky();
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  SPECLAB_EMU_RETURN_IF_STICKY();
+  if (stream == nullptr) return fail(cudaErrorStreamCaptureUnsupported);  // the legacy stream
+  auto& s = speclab::emulation::state();
+  std::lock_guard lock(s.mutex);
+  if (s.capture) {
+    s.last_error = cudaErrorIllegalState;
+    return cudaErrorIllegalState;
+  }
+  s.capture.emplace();
+  s.capture->stream = stream;
+  s.capture->mode = mode;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  if (graph == nullptr) return fail(cudaErrorInvalidValue);
+  *graph = nullptr;
+  auto& s = speclab::emulation::state();
+  std::lock_guard lock(s.mutex);
+  if (!s.capture || s.capture->stream != stream) {
+    s.last_error = cudaErrorIllegalState;
+    return cudaErrorIllegalState;
+  }
+  const bool invalidated = s.capture->invalidated;
+  std::vector<std::function<cudaError_t()>> ops = std::move(s.capture->ops);
+  s.capture.reset();
+  if (invalidated) {
+    s.last_error = cudaErrorStreamCaptureInvalidated;
+    return cudaErrorStreamCaptureInvalidated;
+  }
+  *graph = new CUgraph_st{std::move(ops)};
+  return s.sticky;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long /*flags*/) {
+  SPECLAB_EMU_RETURN_IF_STICKY();
+  if (exec == nullptr || graph == nullptr) return fail(cudaErrorInvalidValue);
+  *exec = new CUgraphExec_st{graph->ops};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t /*stream*/) {
+  SPECLAB_EMU_RETURN_IF_STICKY();
+  if (exec == nullptr) return fail(cudaErrorInvalidValue);
+  for (const auto& op : exec->ops) {
+    if (const cudaError_t e = op(); e != cudaSuccess) return e;
+  }
+  return sticky();
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
 
 cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value) {
   SPECLAB_EMU_RETURN_IF_STICKY();

@@ -101,6 +101,9 @@ void* dynamic_shared();
 /// This block's copy of the static shared variable identified by `key` (`bytes` long, poisoned
 /// before every block); SPECLAB_STATIC_SHARED's storage.
 void* static_shared(const void* key, size_t bytes);
+/// When `stream` is being captured (cudaStreamBeginCapture), records `op` into the capture, to run
+/// at every cudaGraphLaunch of its graph, and returns true; otherwise false (run it now).
+bool record_if_capturing(cudaStream_t stream, std::function<cudaError_t()> op);
 /// Runs `thread_body` once for every thread of every block of the grid.
 cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t shared_bytes,
                      const std::function<void()>& thread_body);
@@ -163,7 +166,7 @@ T shuffle(WarpOp op, unsigned mask, T var, int arg, int width) {
 /// fault on) leave a sticky error that the next call returns (cudaDeviceSynchronize, cudaMemcpy…).
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
-                   cudaStream_t /*stream: the emulation runs synchronously*/, Args&&... args) {
+                   cudaStream_t stream, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "wrong number of kernel arguments");
   std::tuple<std::decay_t<Params>...> params(
       static_cast<std::decay_t<Params>>(std::forward<Args>(args))...);
@@ -176,6 +179,13 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shar
         },
         params);
     if (!device_arguments) return cudaSuccess;  // as a device launch: the fault comes later
+  }
+  // Captured: the graph keeps the argument values, as a device graph keeps the kernel node's.
+  if (detail::record_if_capturing(stream, [address, grid, block, shared_bytes, kernel, params] {
+        return detail::run_grid(address, grid, block, shared_bytes,
+                                [&] { std::apply(kernel, params); });
+      })) {
+    return cudaSuccess;
   }
   return detail::run_grid(address, grid, block, shared_bytes, [&] { std::apply(kernel, params); });
 }

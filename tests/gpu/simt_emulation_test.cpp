@@ -653,6 +653,52 @@ TEST(SimtEmulation, SpinWaitDeadlockIsReported) {
   emulation::clear_sticky_error();
 }
 
+__global__ void add_one(int* value) { *value += 1; }
+
+// Stream capture as a device does it: captured launches and copies do not run at capture time, the
+// graph runs them in order at every launch with the values they were captured with, the legacy
+// stream cannot be captured, and a synchronising call during a global-mode capture fails and
+// invalidates it.
+TEST(SimtEmulation, StreamCaptureRecordsAndReplays) {
+  DeviceBuffer<int> value(std::vector<int>{10});
+  int* const v = value.span().data();
+  const int seven = 7;
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  ASSERT_NE(stream, nullptr) << "a created stream is not the legacy stream";
+  EXPECT_EQ(cudaStreamBeginCapture(nullptr, cudaStreamCaptureModeGlobal),
+            cudaErrorStreamCaptureUnsupported);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaErrorIllegalState);
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaMemcpyAsync(v, &seven, sizeof seven, cudaMemcpyHostToDevice, stream), cudaSuccess);
+  ASSERT_EQ(gpu::launch_kernel(add_one, dim3(1), dim3(1), 0, stream, v), cudaSuccess);
+  ASSERT_EQ(gpu::launch_kernel(add_one, dim3(1), dim3(1), 0, stream, v), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  EXPECT_EQ(read(value)[0], 10) << "captured work must not run at capture time";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(read(value)[0], 9) << "copy 7, then two increments, in order";
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(read(value)[0], 9) << "a replay runs the same nodes again";
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  // Synchronising inside a global-mode capture: refused, and the capture is invalidated.
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaErrorStreamCaptureUnsupported);
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, 16), cudaErrorStreamCaptureUnsupported);
+  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaErrorStreamCaptureInvalidated);
+  EXPECT_EQ(graph, nullptr);
+  (void)cudaGetLastError();
+  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaErrorIllegalState) << "no capture is active";
+  (void)cudaGetLastError();
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
 }  // namespace
 }  // namespace speclab
 

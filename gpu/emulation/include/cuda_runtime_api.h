@@ -1,6 +1,7 @@
-// The CUDA runtime API as the SIMT emulation provides it (docs/testing.md "GPU tests without a GPU"):
-// the types, error codes and calls that speclab's gpu/ code and tests use, over host memory. It
-// stands in for the toolkit's header in the gpu-emu build only; error values equal the real ones.
+// The CUDA runtime API as the SIMT emulation provides it (docs/testing.md "GPU tests without a
+// GPU"): the types, error codes and calls that speclab's gpu/ code and tests use, over host memory.
+// It stands in for the toolkit's header in the gpu-emu build only; error values equal the real
+// ones.
 #pragma once
 
 #include <cstddef>
@@ -20,11 +21,14 @@ enum cudaError {
   cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorInsufficientDriver = 35,
   cudaErrorInvalidDeviceFunction = 98,
+  cudaErrorIllegalState = 401,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchOutOfResources = 701,
   cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
 };
 typedef enum cudaError cudaError_t;
 
@@ -41,6 +45,14 @@ enum cudaFuncAttribute {
 };
 
 typedef struct CUstream_st* cudaStream_t;
+typedef struct CUgraph_st* cudaGraph_t;
+typedef struct CUgraphExec_st* cudaGraphExec_t;
+
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
 
 struct uint3 {
   unsigned int x, y, z;
@@ -73,6 +85,15 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value);
+// Stream capture (one capture at a time): launches, async copies and memsets issued to the
+// capturing stream are recorded, not run, and run in order at every cudaGraphLaunch.
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 template <typename T>
 cudaError_t cudaMalloc(T** pointer, size_t bytes) {
