@@ -134,10 +134,10 @@ class Conventions : public ::testing::Test {
     input.commit();
   }
 
-  // ARGS with the placeholders filled; {out} is DIR/NAME-MODE.
+  // ARGS with each {name} token replaced by its path: {cfg} the sweep config, {run} its run
+  // directory, {h5} one result file, {batch} the verify-batch input, {verify} a verify config,
+  // {out} this command's own output path (out_of).
   static std::string fill(const std::string& command, const std::string& mode, std::string args) {
-    std::string name = command;
-    std::replace(name.begin(), name.end(), ' ', '-');
     const std::map<std::string, std::string> values = {
         {"{cfg}", quoted(config_)},
         {"{run}", quoted(dir_ / "run")},
@@ -145,7 +145,7 @@ class Conventions : public ::testing::Test {
         {"{batch}", quoted(dir_ / "batch.h5")},
         {"{verify}",
          quoted(fs::path(SPECLAB_SOURCE_DIR) / "experiments" / "configs" / "verify_token.toml")},
-        {"{out}", (dir_ / (name + "-" + mode)).string()}};
+        {"{out}", out_of(command, mode).string()}};
     for (const auto& [key, value] : values) {
       for (size_t at; (at = args.find(key)) != std::string::npos;)
         args.replace(at, key.size(), value);
