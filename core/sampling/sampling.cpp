@@ -16,9 +16,21 @@
 namespace speclab {
 namespace {
 
-// 16 lanes through GCC's vector extensions: compiled to AVX-512, AVX2 or SSE as available.
-typedef float FloatLanes __attribute__((vector_size(64)));
-typedef int32_t IntLanes __attribute__((vector_size(64)));
+// One register of the widest float vectors the build targets (GCC vector extensions): 16 lanes
+// with AVX-512, 8 with AVX2, 4 otherwise. Wider GCC vectors than the target's registers are
+// split by the compiler, but selects and conversions on them are done lane by lane in scalar
+// code, so every loop here runs at this width; the normaliser's 16 lanes are 16 / kVectorFloats
+// such vectors side by side, which sums each lane in exactly the same order at any width.
+#if defined(__AVX512F__)
+constexpr size_t kVectorFloats = 16;
+#elif defined(__AVX__)
+constexpr size_t kVectorFloats = 8;
+#else
+constexpr size_t kVectorFloats = 4;
+#endif
+typedef float FloatLanes __attribute__((vector_size(kVectorFloats * sizeof(float))));
+typedef int32_t IntLanes __attribute__((vector_size(kVectorFloats * sizeof(int32_t))));
+static_assert(kNormaliserLanes % kVectorFloats == 0);
 
 template <class To, class From>
 inline To convert(From x) {
@@ -67,7 +79,7 @@ inline F exp_nonpositive(F x) {
 
 // The largest value (inputs hold no NaN).
 float max_of(const float* in, size_t n) {
-  constexpr size_t kLanes = 16;
+  constexpr size_t kLanes = kVectorFloats;
   float best = in[0];
   size_t i = 0;
   if (n >= kLanes) {
@@ -91,20 +103,25 @@ float max_of(const float* in, size_t n) {
 double exp_shifted(const float* in, float* out, size_t n, float shift, float scale) {
   constexpr size_t kLanes = kNormaliserLanes;
   constexpr size_t kBlock = kNormaliserBlockTokens;
-  static_assert(sizeof(FloatLanes) == kLanes * sizeof(float));
+  constexpr size_t kVectors = kLanes / kVectorFloats;  // vectors per 16 tokens
   double total = 0.0;
   for (size_t base = 0; base < n; base += kBlock) {
     const size_t end = std::min(n, base + kBlock);
-    FloatLanes lane_sums = {};
+    FloatLanes vector_sums[kVectors] = {};  // lane k of the 16 is vector k / W, lane k mod W
     size_t i = base;
     for (; i + kLanes <= end; i += kLanes) {
-      FloatLanes x;
-      std::memcpy(&x, in + i, sizeof x);
-      const FloatLanes e = exp_nonpositive<FloatLanes, IntLanes>((x - shift) * scale);
-      std::memcpy(out + i, &e, sizeof e);
-      lane_sums += e;
+      for (size_t v = 0; v < kVectors; ++v) {
+        FloatLanes x;
+        std::memcpy(&x, in + i + v * kVectorFloats, sizeof x);
+        const FloatLanes e = exp_nonpositive<FloatLanes, IntLanes>((x - shift) * scale);
+        std::memcpy(out + i + v * kVectorFloats, &e, sizeof e);
+        vector_sums[v] += e;
+      }
     }
-    for (; i < end; ++i) {  // the row's last, partial vector: lane (i − base) mod 16
+    float lane_sums[kLanes];
+    static_assert(sizeof lane_sums == sizeof vector_sums);
+    std::memcpy(lane_sums, vector_sums, sizeof lane_sums);
+    for (; i < end; ++i) {  // the row's last, partial 16 tokens: lane (i − base) mod 16
       out[i] = exp_nonpositive<float, int32_t>((in[i] - shift) * scale);
       lane_sums[(i - base) % kLanes] += out[i];
     }
@@ -338,7 +355,7 @@ void exp_nonpositive_row(std::span<const float> x, std::span<float> out) {
     throw InvalidInput(
         fmt::format("exp_nonpositive_row: {} inputs but {} outputs", x.size(), out.size()));
   }
-  constexpr size_t kLanes = 16;
+  constexpr size_t kLanes = kVectorFloats;
   size_t i = 0;
   for (; i + kLanes <= x.size(); i += kLanes) {
     FloatLanes lanes;
