@@ -33,13 +33,10 @@ float dot(const float* a, const float* b, int64_t n) {
   }
   simd::Vec acc{};
   for (int64_t e = 0; e < n; e += simd::kLanes) {
-    simd::Vec va, vb;
-    std::memcpy(&va, a + e, sizeof va);
-    std::memcpy(&vb, b + e, sizeof vb);
-    simd::fma_into(acc, va, vb);
+    simd::fma_into(acc, simd::load(a + e), simd::load(b + e));
   }
   float s = 0.0f;
-  for (int i = 0; i < simd::kLanes; ++i) s += acc[i];
+  for (int i = 0; i < simd::kLanes; ++i) s += simd::lane(acc, i);
   return s;
 }
 
@@ -47,11 +44,9 @@ float dot(const float* a, const float* b, int64_t n) {
 void axpy(float w, const float* x, float* y, int64_t n) {
   int64_t e = 0;
   for (; e + simd::kLanes <= n; e += simd::kLanes) {
-    simd::Vec vx, vy;
-    std::memcpy(&vx, x + e, sizeof vx);
-    std::memcpy(&vy, y + e, sizeof vy);
-    vy += w * vx;
-    std::memcpy(y + e, &vy, sizeof vy);
+    simd::Vec vy = simd::load(y + e);
+    simd::axpy_into(vy, w, simd::load(x + e));
+    simd::store(y + e, vy);
   }
   for (; e < n; ++e) y[e] += w * x[e];
 }

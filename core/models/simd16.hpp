@@ -1,10 +1,13 @@
-// Sixteen-lane float vectors for the CPU matrix kernels (skinny_gemm, quant_gemm): a GCC vector
-// extension that is one AVX-512 register with -march=native and two or four narrower registers
-// elsewhere, plus a fused multiply-add that keeps one rounding per step wherever the hardware has
-// it, so the kernels that share it round identically.
+// Sixteen-lane float vectors for the CPU matrix kernels (skinny_gemm, the attention of
+// LlamaModel): 16 / kNativeFloats registers of the build's widest float vector
+// (core/base/simd_width.hpp: one AVX-512 register, two AVX2 ones), plus a fused multiply-add that
+// keeps one rounding per step wherever the hardware has it, so the kernels that share it round
+// identically at every width.
 #pragma once
 
 #include <cstring>
+
+#include "core/base/simd_width.hpp"
 
 #if defined(__AVX512F__) || defined(__FMA__)
 #include <immintrin.h>
@@ -12,27 +15,56 @@
 
 namespace speclab::simd {
 
-using Vec = float __attribute__((vector_size(64)));
-constexpr int kLanes = 16;
+inline constexpr int kLanes = 16;
+inline constexpr int kParts = kLanes / kNativeFloats;  // native registers per Vec
+
+/// Lane i of the 16 is lane i % kNativeFloats of part[i / kNativeFloats].
+struct Vec {
+  NativeFloats part[kParts];
+};
+
+// Loads and stores part by part: a copy of the whole struct would go through the stack.
+inline Vec load(const float* p) {
+  Vec v;
+  for (int k = 0; k < kParts; ++k) std::memcpy(&v.part[k], p + k * kNativeFloats, sizeof v.part[k]);
+  return v;
+}
+
+inline void store(float* p, const Vec& v) {
+  for (int k = 0; k < kParts; ++k) {
+    const NativeFloats x = v.part[k];
+    std::memcpy(p + k * kNativeFloats, &x, sizeof x);
+  }
+}
+
+/// Every lane s (s − 0 is s exactly, and compiles to one broadcast; 0 + s would not keep −0).
+inline Vec broadcast(float s) {
+  Vec v;
+  for (int k = 0; k < kParts; ++k) v.part[k] = s - NativeFloats{};
+  return v;
+}
+
+inline float lane(const Vec& v, int i) { return v.part[i / kNativeFloats][i % kNativeFloats]; }
+
+/// y += w·x lane by lane, unfused (the library is built with -ffp-contract=off).
+inline void axpy_into(Vec& y, float w, const Vec& x) {
+  for (int k = 0; k < kParts; ++k) y.part[k] += w * x.part[k];
+}
 
 /// acc += a·b. The library is built with -ffp-contract=off, so a*b+c is not fused; fuse
 /// explicitly where the hardware can (twice the throughput once a kernel is compute-bound).
-/// By reference, not by value: Vec arguments would change the ABI (and warn) where the library
-/// is built without AVX-512.
 inline void fma_into(Vec& acc, const Vec& a, const Vec& b) {
+  for (int k = 0; k < kParts; ++k) {
 #if defined(__AVX512F__)
-  acc = (Vec)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)acc);
+    acc.part[k] =
+        (NativeFloats)_mm512_fmadd_ps((__m512)a.part[k], (__m512)b.part[k], (__m512)acc.part[k]);
 #elif defined(__FMA__)
-  __m256 a2[2], b2[2], c2[2];
-  std::memcpy(a2, &a, sizeof a);
-  std::memcpy(b2, &b, sizeof b);
-  std::memcpy(c2, &acc, sizeof acc);
-  c2[0] = _mm256_fmadd_ps(a2[0], b2[0], c2[0]);
-  c2[1] = _mm256_fmadd_ps(a2[1], b2[1], c2[1]);
-  std::memcpy(&acc, c2, sizeof acc);
+    acc.part[k] =
+        (NativeFloats)_mm256_fmadd_ps((__m256)a.part[k], (__m256)b.part[k], (__m256)acc.part[k]);
 #else
-  acc = a * b + acc;
+    acc.part[k] = a.part[k] * b.part[k] + acc.part[k];
 #endif
+  }
 }
 
 }  // namespace speclab::simd

@@ -49,7 +49,9 @@ void panel_kernel(const KernelArgs& g) {
     if (g.bias != nullptr) {
       const int64_t row = g.row0 + r * kLanes;
       const int64_t n = std::min<int64_t>(kLanes, g.rows - row);
-      std::memcpy(&init, g.bias + row, n * sizeof(float));
+      float lanes[kLanes] = {};
+      std::memcpy(lanes, g.bias + row, n * sizeof(float));
+      init = simd::load(lanes);
     }
     for (int c = 0; c < C; ++c) acc[r][c] = init;
   }
@@ -59,12 +61,12 @@ void panel_kernel(const KernelArgs& g) {
     Vec w[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      w[r] = *reinterpret_cast<const Vec*>(a + r * g.panel_stride + k * kLanes);
+      w[r] = simd::load(a + r * g.panel_stride + k * kLanes);
     }
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
       const float s = xt[k * C + c];
-      const Vec xb = {s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
+      const Vec xb = simd::broadcast(s);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) fma_into(acc[r][c], w[r], xb);
     }
@@ -72,7 +74,11 @@ void panel_kernel(const KernelArgs& g) {
   for (int r = 0; r < R; ++r) {
     const int64_t row = g.row0 + r * kLanes;
     const int64_t n = std::min<int64_t>(kLanes, g.rows - row);
-    for (int c = 0; c < C; ++c) std::memcpy(g.out + c * g.ldo + row, &acc[r][c], n * sizeof(float));
+    for (int c = 0; c < C; ++c) {
+      float lanes[kLanes];            // through a buffer: an accumulator whose address is taken is
+      simd::store(lanes, acc[r][c]);  // kept in memory, not in registers
+      std::memcpy(g.out + c * g.ldo + row, lanes, n * sizeof(float));
+    }
   }
 }
 
@@ -86,9 +92,13 @@ template <int R>
 constexpr std::array<Kernel, kMaxCols + 1> kKernels =
     kernel_row<R>(std::make_index_sequence<kMaxCols>{});
 
-// Panels per kernel call for C columns: about 16 accumulators, and several FMA chains in flight
-// even for one column.
-constexpr int panels_for(int n_cols) { return n_cols <= 4 ? 4 : n_cols <= 8 ? 2 : 1; }
+// Panels per kernel call for C columns: several FMA chains in flight even for one column, with the
+// R·C accumulators and R panel vectors in registers (32 with AVX-512, where a Vec is one; 16 with
+// AVX2, where it is two). The tile shape changes no result: each lane is one FMA chain over k.
+constexpr int panels_for(int n_cols) {
+  if constexpr (simd::kParts == 1) return n_cols <= 4 ? 4 : n_cols <= 8 ? 2 : 1;
+  return n_cols <= 2 ? 2 : 1;
+}
 
 Kernel kernel_for(int r, int c) {
   switch (r) {

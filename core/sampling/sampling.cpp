@@ -12,24 +12,15 @@
 
 #include "core/base/error.hpp"
 #include "core/base/rules.hpp"
+#include "core/base/simd_width.hpp"
 
 namespace speclab {
 namespace {
 
-// One register of the widest float vectors the build targets (GCC vector extensions): 16 lanes
-// with AVX-512, 8 with AVX2, 4 otherwise. Wider GCC vectors than the target's registers are
-// split by the compiler, but selects and conversions on them are done lane by lane in scalar
-// code, so every loop here runs at this width; the normaliser's 16 lanes are 16 / kVectorFloats
-// such vectors side by side, which sums each lane in exactly the same order at any width.
-#if defined(__AVX512F__)
-constexpr size_t kVectorFloats = 16;
-#elif defined(__AVX__)
-constexpr size_t kVectorFloats = 8;
-#else
-constexpr size_t kVectorFloats = 4;
-#endif
-typedef float FloatLanes __attribute__((vector_size(kVectorFloats * sizeof(float))));
-typedef int32_t IntLanes __attribute__((vector_size(kVectorFloats * sizeof(int32_t))));
+// The normaliser's 16 lanes as 16 / kVectorFloats native vectors (core/base/simd_width.hpp).
+constexpr size_t kVectorFloats = simd::kNativeFloats;
+using FloatLanes = simd::NativeFloats;
+using IntLanes = simd::NativeInts;
 static_assert(kNormaliserLanes % kVectorFloats == 0);
 
 template <class To, class From>
