@@ -5,11 +5,14 @@
 #
 #   scripts/peer/llama_cpp_compare.sh [--threads N] [--tokens N] [--rounds N] [--gamma LIST]
 #                                     [--model FILE.gguf] [--omp-wait-policy passive|active|default]
-#                                     [--json FILE] [--speclab BUILD_DIR] [-- SPECLAB_ARGS...]
+#                                     [--json FILE] [--speclab BUILD_DIR] [--portable]
+#                                     [-- SPECLAB_ARGS...]
 #
 # llama.cpp comes from the llama-cpp-python sdist on PyPI (it vendors llama.cpp); its own
 # `llama-lookup` and `llama-bench` are built with CMake, CPU only, under build-peer/ (git-ignored)
 # and reused on later runs. Arguments after `--` go to `speclab bench decode` unchanged.
+# --portable builds llama.cpp for x86-64-v3 (AVX2, FMA, F16C; no AVX-512) instead of the host's
+# ISA, to compare with a speclab built with -DSPECLAB_NATIVE=OFF on the same machine.
 # Both run under the same OMP_WAIT_POLICY (passive unless told otherwise): with as many threads as
 # cores on a machine that other work shares, spinning OpenMP barriers cost both 10-50x.
 set -euo pipefail
@@ -27,7 +30,7 @@ peer_dir=${SPECLAB_PEER_DIR:-$repo/build-peer}
 jobs=${SPECLAB_PEER_JOBS:-1}
 speclab_args=()
 
-usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --threads) threads=$2; shift 2 ;;
@@ -39,6 +42,7 @@ while [[ $# -gt 0 ]]; do
     --json) json_out=$2; shift 2 ;;
     --speclab) speclab_build=$2; shift 2 ;;
     --build-only) build_only=1; shift ;;
+    --portable) portable=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; speclab_args=("$@"); break ;;
     *) echo "llama_cpp_compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -54,6 +58,12 @@ fi
 # 1. llama.cpp, from the llama-cpp-python sdist, built once.
 src="$peer_dir/llama_cpp_python-$version/vendor/llama.cpp"
 bld="$peer_dir/llama.cpp-$version"
+isa_flags=(-DGGML_NATIVE=ON)
+if [[ -n "${portable:-}" ]]; then
+  bld="$bld-x86-64-v3"
+  isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+             -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF)
+fi
 if [[ ! -x "$bld/bin/llama-lookup" || ! -x "$bld/bin/llama-bench" ]]; then
   mkdir -p "$peer_dir/dl"
   sdist="$peer_dir/dl/llama_cpp_python-$version.tar.gz"
@@ -63,7 +73,7 @@ if [[ ! -x "$bld/bin/llama-lookup" || ! -x "$bld/bin/llama-bench" ]]; then
   fi
   [[ -f "$src/CMakeLists.txt" ]] || tar -xzf "$sdist" -C "$peer_dir"
   cmake -S "$src" -B "$bld" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-    -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
+    "${isa_flags[@]}" -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON -DCMAKE_RUNTIME_OUTPUT_DIRECTORY="$bld/bin" \
     >"$bld.configure.log" 2>&1 || { tail -30 "$bld.configure.log" >&2; exit 1; }
