@@ -242,29 +242,36 @@ void quant_kernel(const KernelArgs& g) {
       }
     }
     const int8_t* xq = g.x.q + b * C * kBlock;
-#pragma GCC unroll 4
+// One half panel at a time: unrolled, the scheduler interleaves them and spills.
+#pragma GCC unroll 1
     for (int u = 0; u < kUnits; ++u) {
       const std::byte* p = rec[u / 2];
       const int64_t half = 32 * (u % 2);
       __m256i dot[C];
       if constexpr (kQ4) {
-        __m256i sum16[C];
-        for (int c = 0; c < C; ++c) sum16[c] = _mm256_setzero_si256();
+        // The block's 4 × 2 nibble vectors first, then one column at a time: a column's int16
+        // sum lives in one register, so wide tiles do not spill the sums the inner loop updates
+        // (16 registers); an accumulator is touched once per block and may live in L1.
+        __m256i lo[4], hi[4];
 #pragma GCC unroll 4
         for (int t = 0; t < 4; ++t) {
           const __m256i v =
               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 + 64 * t + half));
-          const __m256i lo = _mm256_and_si256(v, low4);
-          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+          lo[t] = _mm256_and_si256(v, low4);
+          hi[t] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        }
 #pragma GCC unroll 8
-          for (int c = 0; c < C; ++c) {
+        for (int c = 0; c < C; ++c) {
+          __m256i sum16 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+          for (int t = 0; t < 4; ++t) {
             const __m256i xl = _mm256_set1_epi32(load_i32(xq + c * kBlock + 4 * t));
             const __m256i xh = _mm256_set1_epi32(load_i32(xq + c * kBlock + 16 + 4 * t));
-            sum16[c] = _mm256_add_epi16(sum16[c], _mm256_maddubs_epi16(lo, xl));
-            sum16[c] = _mm256_add_epi16(sum16[c], _mm256_maddubs_epi16(hi, xh));
+            sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(lo[t], xl));
+            sum16 = _mm256_add_epi16(sum16, _mm256_maddubs_epi16(hi[t], xh));
           }
+          dot[c] = _mm256_madd_epi16(sum16, ones16);
         }
-        for (int c = 0; c < C; ++c) dot[c] = _mm256_madd_epi16(sum16[c], ones16);
       } else {
         for (int c = 0; c < C; ++c) dot[c] = _mm256_setzero_si256();
 #pragma GCC unroll 8
