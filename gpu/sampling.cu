@@ -84,6 +84,8 @@ struct SampleLogitsKernelArgs {
   SampleRowsArgs sample;        // probs, probs_stride and copy_to unset
   void* copy_logits_to;
   int64_t copy_logits_stride;
+  float* probs_to;
+  int64_t probs_stride;
   int64_t n_chunks;  // ⌈V / kChunkTokens⌉
 };
 
@@ -122,9 +124,15 @@ __global__ void __launch_bounds__(1024) sample_logits_kernel(SampleLogitsKernelA
       }
     }
   }
+  const detail::LogitsProbRow p = detail::prob_row(k.source, rows[0], stats);
+  if (k.probs_to != nullptr) {
+    float* out = k.probs_to + row * k.probs_stride;
+    for (int64_t t = threadIdx.x; t < v; t += blockDim.x) {
+      out[t] = stats.status == kChainOk ? p(t) : 0.0f;
+    }
+  }
   uint64_t total = 0;
   if (stats.status == kChainOk) {  // block-uniform
-    const detail::LogitsProbRow p = detail::prob_row(k.source, rows[0], stats);
     uint64_t seed = 0;
     uint32_t step = 0;
     detail::launch_seed_step(a, &seed, &step);
@@ -195,6 +203,8 @@ cudaError_t sample_logits_rows(const SampleLogitsArgs& args, cudaStream_t stream
   k.sample = s;
   k.copy_logits_to = args.copy_logits_to;
   k.copy_logits_stride = args.copy_logits_stride;
+  k.probs_to = args.probs_to;
+  k.probs_stride = args.probs_stride;
   k.n_chunks = (s.vocab + kChunkTokens - 1) / kChunkTokens;
   const size_t shared = sample_logits_shared_bytes(k.n_chunks);
   if (shared > 48 * 1024) {

@@ -60,6 +60,10 @@ struct SampleLogitsArgs {
   SampleRowsArgs sample;
   void* copy_logits_to = nullptr;  ///< optional: row b's logits copied, in logits.format, to
   int64_t copy_logits_stride = 0;  ///<   element b·copy_logits_stride
+  /// Optional: row b's probabilities q, as sampled (probs_from_logits's row bit for bit, zeros for
+  /// a bad row), written to probs_to[b·probs_stride, +V), for a consumer that reads q itself.
+  float* probs_to = nullptr;
+  int64_t probs_stride = 0;
 };
 
 /// sample_rows on core::probs_from_logits's rows without writing them: per row (one CTA) the

@@ -185,6 +185,7 @@ void expect_fused_sampler_matches(const std::vector<float>& logits, int64_t rows
     std::vector<int32_t> tokens, seq;
     std::vector<uint32_t> status;
   };
+  DeviceBuffer<float> d_q(std::vector<float>(rows * (vocab + 1), -3.0f));
   const auto run = [&](bool fused, std::vector<std::byte>* copied) {
     DeviceBuffer<int32_t> d_tokens(std::vector<int32_t>(rows * token_stride, -7));
     DeviceBuffer<int32_t> d_seq(std::vector<int32_t>(rows * seq_stride, -7));
@@ -214,6 +215,8 @@ void expect_fused_sampler_matches(const std::vector<float>& logits, int64_t rows
       f.sample.seed_step = d_word.const_span().data();
       f.copy_logits_to = d_copy.span().data();
       f.copy_logits_stride = 2 * vocab;  // strided destination rows
+      f.probs_to = d_q.span().data();
+      f.probs_stride = vocab + 1;
       EXPECT_EQ(gpu::sample_logits_rows(f, nullptr), cudaSuccess);
     } else {
       EXPECT_EQ(gpu::probs_from_logits(format, d_logits.const_span(), rows, vocab, temperature,
@@ -239,12 +242,20 @@ void expect_fused_sampler_matches(const std::vector<float>& logits, int64_t rows
   EXPECT_EQ(fused.tokens, expected.tokens) << what;
   EXPECT_EQ(fused.seq, expected.seq) << what;
   EXPECT_EQ(fused.status, expected.status) << what;
+  std::vector<float> probs, q;
+  ASSERT_EQ(d_probs.copy_to(probs), cudaSuccess);
+  ASSERT_EQ(d_q.copy_to(q), cudaSuccess);
   for (int64_t r = 0; r < rows; ++r) {
     const std::byte* got = &copied[r * 2 * vocab * element];
     if (limit[r] < 3) {  // not sampled: nothing copied
       EXPECT_EQ(got[0], std::byte{0x5a}) << what << " row " << r;
+      EXPECT_EQ(q[r * (vocab + 1)], -3.0f) << what << " row " << r;
       continue;
     }
+    // q bit for bit (NaN-free: a bad row is zeros on both sides).
+    ASSERT_TRUE(std::equal(&probs[r * vocab], &probs[r * vocab] + vocab, &q[r * (vocab + 1)]))
+        << what << " row " << r;
+    EXPECT_EQ(q[r * (vocab + 1) + vocab], -3.0f) << what << " row " << r;
     const std::byte* want = &bytes[r * vocab * element];
     ASSERT_TRUE(std::equal(want, want + vocab * element, got)) << what << " row " << r;
     EXPECT_EQ(got[vocab * element], std::byte{0x5a}) << what << " row " << r;  // stride padding
