@@ -342,8 +342,7 @@ void issue_step(LinearSoftmaxDevice& target, LinearSoftmaxDevice& draft, const D
     target.probs(sequences, gamma + 1, 0, config.sampling.temperature, d.probs_target,
                  d.logits_status);
   }
-  ChainDeviceOutput output = d.output();
-  if (d.fused) output.workspace = {};
+  const ChainDeviceOutput output = d.output();  // fused: no workspace (logits verifiers)
   if (const auto* v = std::get_if<ChainVerifier>(&config.verifier)) {
     const ChainParams params{
         .method = v->method, .leniency = v->leniency, .seed = config.seed, .step = step};
