@@ -8,7 +8,8 @@
 // a launch its pointer arguments. Streams are distinct handles over the one synchronous queue; a
 // stream being captured records its work instead of running it (one capture at a time), and in
 // global mode the calls a device forbids during a capture (cudaMalloc, cudaFree, synchronous
-// copies, synchronising) fail and invalidate it, as on a device.
+// copies, synchronising) fail and invalidate it, as on a device; so does work for the legacy
+// stream during any capture (its implicit synchronisation with the capturing stream).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -97,6 +98,17 @@ bool record_if_capturing(cudaStream_t stream, std::function<cudaError_t()> op) {
   if (!s.capture || stream == nullptr || s.capture->stream != stream) return false;
   s.capture->ops.push_back(std::move(op));
   return true;
+}
+
+cudaError_t legacy_stream_during_capture(cudaStream_t stream, const char* call) {
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.capture || stream != nullptr) return cudaSuccess;
+  s.capture->invalidated = true;
+  std::fprintf(stderr, "speclab SIMT emulation: %s on the legacy stream during a stream capture\n",
+               call);
+  s.last_error = cudaErrorStreamCaptureImplicit;
+  return cudaErrorStreamCaptureImplicit;
 }
 
 void set_last_error(cudaError_t error) {
@@ -235,6 +247,8 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorStreamCaptureUnsupported";
     case cudaErrorStreamCaptureInvalidated:
       return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureImplicit:
+      return "cudaErrorStreamCaptureImplicit";
   }
   return "cudaErrorUnknown";
 }
@@ -320,6 +334,11 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
       return fail(cudaErrorInvalidValue);
     }
   }
+  if (const cudaError_t e =
+          speclab::emulation::detail::legacy_stream_during_capture(stream, "cudaMemcpyAsync");
+      e != cudaSuccess) {
+    return e;
+  }
   if (speclab::emulation::detail::record_if_capturing(stream, [dst, src, bytes] {
         std::memcpy(dst, src, bytes);
         return cudaSuccess;
@@ -343,6 +362,11 @@ cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t
     std::fprintf(stderr, "speclab SIMT emulation: cudaMemset(%p, %zu bytes): not device memory\n",
                  pointer, bytes);
     return fail(cudaErrorInvalidValue);
+  }
+  if (const cudaError_t e =
+          speclab::emulation::detail::legacy_stream_during_capture(stream, "cudaMemsetAsync");
+      e != cudaSuccess) {
+    return e;
   }
   if (speclab::emulation::detail::record_if_capturing(stream, [pointer, value, bytes] {
         std::memset(pointer, value, bytes);

@@ -120,6 +120,13 @@ LinearSoftmaxDevice::~LinearSoftmaxDevice() {
   for (auto& s : scratch_) cudaFree(s.data);
 }
 
+void LinearSoftmaxDevice::set_stream(cudaStream_t stream) {
+  if (stream == stream_) return;
+  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  SPECLAB_CUBLAS_CHECK(cublasSetStream(handle_of(cublas_), stream));
+  stream_ = stream;
+}
+
 int64_t LinearSoftmaxDevice::weight_bytes() const {
   return static_cast<int64_t>(sizeof(float)) * (vocab_ * rank_ + rank_ * hidden_ + vocab_);
 }

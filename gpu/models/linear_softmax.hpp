@@ -44,6 +44,9 @@ class LinearSoftmaxDevice {
   int64_t rank() const { return rank_; }
   const std::string& name() const { return name_; }
   cudaStream_t stream() const { return stream_; }
+  /// Queues later work (kernels and cuBLAS) on `stream`. Synchronises the old stream first, so no
+  /// earlier call's work can overlap the new stream's.
+  void set_stream(cudaStream_t stream);
   /// Bytes one call streams: G_r, σ⊙H_r and b in fp32 (as LinearSoftmaxModel::weight_bytes).
   int64_t weight_bytes() const;
 

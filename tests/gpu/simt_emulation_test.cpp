@@ -699,6 +699,45 @@ TEST(SimtEmulation, StreamCaptureRecordsAndReplays) {
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
+// Work for the legacy stream while another stream is being captured (in any mode): refused with
+// cudaErrorStreamCaptureImplicit (the legacy stream would synchronise with the capture), not run,
+// and the capture is invalidated, as on a device; a cuBLAS call on the legacy stream fails to
+// launch its kernel. Once the capture has ended the legacy stream runs work again.
+TEST(SimtEmulation, StreamCaptureRefusesLegacyStreamWork) {
+  DeviceBuffer<int> value(std::vector<int>{10});
+  int* const v = value.span().data();
+  DeviceBuffer<float> matrix(std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f});
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);  // on the legacy stream
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  for (const cudaStreamCaptureMode mode :
+       {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeRelaxed}) {
+    ASSERT_EQ(cudaStreamBeginCapture(stream, mode), cudaSuccess);
+    ASSERT_EQ(gpu::launch_kernel(add_one, dim3(1), dim3(1), 0, stream, v), cudaSuccess);
+    EXPECT_EQ(gpu::launch_kernel(add_one, dim3(1), dim3(1), 0, nullptr, v),
+              cudaErrorStreamCaptureImplicit);
+    EXPECT_EQ(cudaMemsetAsync(v, 0, sizeof(int), nullptr), cudaErrorStreamCaptureImplicit);
+    const int seven = 7;
+    EXPECT_EQ(cudaMemcpyAsync(v, &seven, sizeof seven, cudaMemcpyHostToDevice, nullptr),
+              cudaErrorStreamCaptureImplicit);
+    const float one = 1.0f, zero = 0.0f;
+    float* m = matrix.span().data();
+    EXPECT_EQ(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, m, 2, m, 2, &zero, m, 2),
+              CUBLAS_STATUS_EXECUTION_FAILED);
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaErrorStreamCaptureInvalidated);
+    EXPECT_EQ(graph, nullptr);
+    (void)cudaGetLastError();
+    EXPECT_EQ(read(value)[0], 10) << "refused work must not run (nor the captured launch)";
+  }
+  EXPECT_EQ(read(matrix), (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f}));
+  ASSERT_EQ(gpu::launch_kernel(add_one, dim3(1), dim3(1), 0, nullptr, v), cudaSuccess);
+  EXPECT_EQ(read(value)[0], 11) << "no capture: the legacy stream runs work";
+  EXPECT_EQ(cublasDestroy(handle), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
 }  // namespace
 }  // namespace speclab
 

@@ -20,6 +20,10 @@
 // boundary is not a near-tie. We prefer this to a χ² comparison of output distributions: equality
 // checks every address, the ragged γ and the commit exactly, where χ² would only bound the
 // distance at ε ≈ 0.05 with tens of thousands of emulated samples.
+//
+// The loop's own variants (DeviceDecodeOptions: a step replayed from a CUDA graph or issued from
+// the host, the softmax fused into the sampler and verifiers or probabilities first) are compared
+// with each other exactly: the same tokens and the same metrics, with no tolerance.
 #include "gpu/speculative_decode.hpp"
 
 #include <gtest/gtest.h>
@@ -248,11 +252,59 @@ struct Pair {
   std::unique_ptr<LinearSoftmaxModel> target, draft;
 };
 
+// A stream of the test's own (the loop captures it; the legacy stream cannot be captured).
+class Stream {
+ public:
+  Stream() { SPECLAB_CUDA_CHECK(cudaStreamCreate(&stream_)); }
+  ~Stream() { cudaStreamDestroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+std::string options_name(const gpu::DeviceDecodeOptions& o) {
+  return std::string(o.graph ? "graph" : "uncaptured") +
+         (o.fused_softmax ? " fused softmax" : " probabilities");
+}
+
+// Two runs of the device loop give the same tokens and the same metrics (all but timings).
+void expect_identical_runs(const DecodeResult& a, const DecodeResult& b, const std::string& label) {
+  EXPECT_EQ(a.tokens, b.tokens) << label;
+  const DecodeMetrics &x = a.metrics, &y = b.metrics;
+  EXPECT_EQ(x.requests, y.requests) << label;
+  EXPECT_EQ(x.steps, y.steps) << label;
+  EXPECT_EQ(x.tokens, y.tokens) << label;
+  EXPECT_EQ(x.step_accepted, y.step_accepted) << label;
+  EXPECT_EQ(x.step_emitted, y.step_emitted) << label;
+  EXPECT_EQ(x.step_drafted, y.step_drafted) << label;
+  EXPECT_EQ(x.position_reached, y.position_reached) << label;
+  EXPECT_EQ(x.position_accepted, y.position_accepted) << label;
+  EXPECT_EQ(x.position_offered, y.position_offered) << label;
+  EXPECT_EQ(x.accepted_length_histogram, y.accepted_length_histogram) << label;
+  EXPECT_EQ(x.residual_fallbacks, y.residual_fallbacks) << label;
+  EXPECT_EQ(x.tested_positions, y.tested_positions) << label;
+  EXPECT_EQ(x.accepted_positions, y.accepted_positions) << label;
+}
+
+// The default loop (graph replay, fused softmax) against core with every mismatch explained as a
+// near-tie, and the three other variants of the loop against the default exactly.
 void expect_same_tokens(Pair& models, const std::vector<std::vector<int32_t>>& prompts,
                         const DecodeConfig& config, const std::string& label) {
-  gpu::LinearSoftmaxDevice target(*models.target), draft(*models.draft);
+  const Stream stream;
+  gpu::LinearSoftmaxDevice target(*models.target, stream.get()), draft(*models.draft, stream.get());
   const DecodeResult core_run = speculative_decode(*models.target, *models.draft, prompts, config);
   const DecodeResult gpu_run = gpu::speculative_decode(target, draft, prompts, config);
+  for (const bool graph : {true, false}) {
+    for (const bool fused : {true, false}) {
+      const gpu::DeviceDecodeOptions options{.graph = graph, .fused_softmax = fused};
+      if (graph && fused) continue;  // the default, gpu_run
+      expect_identical_runs(gpu::speculative_decode(target, draft, prompts, config, options),
+                            gpu_run, label + ": " + options_name(options) + " vs graph fused");
+    }
+  }
   ASSERT_EQ(gpu_run.tokens.size(), prompts.size());
   const auto core_steps = split_steps(core_run, config.max_new_tokens);
   const auto gpu_steps = split_steps(gpu_run, config.max_new_tokens);
@@ -370,6 +422,50 @@ TEST(SpeculativeDecodeGpu, GpuMatchesReference) {
   expect_same_tokens(tiny, prompts_for(16), greedy, "tiny greedy γ=5");
   DecodeConfig tiny_token{.max_new_tokens = 23, .seed = 10, .gamma = 6};
   expect_same_tokens(tiny, prompts_for(16), tiny_token, "tiny token γ=6");
+}
+
+TEST(SpeculativeDecodeGpu, VariantsAgreeOverBatchSizes) {
+  // Batch sizes 1, 2 and 5 (one request alone; requests finishing at different steps), every
+  // verifier family and ragged γ at the end of the budget: all four variants of the loop, and the
+  // default against core.
+  SPECLAB_SKIP_WITHOUT_GPU();
+  Pair tiny{make_linear_softmax_model("lsm-tiny-target"),
+            make_linear_softmax_model("lsm-tiny-draft")};
+  const auto prompts = prompts_for(16);
+  const std::vector<std::vector<int32_t>> one = {prompts[3]}, two = {prompts[4], prompts[0]};
+  DecodeConfig token{.max_new_tokens = 13, .seed = 41, .gamma = 3};
+  expect_same_tokens(tiny, one, token, "B=1 token γ=3");
+  DecodeConfig block = token;
+  block.gamma = 5;
+  block.sampling.temperature = 1.3;
+  block.draft_sampling.temperature = 0.5;
+  block.verifier = make_verifier("block");
+  expect_same_tokens(tiny, two, block, "B=2 block γ=5 T=1.3/0.5");
+  expect_same_tokens(tiny, prompts, block, "B=5 block γ=5 T=1.3/0.5");
+  DecodeConfig greedy_draft = token;
+  greedy_draft.gamma = 2;
+  greedy_draft.draft_sampling.temperature = 0.0;  // a one-hot draft row
+  expect_same_tokens(tiny, two, greedy_draft, "B=2 token γ=2 greedy draft");
+  DecodeConfig greedy{.max_new_tokens = 9, .seed = 3, .gamma = 1};
+  greedy.verifier = make_verifier("greedy");
+  expect_same_tokens(tiny, one, greedy, "B=1 greedy γ=1");
+}
+
+TEST(SpeculativeDecodeGpu, LegacyStreamModelsAreCapturedOnALoopStream) {
+  // Models on the legacy stream: the graph loop runs them on a stream of its own for the call and
+  // puts them back; the tokens are those of the uncaptured loop on the legacy stream.
+  SPECLAB_SKIP_WITHOUT_GPU();
+  auto target_model = make_linear_softmax_model("lsm-tiny-target");
+  auto draft_model = make_linear_softmax_model("lsm-tiny-draft");
+  gpu::LinearSoftmaxDevice target(*target_model), draft(*draft_model);
+  const auto prompts = prompts_for(16);
+  DecodeConfig config{.max_new_tokens = 11, .seed = 8, .gamma = 3};
+  const DecodeResult graph = gpu::speculative_decode(target, draft, prompts, config);
+  EXPECT_EQ(target.stream(), nullptr);
+  EXPECT_EQ(draft.stream(), nullptr);
+  const DecodeResult uncaptured =
+      gpu::speculative_decode(target, draft, prompts, config, {.graph = false});
+  expect_identical_runs(graph, uncaptured, "legacy stream: graph vs uncaptured");
 }
 
 TEST(SpeculativeDecodeGpu, NearTieMarginIsTheUniformsDistanceToItsBoundary) {
