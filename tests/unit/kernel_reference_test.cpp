@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "core/models/linear_softmax.hpp"
 #include "core/models/quant_matrix.hpp"
 #include "core/models/skinny_gemm.hpp"
+#include "core/probe/machine.hpp"
 #include "tests/support/eigen_reference.hpp"
 #include "tests/support/quant_blocks.hpp"
 
@@ -93,6 +95,45 @@ TEST(SkinnyGemm, MatchesEigenReference) {
   for (int64_t rows : {1, 15, 17, 45, 100, 131}) {
     for (int64_t depth : {1, 13, 64, 70}) {
       for (bool with_bias : {false, true}) check_skinny_gemm(rows, depth, ms, with_bias, seed++);
+    }
+  }
+}
+
+// Every output lane is one chain over k, acc = fma(a_ik, x_k, acc) from the bias, whatever the
+// ISA's vector width splits the 16-row panels into and whatever tile of R panels × C columns
+// computes it: bit for bit the scalar chain. (A build for a CPU without FMA rounds each product;
+// the library's ISA, not this file's compile flags, says which build this is.)
+TEST(SkinnyGemm, EachOutputIsOneFusedMultiplyAddChain) {
+  if (machine_identity().build_isa == "x86-64") GTEST_SKIP() << "the build has no FMA";
+  uint64_t seed = 100;
+  for (int64_t rows : {17, 70}) {
+    for (int64_t depth : {1, 29}) {
+      PanelMatrix a(rows, depth);
+      const auto values = random_floats(static_cast<size_t>(rows * depth), seed++);
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t k = 0; k < depth; ++k) a.at(i, k) = values[static_cast<size_t>(i * depth + k)];
+      }
+      const auto bias = random_floats(static_cast<size_t>(rows), seed++);
+      for (int64_t m : {1, 2, 3, 5, 8, 9, 17}) {
+        const auto x = random_floats(static_cast<size_t>(m * depth), seed++);
+        std::vector<float> out(static_cast<size_t>(m * rows));
+        skinny_gemm(a, {.rows = rows, .depth = depth, .n_cols = m}, x, depth, bias, out, rows);
+        for (int64_t c = 0; c < m; ++c) {
+          for (int64_t i = 0; i < rows; ++i) {
+            float acc = bias[static_cast<size_t>(i)];
+            for (int64_t k = 0; k < depth; ++k) {
+              const float w = a.at(i, k), xk = x[static_cast<size_t>(c * depth + k)];
+              acc = std::fma(w, xk, acc);
+            }
+            ASSERT_EQ(std::bit_cast<uint32_t>(out[static_cast<size_t>(c * rows + i)]),
+                      std::bit_cast<uint32_t>(acc))
+                << shape_name(rows, depth, m) << ": row " << i << ", column " << c << ": "
+                << out[static_cast<size_t>(c * rows + i)] << " vs the chain's " << acc << " (a "
+                << a.at(i, 0) << ", x " << x[static_cast<size_t>(c * depth)] << ", bias "
+                << bias[static_cast<size_t>(i)] << ")";
+          }
+        }
+      }
     }
   }
 }

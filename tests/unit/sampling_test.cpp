@@ -79,6 +79,29 @@ TEST(Sampling, NormaliserSumsInTheFixedBlockOrder) {
   EXPECT_GT(order_visible, 0) << "no row tells the block order from the whole-row lane order";
 }
 
+// The vectorised exponentials (16 / W native vectors of W lanes, W = the build's vector width)
+// are the scalar rule applied to each token: every lane of every build computes the same float.
+TEST(Sampling, ExponentialsAreTheScalarRuleInEveryLane) {
+  std::mt19937_64 rng(20261202);
+  std::uniform_real_distribution<float> spread(-90.0f, 0.0f);
+  for (const size_t v : {15, 16, 17, 31, 2049, 5003}) {
+    std::vector<float> logits(v);
+    for (auto& l : logits) l = spread(rng);
+    logits[0] = 0.0f;
+    if (v > 3) logits[2] = -std::numeric_limits<float>::infinity();
+    const float shift = 0.25f, scale = 1.0f / 0.7f;  // the tempered arguments (x − shift)·scale
+    std::vector<float> e(v);
+    tempered_exponentials(logits, shift, scale, e);
+    for (size_t t = 0; t < v; ++t) {
+      const float x = (logits[t] - shift) * scale;
+      float one = 0.0f;
+      exp_nonpositive_row(std::span(&x, 1), std::span(&one, 1));  // the scalar instance
+      ASSERT_EQ(std::bit_cast<uint32_t>(e[t]), std::bit_cast<uint32_t>(one))
+          << "V = " << v << ", token " << t << ", x = " << x;
+    }
+  }
+}
+
 TEST(Sampling, TemperedExponentialsRejectAWrongOutputSize) {
   std::vector<float> logits(4, 0.0f), exps(3);
   EXPECT_THAT(error_of([&] { tempered_exponentials(logits, 0.0f, 1.0f, exps); }),
