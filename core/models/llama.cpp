@@ -51,6 +51,43 @@ void axpy(float w, const float* x, float* y, int64_t n) {
   for (; e < n; ++e) y[e] += w * x[e];
 }
 
+// out = Σ_t (score[t] / total)·v_t over n rows v_t = v + t·stride of kVecs · 16 floats, added
+// in t order from 0 exactly as repeated axpy calls would, but with the sum held in registers
+// (axpy's y makes a store-to-load chain per row).
+template <int kVecs>
+void weighted_rows(const float* score, float total, const float* v, int64_t stride, int64_t n,
+                   float* out) {
+  simd::Vec acc[kVecs] = {};
+  for (int64_t t = 0; t < n; ++t) {
+    const float w = score[t] / total;
+    const float* vt = v + t * stride;
+    for (int k = 0; k < kVecs; ++k) simd::axpy_into(acc[k], w, simd::load(vt + k * simd::kLanes));
+  }
+  for (int k = 0; k < kVecs; ++k) simd::store(out + k * simd::kLanes, acc[k]);
+}
+
+// Rotates adjacent pairs (2i, 2i+1) of every head of each of n rows of `width` floats by
+// (start + j)·θ_i (rope type 0). Not vectorised: GCC 12 turns this rotation into fused
+// multiply-add/subtract instructions (vfmaddsub) wherever it can vectorise it (with AVX-512, not
+// with AVX2) in spite of -ffp-contract=off, which gave the two builds different logits.
+__attribute__((optimize("no-tree-vectorize"))) void rotate_pairs(float* y, int64_t n, int64_t width,
+                                                                 int64_t hd, int64_t start,
+                                                                 const float* inv_freq) {
+  for (int64_t j = 0; j < n; ++j) {
+    const auto pos = static_cast<float>(start + j);
+    for (int64_t i = 0; i < hd / 2; ++i) {
+      const float angle = pos * inv_freq[i];
+      const float cs = std::cos(angle), sn = std::sin(angle);
+      for (int64_t h = 0; h < width / hd; ++h) {
+        float* p = y + j * width + h * hd + 2 * i;
+        const float a = p[0], b = p[1];
+        p[0] = a * cs - b * sn;
+        p[1] = a * sn + b * cs;
+      }
+    }
+  }
+}
+
 // A 2-D tensor [rows × depth] in `storage`, checking its shape.
 WeightMatrix load_matrix(const GgufFile& file, const std::string& name, int64_t rows, int64_t depth,
                          WeightStorage storage) {
@@ -295,21 +332,8 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
     weights.token_embd.dequantize_row(
         t, std::span(x).subspan(static_cast<size_t>(j * d), static_cast<size_t>(d)));
   }
-  // Rotates adjacent pairs (2i, 2i+1) of every head of row j by (start + j)·θ_i (rope type 0).
   auto rope = [&](std::vector<float>& y, int64_t width) {
-    for (int64_t j = 0; j < n; ++j) {
-      const auto pos = static_cast<float>(start + j);
-      for (int64_t i = 0; i < hd / 2; ++i) {
-        const float angle = pos * weights.rope_inv_freq[static_cast<size_t>(i)];
-        const float cs = std::cos(angle), sn = std::sin(angle);
-        for (int64_t h = 0; h < width / hd; ++h) {
-          float* p = &y[static_cast<size_t>(j * width + h * hd + 2 * i)];
-          const float a = p[0], b = p[1];
-          p[0] = a * cs - b * sn;
-          p[1] = a * sn + b * cs;
-        }
-      }
-    }
+    rotate_pairs(y.data(), n, width, hd, start, weights.rope_inv_freq.data());
   };
 
   for (int64_t l = 0; l < c.n_layer; ++l) {
@@ -353,11 +377,16 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
               total += s;
             }
             float* oh = &att[static_cast<size_t>(j * d + h * hd)];
-            std::fill(oh, oh + hd, 0.0f);
-            for (int64_t t = 0; t < n_seen; ++t) {
-              const float w = score[static_cast<size_t>(t)] / total;
-              const float* vt = &v_cache[static_cast<size_t>(t * kv + kv_off)];
-              axpy(w, vt, oh, hd);
+            const float* v0 = &v_cache[static_cast<size_t>(kv_off)];
+            if (hd == 64) {
+              weighted_rows<4>(score.data(), total, v0, kv, n_seen, oh);
+            } else if (hd == 128) {
+              weighted_rows<8>(score.data(), total, v0, kv, n_seen, oh);
+            } else {
+              std::fill(oh, oh + hd, 0.0f);
+              for (int64_t t = 0; t < n_seen; ++t) {
+                axpy(score[static_cast<size_t>(t)] / total, v0 + t * kv, oh, hd);
+              }
             }
           }
         }
