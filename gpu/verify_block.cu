@@ -4,14 +4,19 @@
 namespace speclab::gpu {
 namespace {
 
-template <bool kLogits>
-cudaError_t launch_verify_block(detail::BlockKernelArgs& args, int64_t batch, int64_t gamma,
-                                int64_t vocab, const BlockParams& params,
-                                const BlockKernelOptions& options, cudaStream_t stream) {
+void set_block_params(detail::BlockKernelArgs& args, const BlockParams& params,
+                      const BlockKernelOptions& options) {
   args.seed = params.seed;
   args.step = params.step;
   args.seed_step = options.seed_step;
   args.always_serial_z = options.always_serial_z ? 1 : 0;
+}
+
+template <bool kLogits>
+cudaError_t launch_verify_block(detail::BlockKernelArgs& args, int64_t batch, int64_t gamma,
+                                int64_t vocab, const BlockParams& params,
+                                const BlockKernelOptions& options, cudaStream_t stream) {
+  set_block_params(args, params, options);
   const size_t shared_bytes = detail::block_shared_bytes(gamma, args.n_chunks, kLogits);
   if (shared_bytes > 48 * 1024) {
     const cudaError_t status = cudaFuncSetAttribute(detail::verify_block_kernel<kLogits>,
@@ -34,8 +39,29 @@ cudaError_t verify_block(const ChainBatch& batch, const BlockParams& params,
                              output);
   detail::BlockKernelArgs args{};
   detail::fill_common_args(args, batch, output);
-  return launch_verify_block<false>(args, batch.batch, batch.gamma, batch.vocab, params, options,
-                                    stream);
+  const int slices =
+      output.workspace.bytes.empty()
+          ? 1
+          : detail::vocab_split_slices(batch.batch, batch.gamma, batch.vocab, output.workspace,
+                                       detail::device_multiprocessors());
+  if (slices == 1) {
+    return launch_verify_block<false>(args, batch.batch, batch.gamma, batch.vocab, params, options,
+                                      stream);
+  }
+  set_block_params(args, params, options);
+  const detail::SplitArgs split =
+      detail::split_args(output.workspace, batch.batch, batch.gamma, batch.vocab, slices);
+  const size_t shared_bytes = detail::block_shared_bytes(batch.gamma, args.n_chunks);
+  if (shared_bytes > 48 * 1024) {
+    const cudaError_t status = cudaFuncSetAttribute(detail::verify_block_split_kernel,
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(shared_bytes));
+    if (status != cudaSuccess) return status;
+  }
+  return launch_kernel(detail::verify_block_split_kernel,
+                       dim3(static_cast<unsigned>(batch.batch * (batch.gamma + 1) * slices)),
+                       dim3(static_cast<unsigned>(detail::split_block_threads(split.slice_chunks))),
+                       shared_bytes, stream, args, split);
 }
 
 cudaError_t verify_block(const LogitsBatch& batch, const BlockParams& params,

@@ -90,21 +90,68 @@ void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
   check_outputs(output, b, g, bgv);
 }
 
-int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
-                        const ChainWorkspace& workspace, int multiprocessors) {
+namespace {
+
+void check_workspace_bytes(const ChainWorkspace& workspace, int64_t batch, int64_t gamma,
+                           int64_t vocab) {
+  const size_t needed = chain_workspace_bytes(batch, gamma, vocab);
+  if (workspace.bytes.size() < needed) {
+    throw InvalidInput("workspace has " + std::to_string(workspace.bytes.size()) +
+                       " bytes; expected at least chain_workspace_bytes(B=" +
+                       std::to_string(batch) + ", γ=" + std::to_string(gamma) +
+                       ", V=" + std::to_string(vocab) + ") = " + std::to_string(needed));
+  }
+}
+
+void check_requested_slices(const ChainWorkspace& workspace) {
   if (workspace.slices < 0) {
     throw InvalidInput("workspace.slices is " + std::to_string(workspace.slices) +
                        "; expected 0 (automatic), 1 (no split) or more");
   }
-  const int max_slices = chain_max_slices(batch.vocab);
-  const size_t needed = chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab);
-  if (workspace.bytes.size() < needed) {
-    throw InvalidInput("workspace has " + std::to_string(workspace.bytes.size()) +
-                       " bytes; expected at least chain_workspace_bytes(B=" +
-                       std::to_string(batch.batch) + ", γ=" + std::to_string(batch.gamma) +
-                       ", V=" + std::to_string(batch.vocab) + ") = " + std::to_string(needed));
+}
+
+}  // namespace
+
+SplitArgs split_args(const ChainWorkspace& workspace, int64_t batch, int64_t gamma, int64_t vocab,
+                     int slices) {
+  const int64_t n_chunks = (vocab + kChunkTokens - 1) / kChunkTokens;
+  const SplitLayout layout = split_layout(batch, gamma, chain_max_slices(vocab), n_chunks);
+  std::byte* base = workspace.bytes.data();
+  SplitArgs split{};
+  split.arrivals = reinterpret_cast<uint32_t*>(base);
+  split.partials = reinterpret_cast<SlicePartial*>(base + layout.partials);
+  split.chunk_sums = reinterpret_cast<uint64_t*>(base + layout.chunk_sums);
+  split.rows = reinterpret_cast<RowArgmax*>(base + layout.rows);
+  split.slices = slices;
+  split.slice_chunks = (n_chunks + slices - 1) / slices;
+  return split;
+}
+
+int vocab_split_slices(int64_t batch, int64_t gamma, int64_t vocab, const ChainWorkspace& workspace,
+                       int multiprocessors) {
+  check_requested_slices(workspace);
+  check_workspace_bytes(workspace, batch, gamma, vocab);
+  const int max_slices = chain_max_slices(vocab);
+  if (workspace.slices > 1 && workspace.slices > max_slices) {
+    throw InvalidInput("workspace.slices is " + std::to_string(workspace.slices) +
+                       "; expected 0 (automatic), 1 (no split) or 2.." +
+                       std::to_string(max_slices) + " for V=" + std::to_string(vocab));
   }
+  int slices = workspace.slices;
+  if (slices == 0) {
+    const int64_t wanted = batch >= multiprocessors
+                               ? 1
+                               : (2 * static_cast<int64_t>(multiprocessors) + batch - 1) / batch;
+    slices = static_cast<int>(wanted < max_slices ? wanted : max_slices);
+  }
+  return slices < 1 ? 1 : slices;
+}
+
+int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
+                        const ChainWorkspace& workspace, int multiprocessors) {
   if (params.method == ChainMethod::kGreedy) {
+    check_requested_slices(workspace);
+    check_workspace_bytes(workspace, batch.batch, batch.gamma, batch.vocab);
     // V2 reads up to γ+1 rows one after another: one CTA per row instead, when the batch leaves
     // SMs idle (or when forced). Rows past the stop are read in vain; at B ≥ SMs they would cost
     // bandwidth, so the one-CTA kernel stays.
@@ -112,20 +159,7 @@ int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
         workspace.slices >= 2 || (workspace.slices == 0 && batch.batch < multiprocessors);
     return rows && batch.gamma > 0 ? static_cast<int>(batch.gamma + 1) : 1;
   }
-  if (workspace.slices > 1 && workspace.slices > max_slices) {
-    throw InvalidInput("workspace.slices is " + std::to_string(workspace.slices) +
-                       "; expected 0 (automatic), 1 (no split) or 2.." +
-                       std::to_string(max_slices) + " for V=" + std::to_string(batch.vocab));
-  }
-  int slices = workspace.slices;
-  if (slices == 0) {
-    const int64_t wanted =
-        batch.batch >= multiprocessors
-            ? 1
-            : (2 * static_cast<int64_t>(multiprocessors) + batch.batch - 1) / batch.batch;
-    slices = static_cast<int>(wanted < max_slices ? wanted : max_slices);
-  }
-  return slices < 1 ? 1 : slices;
+  return vocab_split_slices(batch.batch, batch.gamma, batch.vocab, workspace, multiprocessors);
 }
 
 int device_multiprocessors() {

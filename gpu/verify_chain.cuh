@@ -660,10 +660,11 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
   write_request_outputs(a, r, g, req.tokens, state.status, state.n, state.last, state.fallback);
 }
 
-/// One slice's share of a split request's row checks (SplitArgs).
+/// One slice's share of a split row's checks (SplitArgs), and (V5) of its Z_i.
 struct SlicePartial {
   double sum_p;
   double sum_q;
+  double z;  // V5's Σ max(0, w_i·p − q) over the slice; 0 for V1/V3
   uint32_t invalid;
   uint32_t reserved;
 };
@@ -675,11 +676,13 @@ struct RowArgmax {
 };
 
 /// Where a split launch keeps its per-request data in the ChainWorkspace (layout:
-/// split_workspace): arrival counters first, so a zeroed workspace is a ready one.
+/// split_layout): arrival counters first, so a zeroed workspace is a ready one. V1/V3 split one
+/// row per request and use the first B·S partials and B·n_chunks chunk sums; V5 splits each of the
+/// request's γ+1 rows.
 struct SplitArgs {
-  uint32_t* arrivals;      // [B] slices done; 0 between launches
-  SlicePartial* partials;  // [B, S]
-  uint64_t* chunk_sums;    // [B, n_chunks]
+  uint32_t* arrivals;      // [B] CTAs done; 0 between launches
+  SlicePartial* partials;  // V1/V3 [B, S]; V5 [B, γ+1, S]
+  uint64_t* chunk_sums;    // V1/V3 [B, n_chunks]; V5 [B, γ+1, n_chunks]
   RowArgmax* rows;         // [B, γ+1] (V2)
   int slices;              // S ≥ 2 (V2: γ+1, one CTA per row)
   int64_t slice_chunks;    // ⌈n_chunks / S⌉
@@ -689,6 +692,56 @@ struct SplitArgs {
 template <class T>
 __device__ inline T load_coherent(const T* p) {
   return *static_cast<const volatile T*>(p);
+}
+
+/// Chunks [*begin, *end) of slice s of a split row.
+__device__ inline void slice_chunk_range(const SplitArgs& w, int64_t n_chunks, int s,
+                                         int64_t* begin, int64_t* end) {
+  *begin = s * w.slice_chunks;
+  *end = *begin + w.slice_chunks < n_chunks ? *begin + w.slice_chunks : n_chunks;
+}
+
+/// Counts this CTA in on the request's arrival counter once every thread's workspace writes are
+/// fenced; thread 0 runs publish() (its own partial) just before. Returns (block-uniform) whether
+/// this CTA is the last of `expected` to arrive: that one resets the counter, so the workspace is
+/// ready for the next launch, and sees every other CTA's writes. `flag` is shared memory.
+template <class Publish>
+__device__ bool split_arrive(uint32_t* counter, uint32_t expected, int32_t* flag, Publish publish) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    publish();
+    __threadfence();
+    const bool last = atomicAdd(counter, 1u) == expected - 1;
+    if (last) *counter = 0;
+    *flag = last ? 1 : 0;
+  }
+  __syncthreads();
+  const bool last = *flag != 0;
+  if (last) __threadfence();
+  return last;
+}
+
+/// A split row's checks (and Z) from its S slice partials, added in slice order, so the result
+/// does not depend on which slice arrived last.
+__device__ inline SlicePartial reduce_slice_partials(const SlicePartial* partials, int slices) {
+  SlicePartial total{};
+  for (int k = 0; k < slices; ++k) {
+    total.sum_p += load_coherent(&partials[k].sum_p);
+    total.sum_q += load_coherent(&partials[k].sum_q);
+    total.z += load_coherent(&partials[k].z);
+    total.invalid |= load_coherent(&partials[k].invalid);
+  }
+  return total;
+}
+
+/// Copies a split row's chunk sums from the workspace into shared memory (the caller
+/// synchronises before reading them).
+__device__ inline void load_chunk_sums(uint64_t* shared_sums, const uint64_t* sums,
+                                       int64_t n_chunks) {
+  for (int64_t c = threadIdx.x; c < n_chunks; c += blockDim.x) {
+    shared_sums[c] = load_coherent(sums + c);
+  }
 }
 
 /// V1/V3 on probabilities with each request's vocabulary split over S CTAs (blockIdx.x = r·S + s):
@@ -717,8 +770,8 @@ __global__ void __launch_bounds__(1024) verify_chain_split_kernel(ChainKernelArg
   uint64_t* request_chunks = w.chunk_sums + r * a.n_chunks;
   LaneRowChecks checks;
   if (state.status == kChainOk) {  // block-uniform
-    const int64_t begin = s * w.slice_chunks;
-    const int64_t end = begin + w.slice_chunks < a.n_chunks ? begin + w.slice_chunks : a.n_chunks;
+    int64_t begin = 0, end = 0;
+    slice_chunk_range(w, a.n_chunks, s, &begin, &end);
     if (row.bonus) {
       chunk_range_pass<false, kMutant>(row.p, row.q, a.leniency, a.vocab, begin, end,
                                        request_chunks, &checks);
@@ -729,42 +782,26 @@ __global__ void __launch_bounds__(1024) verify_chain_split_kernel(ChainKernelArg
   }
   checks.invalid = __syncthreads_or(checks.invalid);
   block_sum2(&checks.sum_p, &checks.sum_q, scratch);
-  __threadfence();  // this slice's chunk sums, before the partial and the arrival
-  __syncthreads();
-  if (threadIdx.x == 0) {
+  const bool last = split_arrive(&w.arrivals[r], static_cast<uint32_t>(w.slices), &last_slice, [&] {
     SlicePartial& partial = w.partials[r * w.slices + s];
     partial.sum_p = checks.sum_p;
     partial.sum_q = checks.sum_q;
+    partial.z = 0.0;
     partial.invalid = static_cast<uint32_t>(checks.invalid);
-    __threadfence();
-    last_slice = atomicAdd(&w.arrivals[r], 1u) == static_cast<uint32_t>(w.slices - 1) ? 1 : 0;
-  }
-  __syncthreads();
-  if (last_slice == 0) return;  // block-uniform
+  });
+  if (!last) return;  // block-uniform
 
-  // The last slice: every other slice's writes are visible after the fence.
-  __threadfence();
+  // The last slice: every other slice's writes are visible.
   if (state.status == kChainOk) {
     if (threadIdx.x == 0) {
-      w.arrivals[r] = 0;  // ready for the next launch
-      double sum_p = 0.0, sum_q = 0.0;
-      uint32_t invalid = 0;
-      for (int k = 0; k < w.slices; ++k) {  // slice order
-        const SlicePartial* partial = w.partials + r * w.slices + k;
-        sum_p += load_coherent(&partial->sum_p);
-        sum_q += load_coherent(&partial->sum_q);
-        invalid |= load_coherent(&partial->invalid);
-      }
-      state.status |= row.bonus ? row_check_status<false>(static_cast<int>(invalid), sum_p, sum_q)
-                                : row_check_status<true>(static_cast<int>(invalid), sum_p, sum_q);
+      const SlicePartial total = reduce_slice_partials(w.partials + r * w.slices, w.slices);
+      const int invalid = static_cast<int>(total.invalid);
+      state.status |= row.bonus ? row_check_status<false>(invalid, total.sum_p, total.sum_q)
+                                : row_check_status<true>(invalid, total.sum_p, total.sum_q);
     }
-    for (int64_t c = threadIdx.x; c < a.n_chunks; c += blockDim.x) {
-      chunk_sums[c] = load_coherent(request_chunks + c);
-    }
+    load_chunk_sums(chunk_sums, request_chunks, a.n_chunks);
     __syncthreads();
     if (state.status == kChainOk) chain_locate<kMutant>(a, row, chunk_sums, scratch, &state);
-  } else if (threadIdx.x == 0) {
-    w.arrivals[r] = 0;
   }
   __syncthreads();
   write_request_outputs(a, r, a.gamma, req.tokens, state.status, state.n, state.last,
@@ -800,17 +837,8 @@ __global__ void __launch_bounds__(1024)
       rows[i].bad = bad;
     }
   }
-  __threadfence();
-  __syncthreads();
+  if (!split_arrive(&w.arrivals[r], static_cast<uint32_t>(g + 1), &last_row, [] {})) return;
   if (threadIdx.x == 0) {
-    __threadfence();
-    last_row = atomicAdd(&w.arrivals[r], 1u) == static_cast<uint32_t>(g) ? 1 : 0;
-  }
-  __syncthreads();
-  if (last_row == 0) return;  // block-uniform
-  __threadfence();
-  if (threadIdx.x == 0) {
-    w.arrivals[r] = 0;  // ready for the next launch
     if (state.status == kChainOk) {
       for (int64_t k = 0;; ++k) {
         const int32_t best = load_coherent(&rows[k].token);
@@ -840,7 +868,8 @@ inline int chain_block_threads(int64_t vocab) {
 }
 
 /// The workspace layout of a split launch of B requests, S slices, n_chunks chunks (byte
-/// offsets of SplitArgs' arrays, and the total).
+/// offsets of SplitArgs' arrays, and the total): room for every one of a request's γ+1 rows to be
+/// split (V5), of which V1/V3 use the first B rows' worth.
 struct SplitLayout {
   size_t partials, chunk_sums, rows, bytes;
 };
@@ -848,17 +877,38 @@ struct SplitLayout {
 inline SplitLayout split_layout(int64_t batch, int64_t gamma, int64_t slices, int64_t n_chunks) {
   SplitLayout layout{};
   const size_t arrivals = static_cast<size_t>(batch) * sizeof(uint32_t);
+  const int64_t split_rows = batch * (gamma + 1);
   layout.partials = (arrivals + 15) / 16 * 16;
-  layout.chunk_sums = layout.partials + static_cast<size_t>(batch * slices) * sizeof(SlicePartial);
-  layout.rows = layout.chunk_sums + static_cast<size_t>(batch * n_chunks) * sizeof(uint64_t);
-  layout.bytes = layout.rows + static_cast<size_t>(batch * (gamma + 1)) * sizeof(RowArgmax);
+  layout.chunk_sums =
+      layout.partials + static_cast<size_t>(split_rows * slices) * sizeof(SlicePartial);
+  layout.rows = layout.chunk_sums + static_cast<size_t>(split_rows * n_chunks) * sizeof(uint64_t);
+  layout.bytes = layout.rows + static_cast<size_t>(split_rows) * sizeof(RowArgmax);
   return layout;
 }
 
+/// The SplitArgs of a launch on `workspace` (laid out as chain_workspace_bytes sized it: room for
+/// the most slices V allows) with S = slices.
+SplitArgs split_args(const ChainWorkspace& workspace, int64_t batch, int64_t gamma, int64_t vocab,
+                     int slices);
+
+/// Threads of a CTA of a vocabulary split: warps stride over a slice's chunks, one warp per chunk,
+/// at least 4 warps (the locate) and at most 32.
+inline int split_block_threads(int64_t slice_chunks) {
+  const int64_t warps = slice_chunks < 4 ? 4 : slice_chunks > 32 ? 32 : slice_chunks;
+  return static_cast<int>(warps) * kWarpSize;
+}
+
+/// Slices per request of a vocabulary split (V1/V3, V5) of a batch of B requests on a workspace of
+/// at least chain_workspace_bytes (else InvalidInput): workspace.slices, or for 0 ⌈2·SMs / B⌉
+/// (1 once B fills the device), at most chain_max_slices(V). `multiprocessors` is the device's SM
+/// count. Throws InvalidInput for a forced count out of range.
+int vocab_split_slices(int64_t batch, int64_t gamma, int64_t vocab, const ChainWorkspace& workspace,
+                       int multiprocessors);
+
 /// CTAs per request of a launch: 1 unless the workspace allows splitting (a workspace of
-/// chain_workspace_bytes): V1/V3 slices of the vocabulary, V2 γ+1 (one per row); `multiprocessors`
-/// is the device's SM count. Throws InvalidInput for a
-/// forced count out of range or a workspace too small.
+/// chain_workspace_bytes): V1/V3 slices of the vocabulary (vocab_split_slices), V2 γ+1 (one per
+/// row); `multiprocessors` is the device's SM count. Throws InvalidInput for a forced count out of
+/// range or a workspace too small.
 int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
                         const ChainWorkspace& workspace, int multiprocessors);
 
@@ -893,25 +943,12 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
           kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
       if (status != cudaSuccess) return status;
     }
-    // The layout chain_workspace_bytes sized: room for the most slices V allows.
-    const SplitLayout layout =
-        split_layout(batch.batch, batch.gamma, chain_max_slices(batch.vocab), args.n_chunks);
-    std::byte* base = output.workspace.bytes.data();
-    SplitArgs split{};
-    split.arrivals = reinterpret_cast<uint32_t*>(base);
-    split.partials = reinterpret_cast<SlicePartial*>(base + layout.partials);
-    split.chunk_sums = reinterpret_cast<uint64_t*>(base + layout.chunk_sums);
-    split.rows = reinterpret_cast<RowArgmax*>(base + layout.rows);
-    split.slices = slices;
-    split.slice_chunks = (args.n_chunks + slices - 1) / slices;
-    // Warps stride over a slice's chunks: one warp per chunk, at least 4 warps (the locate).
-    const int64_t warps = greedy                    ? chain_block_threads(batch.vocab) / kWarpSize
-                          : split.slice_chunks < 4  ? 4
-                          : split.slice_chunks > 32 ? 32
-                                                    : split.slice_chunks;
+    const SplitArgs split =
+        split_args(output.workspace, batch.batch, batch.gamma, batch.vocab, slices);
+    const int threads =
+        greedy ? chain_block_threads(batch.vocab) : split_block_threads(split.slice_chunks);
     return launch_kernel(kernel, dim3(static_cast<unsigned>(batch.batch * slices)),
-                         dim3(static_cast<unsigned>(warps * kWarpSize)), shared_bytes, stream, args,
-                         split);
+                         dim3(static_cast<unsigned>(threads)), shared_bytes, stream, args, split);
   }
   if (shared_bytes > 48 * 1024) {
     const cudaError_t status = cudaFuncSetAttribute(verify_chain_kernel<kMutant>,

@@ -144,19 +144,6 @@ TEST(VerifyChainLenient, GpuMatchesReference) {
   }
 }
 
-// One request of a batch as a batch of its own, γ still padded to the batch's (same request id,
-// so the same uniforms).
-OwnedChainBatch padded_single_request(const OwnedChainBatch& batch, int64_t r) {
-  OwnedChainBatch one(1, batch.gamma, batch.vocab);
-  const int64_t g = batch.gamma, v = batch.vocab;
-  std::copy_n(&batch.probs_target[r * (g + 1) * v], (g + 1) * v, one.probs_target.begin());
-  std::copy_n(&batch.probs_draft[r * g * v], g * v, one.probs_draft.begin());
-  std::copy_n(&batch.draft_tokens[r * g], g, one.draft_tokens.begin());
-  if (!batch.n_draft.empty()) one.n_draft = {batch.n_draft[r]};
-  one.request_ids = {batch.request_ids.empty() ? static_cast<uint32_t>(r) : batch.request_ids[r]};
-  return one;
-}
-
 // Corrupts rows and tokens of a 12-request batch of vocabulary v and checks that the device flags
 // exactly the requests core rejects alone, with core's tokens elsewhere.
 void expect_flags_invalid_rows_it_reads(int64_t v, const testing::ChainLauncher& launcher) {
@@ -188,7 +175,7 @@ void expect_flags_invalid_rows_it_reads(int64_t v, const testing::ChainLauncher&
     // is set iff core rejects the request alone, and otherwise the tokens are core's.
     int flagged = 0;
     for (int64_t r = 0; r < batch.batch; ++r) {
-      const OwnedChainBatch one = padded_single_request(batch, r);
+      const OwnedChainBatch one = testing::padded_single_request(batch, r);
       bool rejected = false;
       ChainResult ref;
       try {
@@ -233,26 +220,14 @@ TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
 testing::ChainLauncher split_launcher(int slices) {
   return [slices](const ChainBatch& batch, const ChainParams& params,
                   const gpu::ChainDeviceOutput& output, cudaStream_t stream) -> cudaError_t {
-    const size_t bytes = gpu::chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab);
-    testing::DeviceBuffer<std::byte> workspace{std::vector<std::byte>(bytes)};
-    gpu::ChainDeviceOutput split = output;
-    split.workspace = {workspace.span(),
-                       params.method == ChainMethod::kGreedy
-                           ? slices
-                           : std::min(slices, gpu::chain_max_slices(batch.vocab))};
-    if (const cudaError_t e = gpu::verify_chain(batch, params, split, stream); e != cudaSuccess) {
-      return e;
-    }
-    for (const auto& [data, size] : {std::pair<void*, size_t>{output.emitted_tokens.data(),
-                                                              output.emitted_tokens.size_bytes()},
-                                     {output.n_accepted.data(), output.n_accepted.size_bytes()},
-                                     {output.accept_mask.data(), output.accept_mask.size_bytes()},
-                                     {output.status.data(), output.status.size_bytes()}}) {
-      if (size > 0) SPECLAB_CUDA_CHECK(cudaMemsetAsync(data, 0x5a, size, stream));
-    }
-    const cudaError_t e = gpu::verify_chain(batch, params, split, stream);
-    const cudaError_t sync = cudaStreamSynchronize(stream);  // before the workspace is freed
-    return e != cudaSuccess ? e : sync;
+    return testing::launch_twice_on_workspace(
+        gpu::chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab),
+        params.method == ChainMethod::kGreedy
+            ? slices
+            : std::min(slices, gpu::chain_max_slices(batch.vocab)),
+        batch.batch, output, stream, [&](const gpu::ChainDeviceOutput& split) {
+          return gpu::verify_chain(batch, params, split, stream);
+        });
   };
 }
 
