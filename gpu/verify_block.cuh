@@ -238,16 +238,15 @@ __device__ inline void block_check_drafts(const BlockKernelArgs& a, int64_t r,
   __syncthreads();
 }
 
-/// The logits kernel's statistics of rows 1..γ_b of p and q, a pair at a time, until a bad row.
-__device__ inline void block_pair_stats(const BlockKernelArgs& a, int64_t r, const BlockShared& sm,
+/// The logits kernel's statistics of rows 1..γ_b of p and q, a pair at a time, until a bad row
+/// (reduced by the block, or read from a rows-parallel launch's workspace: stats_of).
+__device__ inline void block_pair_stats(const RowStatsProvider& stats_of, const BlockShared& sm,
                                         BlockRequestState* state) {
-  const int64_t g = a.gamma, v = a.vocab;
-  const LogitsSource sources[2] = {a.target, a.draft};
   const int64_t n_draft = state->status == kChainOk ? state->n_draft : 0;
+  const bool pair_rows[2] = {false, true};
   for (int64_t i = 0; i < n_draft; ++i) {
-    const void* rows[2] = {logits_row(a.target, r * (g + 1) + i, v),
-                           logits_row(a.draft, r * g + i, v)};
-    compute_row_stats(sources, rows, 2, v, true, sm.logits_scratch);
+    const int64_t index[2] = {i, i};
+    stats_of.stats(2, pair_rows, index, sm.logits_scratch);
     if (threadIdx.x == 0) {
       sm.target_stats[i] = sm.logits_scratch->result[0];
       sm.draft_stats[i] = sm.logits_scratch->result[1];
@@ -431,7 +430,8 @@ __device__ void block_sample_residual(const P& p, const Q& q, double w, bool wei
 template <bool kLogits>
 __device__ void block_sample_last(const BlockKernelArgs& a, const BlockRows<kLogits>& rows,
                                   const BlockShared& sm, const BlockTauSearch& found,
-                                  const RandomAddress& base, BlockRequestState* state) {
+                                  const RandomAddress& base, const RowStatsProvider& stats_of,
+                                  BlockRequestState* state) {
   if (found.bad_row != kChainOk) {  // block-uniform
     if (threadIdx.x == 0) state->status |= found.bad_row;
     return;
@@ -439,9 +439,9 @@ __device__ void block_sample_last(const BlockKernelArgs& a, const BlockRows<kLog
   const int64_t tau = found.tau, n_draft = state->n_draft, v = a.vocab;
   if constexpr (kLogits) {
     if (tau == n_draft) {  // the bonus row's statistics
-      const LogitsSource sources[2] = {a.target, a.draft};
-      const void* row[1] = {logits_row(a.target, rows.r * (a.gamma + 1) + tau, v)};
-      compute_row_stats(sources, row, 1, v, true, sm.logits_scratch);
+      const bool target_row[1] = {false};
+      const int64_t index[1] = {tau};
+      stats_of.stats(1, target_row, index, sm.logits_scratch);
       if (threadIdx.x == 0) sm.target_stats[tau] = sm.logits_scratch->result[0];
       __syncthreads();
     }
@@ -476,23 +476,39 @@ __device__ inline RandomAddress block_random_base(const BlockKernelArgs& a, int6
 /// true): the same steps; the logits kernel first reduces rows 1..γ_b of p and q (statistics in
 /// shared memory) and reads every row through LogitsProbRow. Every helper is entered by the
 /// whole block, so their barriers are reached by every thread.
-template <bool kLogits>
-__global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a) {
+///
+/// kRows (logits only, small batches): one CTA per (request r, row j) of 2γ+1, blockIdx.x =
+/// r·(2γ+1) + j; each checks the drafts, reduces its row's statistics into the workspace
+/// (rows_phase_stats) and arrives; the last CTA of the request runs the steps with the statistics
+/// read from the workspace instead of reduced one pair after another (the outputs are the one-CTA
+/// kernel's: rows past the stop are reduced in vain and their statuses ignored).
+template <bool kLogits, bool kRows = false>
+__global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a, SplitArgs w) {
+  static_assert(kLogits || !kRows, "rows in parallel are the logits kernel's row statistics");
   SPECLAB_STATIC_SHARED(BlockRequestState, state);
+  SPECLAB_STATIC_SHARED(int32_t, last_row);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
-  const int64_t r = blockIdx.x, g = a.gamma;
+  const int64_t g = a.gamma;
+  const int64_t r = kRows ? blockIdx.x / (2 * g + 1) : blockIdx.x;
   const BlockShared sm = block_shared(shared, g, a.n_chunks);
   const BlockRows<kLogits> rows{a, r, sm};
   const int32_t* tokens = a.draft_tokens + r * g;
   const RandomAddress base = block_random_base(a, r);
+  const RowStatsProvider stats_of{a.target, a.draft, kRows ? &w : nullptr, r, g, a.vocab, true};
 
   block_check_drafts(a, r, &state);
-  if constexpr (kLogits) block_pair_stats(a, r, sm, &state);
+  if constexpr (kRows) {
+    rows_phase_stats(a.target, a.draft, w, r, blockIdx.x % (2 * g + 1), g, a.vocab, state.n_draft,
+                     state.status == kChainOk, false, sm.logits_scratch);
+    const uint32_t expected = static_cast<uint32_t>(2 * g + 1);
+    if (!split_arrive(&w.arrivals[r], expected, &last_row, [] {})) return;  // block-uniform
+  }
+  if constexpr (kLogits) block_pair_stats(stats_of, sm, &state);
   block_gather_weights(rows, tokens, sm, &state);
   if (state.status ==
       kChainOk) {  // block-uniform: read after the barrier that ended step 2's start
     const BlockTauSearch found = block_find_tau(a, rows, sm, base, &state);
-    block_sample_last(a, rows, sm, found, base, &state);
+    block_sample_last(a, rows, sm, found, base, stats_of, &state);
   }
   __syncthreads();
 
@@ -609,7 +625,7 @@ __global__ void __launch_bounds__(1024) verify_block_split_kernel(BlockKernelArg
     found.bad_row = state.bad_row;
     load_chunk_sums(sm.chunk_sums, request_chunks + found.tau * a.n_chunks, a.n_chunks);
     __syncthreads();
-    block_sample_last(a, rows, sm, found, base, &state);
+    block_sample_last(a, rows, sm, found, base, RowStatsProvider{}, &state);
   }
   __syncthreads();
   write_request_outputs(a, r, g, tokens, state.status, state.tau, state.last, state.fallback);

@@ -122,6 +122,7 @@ SplitArgs split_args(const ChainWorkspace& workspace, int64_t batch, int64_t gam
   split.partials = reinterpret_cast<SlicePartial*>(base + layout.partials);
   split.chunk_sums = reinterpret_cast<uint64_t*>(base + layout.chunk_sums);
   split.rows = reinterpret_cast<RowArgmax*>(base + layout.rows);
+  split.row_stats = reinterpret_cast<unsigned char*>(base + layout.row_stats);
   split.slices = slices;
   split.slice_chunks = (n_chunks + slices - 1) / slices;
   return split;
@@ -147,17 +148,22 @@ int vocab_split_slices(int64_t batch, int64_t gamma, int64_t vocab, const ChainW
   return slices < 1 ? 1 : slices;
 }
 
+bool rows_in_parallel(int64_t batch, int64_t gamma, int64_t vocab, const ChainWorkspace& workspace,
+                      int multiprocessors) {
+  check_requested_slices(workspace);
+  check_workspace_bytes(workspace, batch, gamma, vocab);
+  // Rows past the stop are read in vain; at B ≥ SMs they would cost bandwidth, so the one-CTA
+  // kernel stays.
+  const bool rows = workspace.slices >= 2 || (workspace.slices == 0 && batch < multiprocessors);
+  return rows && gamma > 0;
+}
+
 int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
                         const ChainWorkspace& workspace, int multiprocessors) {
   if (params.method == ChainMethod::kGreedy) {
-    check_requested_slices(workspace);
-    check_workspace_bytes(workspace, batch.batch, batch.gamma, batch.vocab);
-    // V2 reads up to γ+1 rows one after another: one CTA per row instead, when the batch leaves
-    // SMs idle (or when forced). Rows past the stop are read in vain; at B ≥ SMs they would cost
-    // bandwidth, so the one-CTA kernel stays.
-    const bool rows =
-        workspace.slices >= 2 || (workspace.slices == 0 && batch.batch < multiprocessors);
-    return rows && batch.gamma > 0 ? static_cast<int>(batch.gamma + 1) : 1;
+    return rows_in_parallel(batch.batch, batch.gamma, batch.vocab, workspace, multiprocessors)
+               ? static_cast<int>(batch.gamma + 1)
+               : 1;
   }
   return vocab_split_slices(batch.batch, batch.gamma, batch.vocab, workspace, multiprocessors);
 }
@@ -215,15 +221,25 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
   args.step = params.step;
   args.seed_step = seed_step;
   const size_t shared_bytes = detail::chain_logits_shared_bytes(args.n_chunks);
+  const bool greedy = params.method == ChainMethod::kGreedy;
+  const bool rows = !output.workspace.bytes.empty() &&
+                    detail::rows_in_parallel(batch.batch, batch.gamma, batch.vocab,
+                                             output.workspace, detail::device_multiprocessors());
+  auto kernel =
+      rows ? detail::verify_chain_logits_kernel<true> : detail::verify_chain_logits_kernel<false>;
   if (shared_bytes > 48 * 1024) {
-    const cudaError_t status = cudaFuncSetAttribute(detail::verify_chain_logits_kernel,
-                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    static_cast<int>(shared_bytes));
+    const cudaError_t status = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
     if (status != cudaSuccess) return status;
   }
-  return launch_kernel(detail::verify_chain_logits_kernel, dim3(static_cast<unsigned>(batch.batch)),
+  const detail::SplitArgs split =
+      rows ? detail::split_args(output.workspace, batch.batch, batch.gamma, batch.vocab, 1)
+           : detail::SplitArgs{};
+  const int64_t ctas =
+      batch.batch * (rows ? detail::logits_rows_per_request(batch.gamma, greedy) : 1);
+  return launch_kernel(kernel, dim3(static_cast<unsigned>(ctas)),
                        dim3(static_cast<unsigned>(detail::chain_block_threads(batch.vocab))),
-                       shared_bytes, stream, args);
+                       shared_bytes, stream, args, split);
 }
 
 cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t vocab,

@@ -675,17 +675,21 @@ struct RowArgmax {
   uint32_t bad;  // ChainStatus bits of the row's checks
 };
 
+/// Bytes of one logits row's statistics in a workspace (RowStatsSlot, gpu/fused_logits.cuh).
+inline constexpr size_t kRowStatsSlotBytes = 32;
+
 /// Where a split launch keeps its per-request data in the ChainWorkspace (layout:
 /// split_layout): arrival counters first, so a zeroed workspace is a ready one. V1/V3 split one
 /// row per request and use the first B·S partials and B·n_chunks chunk sums; V5 splits each of the
 /// request's γ+1 rows.
 struct SplitArgs {
-  uint32_t* arrivals;      // [B] CTAs done; 0 between launches
-  SlicePartial* partials;  // V1/V3 [B, S]; V5 [B, γ+1, S]
-  uint64_t* chunk_sums;    // V1/V3 [B, n_chunks]; V5 [B, γ+1, n_chunks]
-  RowArgmax* rows;         // [B, γ+1] (V2)
-  int slices;              // S ≥ 2 (V2: γ+1, one CTA per row)
-  int64_t slice_chunks;    // ⌈n_chunks / S⌉
+  uint32_t* arrivals;        // [B] CTAs done; 0 between launches
+  SlicePartial* partials;    // V1/V3 [B, S]; V5 [B, γ+1, S]
+  uint64_t* chunk_sums;      // V1/V3 [B, n_chunks]; V5 [B, γ+1, n_chunks]
+  RowArgmax* rows;           // [B, γ+1] (V2)
+  unsigned char* row_stats;  // [B, 2γ+1] of kRowStatsSlotBytes (logits rows in parallel)
+  int slices;                // S ≥ 2 (V2: γ+1, one CTA per row)
+  int64_t slice_chunks;      // ⌈n_chunks / S⌉
 };
 
 /// A value another CTA wrote during this launch, read past the (incoherent) L1.
@@ -871,7 +875,7 @@ inline int chain_block_threads(int64_t vocab) {
 /// offsets of SplitArgs' arrays, and the total): room for every one of a request's γ+1 rows to be
 /// split (V5), of which V1/V3 use the first B rows' worth.
 struct SplitLayout {
-  size_t partials, chunk_sums, rows, bytes;
+  size_t partials, chunk_sums, rows, row_stats, bytes;
 };
 
 inline SplitLayout split_layout(int64_t batch, int64_t gamma, int64_t slices, int64_t n_chunks) {
@@ -882,7 +886,10 @@ inline SplitLayout split_layout(int64_t batch, int64_t gamma, int64_t slices, in
   layout.chunk_sums =
       layout.partials + static_cast<size_t>(split_rows * slices) * sizeof(SlicePartial);
   layout.rows = layout.chunk_sums + static_cast<size_t>(split_rows * n_chunks) * sizeof(uint64_t);
-  layout.bytes = layout.rows + static_cast<size_t>(split_rows) * sizeof(RowArgmax);
+  layout.row_stats =
+      (layout.rows + static_cast<size_t>(split_rows) * sizeof(RowArgmax) + 15) / 16 * 16;
+  layout.bytes =
+      layout.row_stats + static_cast<size_t>(batch * (2 * gamma + 1)) * kRowStatsSlotBytes;
   return layout;
 }
 
@@ -904,6 +911,13 @@ inline int split_block_threads(int64_t slice_chunks) {
 /// count. Throws InvalidInput for a forced count out of range.
 int vocab_split_slices(int64_t batch, int64_t gamma, int64_t vocab, const ChainWorkspace& workspace,
                        int multiprocessors);
+
+/// Whether a launch on `workspace` (at least chain_workspace_bytes, else InvalidInput) reduces a
+/// request's rows in parallel, one CTA per row, instead of one after another in one CTA: forced by
+/// workspace.slices ≥ 2, automatic (0) when the batch leaves SMs idle (B < SMs); never for γ = 0.
+/// V2 on probabilities, and the logits verifiers' row statistics.
+bool rows_in_parallel(int64_t batch, int64_t gamma, int64_t vocab, const ChainWorkspace& workspace,
+                      int multiprocessors);
 
 /// CTAs per request of a launch: 1 unless the workspace allows splitting (a workspace of
 /// chain_workspace_bytes): V1/V3 slices of the vocabulary (vocab_split_slices), V2 γ+1 (one per

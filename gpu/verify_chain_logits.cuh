@@ -57,25 +57,39 @@ inline size_t chain_logits_shared_bytes(int64_t n_chunks) {
          static_cast<size_t>(n_chunks) * sizeof(uint64_t);
 }
 
-__global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKernelArgs a) {
+/// CTAs per request of a rows-parallel launch: every row the request may read (V2: target rows).
+__host__ __device__ inline int64_t logits_rows_per_request(int64_t gamma, bool greedy) {
+  return greedy ? gamma + 1 : 2 * gamma + 1;
+}
+
+/// kRows false: one CTA per request, as above. kRows true (small batches): one CTA per (request r,
+/// row j) of logits_rows_per_request, blockIdx.x = r·rows + j; each checks the drafts, reduces its
+/// row's statistics into the workspace (rows_phase_stats) and arrives; the last CTA of the request
+/// runs steps 2-3 with the statistics read from the workspace instead of reduced one row after
+/// another, so its outputs are the one-CTA kernel's (rows past the stop are reduced in vain and
+/// their statuses ignored).
+template <bool kRows>
+__global__ void __launch_bounds__(1024)
+    verify_chain_logits_kernel(LogitsChainKernelArgs a, SplitArgs w) {
   SPECLAB_STATIC_SHARED(RequestState, state);
   SPECLAB_STATIC_SHARED(LogitsRowStats[2], stats);  // of the rows in use: target, draft
   SPECLAB_STATIC_SHARED(int32_t, stop_flag);
+  SPECLAB_STATIC_SHARED(int32_t, last_row);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
   BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
   RowStatsScratch* logits_scratch = reinterpret_cast<RowStatsScratch*>(scratch + 1);
   uint64_t* chunk_sums = reinterpret_cast<uint64_t*>(logits_scratch + 1);
 
-  const int64_t r = blockIdx.x;
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int64_t g = a.gamma, v = a.vocab;
   const bool greedy = a.method == static_cast<int>(ChainMethod::kGreedy);
+  const int64_t rows_per_request = logits_rows_per_request(g, greedy);
+  const int64_t r = kRows ? blockIdx.x / rows_per_request : blockIdx.x;
   const uint32_t request = a.request_ids != nullptr ? a.request_ids[r] : static_cast<uint32_t>(r);
   const int32_t* tokens = a.draft_tokens + r * g;
   uint64_t seed = 0;
   uint32_t step = 0;
   launch_seed_step(a, &seed, &step);
-  const LogitsSource sources[2] = {a.target, a.draft};
 
   // 1. Warp 0: n_draft and the draft tokens.
   if (threadIdx.x < kWarpSize) {
@@ -92,22 +106,28 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
     }
   }
   __syncthreads();
+  if constexpr (kRows) {
+    rows_phase_stats(a.target, a.draft, w, r, blockIdx.x % rows_per_request, g, v, state.n_draft,
+                     state.status == kChainOk, greedy, logits_scratch);
+    const uint32_t expected = static_cast<uint32_t>(rows_per_request);
+    if (!split_arrive(&w.arrivals[r], expected, &last_row, [] {})) return;  // block-uniform
+  }
   if (state.status != kChainOk) {
     write_request_outputs(a, r, g, tokens, state.status, 0, -1, 0);
     return;  // block-uniform
   }
   const int64_t n_draft = state.n_draft;
+  const RowStatsProvider stats_of{a.target, a.draft, kRows ? &w : nullptr, r, g, v, !greedy};
+  const bool pair_rows[2] = {false, true};  // target row i, draft row i
 
   if (greedy) {
     // V2: argmax rows in order until the first mismatch (or the bonus position).
     for (int64_t i = 0;; ++i) {
-      const void* rows[1] = {logits_row(a.target, r * (g + 1) + i, v)};
-      compute_row_stats(sources, rows, 1, v, false, logits_scratch);
+      const int64_t index[1] = {i};
+      stats_of.stats(1, pair_rows, index, logits_scratch);
       const LogitsRowStats row_stats = logits_scratch->result[0];
       int32_t best = row_stats.argmax;
-      if (row_stats.status == kChainOk) {
-        best = greedy_token(prob_row(a.target, rows[0], row_stats), row_stats, v, logits_scratch);
-      }
+      if (row_stats.status == kChainOk) best = stats_of.greedy(i, row_stats, logits_scratch);
       const bool stop = row_stats.status != kChainOk || i == n_draft || tokens[i] != best;
       if (stop && threadIdx.x == 0) {
         state.status |= row_stats.status;
@@ -122,7 +142,8 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
     for (int64_t i = 0; i < n_draft; ++i) {
       const void* rows[2] = {logits_row(a.target, r * (g + 1) + i, v),
                              logits_row(a.draft, r * g + i, v)};
-      compute_row_stats(sources, rows, 2, v, true, logits_scratch);
+      const int64_t index[2] = {i, i};
+      stats_of.stats(2, pair_rows, index, logits_scratch);
       if (threadIdx.x == 0) {
         const LogitsRowStats sp = logits_scratch->result[0], sq = logits_scratch->result[1];
         stats[0] = sp;
@@ -154,8 +175,8 @@ __global__ void __launch_bounds__(1024) verify_chain_logits_kernel(LogitsChainKe
     if (state.status == kChainOk) {  // block-uniform: written before the last barrier
       const bool bonus = n == n_draft;
       if (bonus) {
-        const void* rows[1] = {logits_row(a.target, r * (g + 1) + n, v)};
-        compute_row_stats(sources, rows, 1, v, true, logits_scratch);
+        const int64_t index[1] = {n};
+        stats_of.stats(1, pair_rows, index, logits_scratch);
         if (threadIdx.x == 0) {
           stats[0] = logits_scratch->result[0];
           state.status |= stats[0].status;

@@ -69,8 +69,9 @@ inline cudaError_t verify_chain_probs(const ChainBatch& batch, const ChainParams
 }
 
 /// `launch(output with a workspace)` made twice on one zeroed ChainWorkspace of `bytes` split into
-/// `slices`, with the outputs overwritten in between: the second launch must find the arrival
-/// counters reset by the first and write every output again. Returns the first error, or
+/// `slices`, with the outputs and everything in the workspace past the arrival counters
+/// overwritten in between: the second launch must find the counters reset by the first, write
+/// every output again and read no workspace data it has not written. Returns the first error, or
 /// cudaErrorIllegalState when a launch left an arrival counter (the workspace's first `batch`
 /// words) nonzero.
 inline cudaError_t launch_twice_on_workspace(
@@ -86,6 +87,12 @@ inline cudaError_t launch_twice_on_workspace(
         {output.accept_mask.data(), output.accept_mask.size_bytes()},
         {output.status.data(), output.status.size_bytes()}}) {
     if (size > 0) SPECLAB_CUDA_CHECK(cudaMemsetAsync(data, 0x5a, size, stream));
+  }
+  // Past the counters the workspace holds nothing a launch may read before writing it.
+  const size_t counters = static_cast<size_t>(batch) * sizeof(uint32_t);
+  if (bytes > counters) {
+    SPECLAB_CUDA_CHECK(
+        cudaMemsetAsync(workspace.span().data() + counters, 0x5a, bytes - counters, stream));
   }
   const cudaError_t e = launch(split);
   const cudaError_t sync = cudaStreamSynchronize(stream);  // before the workspace is freed
