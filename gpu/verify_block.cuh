@@ -553,6 +553,46 @@ __device__ inline BlockTauSearch block_split_tau(const BlockKernelArgs& a,
   return found;
 }
 
+/// Steps 1-2 of verify_block_split_kernel for CTA (r, j, s), then the arrival: whether this CTA
+/// is the request's last (block-uniform). Leaves the checks' state and w in shared memory.
+__device__ inline bool block_split_slice(const BlockKernelArgs& a, const SplitArgs& w,
+                                         uint64_t* shared, BlockRequestState* state,
+                                         int32_t* last_cta) {
+  const int64_t g = a.gamma, v = a.vocab;
+  const int64_t r = blockIdx.x / ((g + 1) * w.slices);
+  const int64_t j = (blockIdx.x / w.slices) % (g + 1);
+  const int s = static_cast<int>(blockIdx.x % w.slices);
+  const BlockShared sm = block_shared(shared, g, a.n_chunks);
+  const BlockRows<false> rows{a, r, sm};
+  block_check_drafts(a, r, state);
+  block_gather_weights(rows, a.draft_tokens + r * g, sm, state);
+  const int64_t n_draft = state->n_draft;
+  const bool ok = state->status == kChainOk;  // block-uniform
+  const bool top_passes = ok && block_top_test_passes(block_random_base(a, r), sm.w, n_draft);
+  BlockRowChecks checks;
+  if (ok && (top_passes ? j == n_draft : j < n_draft)) {
+    int64_t begin = 0, end = 0;
+    slice_chunk_range(w, a.n_chunks, s, &begin, &end);
+    uint64_t* row_chunks = w.chunk_sums + (r * (g + 1) + j) * a.n_chunks;
+    const auto p = rows.target(j);
+    if (j == n_draft) {
+      block_chunk_range_pass<false>(p, p, 1.0, 1.0f, v, begin, end, row_chunks, &checks);
+    } else {
+      block_chunk_range_pass<true>(p, rows.draft(j), sm.w[j], static_cast<float>(sm.w[j]), v, begin,
+                                   end, row_chunks, &checks);
+    }
+  }
+  block_reduce_checks<true>(&checks, sm.scratch);
+  const uint32_t expected = static_cast<uint32_t>((g + 1) * w.slices);
+  return split_arrive(&w.arrivals[r], expected, last_cta, [&] {
+    SlicePartial& partial = w.partials[(r * (g + 1) + j) * w.slices + s];
+    partial.sum_p = checks.sum_p;
+    partial.sum_q = checks.sum_q;
+    partial.z = checks.z;
+    partial.invalid = static_cast<uint32_t>(checks.invalid);
+  });
+}
+
 /// V5 on probabilities with every row of a request split over S slices, for batches too small to
 /// fill the device: one CTA per (request r, row j ≤ γ, slice s), blockIdx.x = (r·(γ+1) + j)·S + s.
 ///  1. every CTA checks the drafts, gathers p_i(x_i), q_i(x_i) and forms w (as the one-CTA kernel),
@@ -566,55 +606,24 @@ __device__ inline BlockTauSearch block_split_tau(const BlockKernelArgs& a,
 ///     Z_i, as the one-CTA kernel), copies row τ's chunk sums to shared memory and samples.
 /// Integer chunk sums and slice-order partials make the tokens independent of S and of which CTA
 /// is last; Z_i differs from the one-CTA kernel's only in summation order, which the near-tie
-/// band covers.
+/// band covers. Step 3 recomputes what it needs rather than keeping step 2's values live.
 __global__ void __launch_bounds__(1024) verify_block_split_kernel(BlockKernelArgs a, SplitArgs w) {
   SPECLAB_STATIC_SHARED(BlockRequestState, state);
   SPECLAB_STATIC_SHARED(int32_t, last_cta);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
-  const int64_t g = a.gamma, v = a.vocab;
+  if (!block_split_slice(a, w, shared, &state, &last_cta)) return;  // block-uniform
+
+  const int64_t g = a.gamma;
   const int64_t r = blockIdx.x / ((g + 1) * w.slices);
-  const int64_t j = (blockIdx.x / w.slices) % (g + 1);
-  const int s = static_cast<int>(blockIdx.x % w.slices);
   const BlockShared sm = block_shared(shared, g, a.n_chunks);
   const BlockRows<false> rows{a, r, sm};
-  const int32_t* tokens = a.draft_tokens + r * g;
   const RandomAddress base = block_random_base(a, r);
-
-  block_check_drafts(a, r, &state);
-  block_gather_weights(rows, tokens, sm, &state);
-  const int64_t n_draft = state.n_draft;
-  const bool ok = state.status == kChainOk;  // block-uniform
-  const bool top_passes = ok && block_top_test_passes(base, sm.w, n_draft);
-  SlicePartial* request_partials = w.partials + r * (g + 1) * w.slices;
-  uint64_t* request_chunks = w.chunk_sums + r * (g + 1) * a.n_chunks;
-  BlockRowChecks checks;
-  if (ok && (top_passes ? j == n_draft : j < n_draft)) {
-    int64_t begin = 0, end = 0;
-    slice_chunk_range(w, a.n_chunks, s, &begin, &end);
-    const auto p = rows.target(j);
-    if (j == n_draft) {
-      block_chunk_range_pass<false>(p, p, 1.0, 1.0f, v, begin, end, request_chunks + j * a.n_chunks,
-                                    &checks);
-    } else {
-      block_chunk_range_pass<true>(p, rows.draft(j), sm.w[j], static_cast<float>(sm.w[j]), v, begin,
-                                   end, request_chunks + j * a.n_chunks, &checks);
-    }
-  }
-  block_reduce_checks<true>(&checks, sm.scratch);
-  const uint32_t expected = static_cast<uint32_t>((g + 1) * w.slices);
-  const bool last = split_arrive(&w.arrivals[r], expected, &last_cta, [&] {
-    SlicePartial& partial = request_partials[j * w.slices + s];
-    partial.sum_p = checks.sum_p;
-    partial.sum_q = checks.sum_q;
-    partial.z = checks.z;
-    partial.invalid = static_cast<uint32_t>(checks.invalid);
-  });
-  if (!last) return;  // block-uniform
-
-  if (ok) {
+  if (state.status == kChainOk) {  // block-uniform
     if (threadIdx.x == 0) {
+      const int64_t n_draft = state.n_draft;
       const BlockTauSearch found =
-          block_split_tau(a, rows, sm, base, request_partials, w.slices, top_passes, n_draft);
+          block_split_tau(a, rows, sm, base, w.partials + r * (g + 1) * w.slices, w.slices,
+                          block_top_test_passes(base, sm.w, n_draft), n_draft);
       state.tau = found.tau;
       state.bad_row = found.bad_row;
     }
@@ -623,12 +632,14 @@ __global__ void __launch_bounds__(1024) verify_block_split_kernel(BlockKernelArg
     found.tau = state.tau;
     found.weights_ready = true;
     found.bad_row = state.bad_row;
-    load_chunk_sums(sm.chunk_sums, request_chunks + found.tau * a.n_chunks, a.n_chunks);
+    load_chunk_sums(sm.chunk_sums, w.chunk_sums + (r * (g + 1) + found.tau) * a.n_chunks,
+                    a.n_chunks);
     __syncthreads();
     block_sample_last(a, rows, sm, found, base, RowStatsProvider{}, &state);
   }
   __syncthreads();
-  write_request_outputs(a, r, g, tokens, state.status, state.tau, state.last, state.fallback);
+  write_request_outputs(a, r, g, a.draft_tokens + r * g, state.status, state.tau, state.last,
+                        state.fallback);
 }
 
 }  // namespace speclab::gpu::detail
