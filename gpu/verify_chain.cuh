@@ -592,23 +592,29 @@ __device__ inline SampledRow sampled_row(const ChainKernelArgs& a, const ChainRe
   return row;
 }
 
-/// Step 3 of V1/V3 once every chunk sum of the sampled row is in chunk_sums and its checks have
-/// passed: locate the token; when a rejection left no residual mass (rounding), docs/verifiers.md
-/// V1 says sample p with the residual's uniform and count the event (a second pass, rare).
+/// Step 3 of V1/V3 once every chunk sum of the sampled row (bonus row p, or the residual of p and
+/// q; row accessors) is in chunk_sums and its checks have passed: locate the token; when a
+/// rejection left no residual mass (rounding), docs/verifiers.md V1 says sample p with the
+/// residual's uniform and count the event (a second pass, rare).
+template <KernelMutant kMutant, class P, class Q>
+__device__ void sampled_locate(bool bonus, const P& p, const Q& q, uint32_t bits, float leniency,
+                               int64_t vocab, int64_t n_chunks, uint64_t* chunk_sums,
+                               BlockScratch* scratch, RequestState* state) {
+  if (bonus) {
+    locate<false, kMutant>(p, q, leniency, vocab, n_chunks, chunk_sums, bits, scratch, state);
+  } else if (locate<true, kMutant>(p, q, leniency, vocab, n_chunks, chunk_sums, bits, scratch,
+                                   state) == 0) {
+    weight_pass<false, kMutant>(p, q, leniency, vocab, n_chunks, chunk_sums, scratch);
+    locate<false, kMutant>(p, q, leniency, vocab, n_chunks, chunk_sums, bits, scratch, state);
+    if (threadIdx.x == 0) state->fallback = 1;
+  }
+}
+
 template <KernelMutant kMutant>
 __device__ void chain_locate(const ChainKernelArgs& a, const SampledRow& row, uint64_t* chunk_sums,
                              BlockScratch* scratch, RequestState* state) {
-  const int64_t v = a.vocab;
-  if (row.bonus) {
-    locate<false, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, row.bits, scratch,
-                           state);
-  } else if (locate<true, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, row.bits,
-                                   scratch, state) == 0) {
-    weight_pass<false, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, scratch);
-    locate<false, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, row.bits, scratch,
-                           state);
-    if (threadIdx.x == 0) state->fallback = 1;
-  }
+  sampled_locate<kMutant>(row.bonus, row.p, row.q, row.bits, a.leniency, a.vocab, a.n_chunks,
+                          chunk_sums, scratch, state);
 }
 
 template <KernelMutant kMutant>
