@@ -222,6 +222,35 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
   args.seed_step = seed_step;
   const size_t shared_bytes = detail::chain_logits_shared_bytes(args.n_chunks);
   const bool greedy = params.method == ChainMethod::kGreedy;
+  // V1/V3 with the sampled row split over slices (small batches): the rows' statistics first, then
+  // the split kernel, on the same stream.
+  const int slices =
+      !greedy && !output.workspace.bytes.empty() && chain_max_slices(batch.vocab) > 1
+          ? detail::vocab_split_slices(batch.batch, batch.gamma, batch.vocab, output.workspace,
+                                       detail::device_multiprocessors())
+          : 1;
+  if (slices > 1) {
+    for (auto* kernel :
+         {detail::logits_rows_stats_kernel, detail::verify_chain_logits_split_kernel}) {
+      if (shared_bytes > 48 * 1024) {
+        const cudaError_t status = cudaFuncSetAttribute(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
+        if (status != cudaSuccess) return status;
+      }
+    }
+    const detail::SplitArgs split =
+        detail::split_args(output.workspace, batch.batch, batch.gamma, batch.vocab, slices);
+    const int64_t row_ctas = batch.batch * detail::logits_rows_per_request(batch.gamma, false);
+    const cudaError_t stats =
+        launch_kernel(detail::logits_rows_stats_kernel, dim3(static_cast<unsigned>(row_ctas)),
+                      dim3(static_cast<unsigned>(detail::chain_block_threads(batch.vocab))),
+                      shared_bytes, stream, args, split);
+    if (stats != cudaSuccess) return stats;
+    return launch_kernel(
+        detail::verify_chain_logits_split_kernel, dim3(static_cast<unsigned>(batch.batch * slices)),
+        dim3(static_cast<unsigned>(detail::split_block_threads(split.slice_chunks))), shared_bytes,
+        stream, args, split);
+  }
   const bool rows = !output.workspace.bytes.empty() &&
                     detail::rows_in_parallel(batch.batch, batch.gamma, batch.vocab,
                                              output.workspace, detail::device_multiprocessors());

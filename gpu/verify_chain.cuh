@@ -754,6 +754,59 @@ __device__ inline void load_chunk_sums(uint64_t* shared_sums, const uint64_t* su
   }
 }
 
+/// Steps 2-3 of slice s of a split V1/V3 request r once its accept phase has left the status in
+/// *state: the slice's chunks of the sampled row (bonus row p, or the residual of p and q: row
+/// accessors) into the workspace, its row-check partials, the arrival; in the last slice the
+/// partials added in slice order, the chunk sums copied to shared memory and the locate (and the
+/// rare fallback). Returns (block-uniform) whether this CTA is the last, which then writes the
+/// outputs. Shared by the kernels on probabilities and on logits.
+template <KernelMutant kMutant, class P, class Q>
+__device__ bool split_sampled_row(bool bonus, const P& p, const Q& q, uint32_t bits, float leniency,
+                                  int64_t vocab, int64_t n_chunks, const SplitArgs& w, int64_t r,
+                                  int s, uint64_t* chunk_sums, BlockScratch* scratch,
+                                  RequestState* state, int32_t* last_flag) {
+  uint64_t* request_chunks = w.chunk_sums + r * n_chunks;
+  const bool ok = state->status == kChainOk;  // block-uniform
+  LaneRowChecks checks;
+  if (ok) {
+    int64_t begin = 0, end = 0;
+    slice_chunk_range(w, n_chunks, s, &begin, &end);
+    if (bonus) {
+      chunk_range_pass<false, kMutant>(p, q, leniency, vocab, begin, end, request_chunks, &checks);
+    } else {
+      chunk_range_pass<true, kMutant>(p, q, leniency, vocab, begin, end, request_chunks, &checks);
+    }
+  }
+  checks.invalid = __syncthreads_or(checks.invalid);
+  block_sum2(&checks.sum_p, &checks.sum_q, scratch);
+  const bool last = split_arrive(&w.arrivals[r], static_cast<uint32_t>(w.slices), last_flag, [&] {
+    SlicePartial& partial = w.partials[r * w.slices + s];
+    partial.sum_p = checks.sum_p;
+    partial.sum_q = checks.sum_q;
+    partial.z = 0.0;
+    partial.invalid = static_cast<uint32_t>(checks.invalid);
+  });
+  if (!last) return false;  // block-uniform
+
+  // The last slice: every other slice's writes are visible.
+  if (ok) {
+    if (threadIdx.x == 0) {
+      const SlicePartial total = reduce_slice_partials(w.partials + r * w.slices, w.slices);
+      const int invalid = static_cast<int>(total.invalid);
+      state->status |= bonus ? row_check_status<false>(invalid, total.sum_p, total.sum_q)
+                             : row_check_status<true>(invalid, total.sum_p, total.sum_q);
+    }
+    load_chunk_sums(chunk_sums, request_chunks, n_chunks);
+    __syncthreads();
+    if (state->status == kChainOk) {
+      sampled_locate<kMutant>(bonus, p, q, bits, leniency, vocab, n_chunks, chunk_sums, scratch,
+                              state);
+    }
+  }
+  __syncthreads();
+  return true;
+}
+
 /// V1/V3 on probabilities with each request's vocabulary split over S CTAs (blockIdx.x = r·S + s):
 ///  1. every slice runs the accept phase itself (γ gathers: cheaper than waiting for one);
 ///  2. slice s streams chunks [s·C, (s+1)·C) of the sampled row, writing their exact fixed-point
@@ -777,43 +830,10 @@ __global__ void __launch_bounds__(1024) verify_chain_split_kernel(ChainKernelArg
   __syncthreads();
 
   const SampledRow row = sampled_row(a, req, state);
-  uint64_t* request_chunks = w.chunk_sums + r * a.n_chunks;
-  LaneRowChecks checks;
-  if (state.status == kChainOk) {  // block-uniform
-    int64_t begin = 0, end = 0;
-    slice_chunk_range(w, a.n_chunks, s, &begin, &end);
-    if (row.bonus) {
-      chunk_range_pass<false, kMutant>(row.p, row.q, a.leniency, a.vocab, begin, end,
-                                       request_chunks, &checks);
-    } else {
-      chunk_range_pass<true, kMutant>(row.p, row.q, a.leniency, a.vocab, begin, end, request_chunks,
-                                      &checks);
-    }
+  if (!split_sampled_row<kMutant>(row.bonus, row.p, row.q, row.bits, a.leniency, a.vocab,
+                                  a.n_chunks, w, r, s, chunk_sums, scratch, &state, &last_slice)) {
+    return;  // block-uniform
   }
-  checks.invalid = __syncthreads_or(checks.invalid);
-  block_sum2(&checks.sum_p, &checks.sum_q, scratch);
-  const bool last = split_arrive(&w.arrivals[r], static_cast<uint32_t>(w.slices), &last_slice, [&] {
-    SlicePartial& partial = w.partials[r * w.slices + s];
-    partial.sum_p = checks.sum_p;
-    partial.sum_q = checks.sum_q;
-    partial.z = 0.0;
-    partial.invalid = static_cast<uint32_t>(checks.invalid);
-  });
-  if (!last) return;  // block-uniform
-
-  // The last slice: every other slice's writes are visible.
-  if (state.status == kChainOk) {
-    if (threadIdx.x == 0) {
-      const SlicePartial total = reduce_slice_partials(w.partials + r * w.slices, w.slices);
-      const int invalid = static_cast<int>(total.invalid);
-      state.status |= row.bonus ? row_check_status<false>(invalid, total.sum_p, total.sum_q)
-                                : row_check_status<true>(invalid, total.sum_p, total.sum_q);
-    }
-    load_chunk_sums(chunk_sums, request_chunks, a.n_chunks);
-    __syncthreads();
-    if (state.status == kChainOk) chain_locate<kMutant>(a, row, chunk_sums, scratch, &state);
-  }
-  __syncthreads();
   write_request_outputs(a, r, a.gamma, req.tokens, state.status, state.n, state.last,
                         state.fallback);
 }

@@ -258,6 +258,58 @@ __global__ void __launch_bounds__(1024)
   write_request_outputs(a, r, g, tokens, state.status, state.n, state.last, state.fallback);
 }
 
+/// V1/V3 on logits with the sampled row split over S slices (small batches), in two launches on
+/// one stream. The first, logits_rows_stats_kernel, is the rows-parallel phase alone: one CTA per
+/// (request r, row j) of 2γ+1 reduces row j's statistics into the workspace. The second,
+/// verify_chain_logits_split_kernel, runs one CTA per (request r, slice s), blockIdx.x = r·S + s:
+/// every slice runs the accept tests on the statistics from the workspace (γ_b lookups and gathers)
+/// and then split_sampled_row on the residual or bonus row computed from the logits, as the split
+/// kernel on probabilities. The tokens are the one-CTA kernel's for every S.
+__global__ void __launch_bounds__(1024)
+    logits_rows_stats_kernel(LogitsChainKernelArgs a, SplitArgs w) {
+  SPECLAB_STATIC_SHARED(RequestState, state);
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  RowStatsScratch* logits_scratch =
+      reinterpret_cast<RowStatsScratch*>(reinterpret_cast<BlockScratch*>(shared) + 1);
+  const bool greedy = a.method == static_cast<int>(ChainMethod::kGreedy);
+  const int64_t rows_per_request = logits_rows_per_request(a.gamma, greedy);
+  const int64_t r = blockIdx.x / rows_per_request;
+  logits_check_drafts(a, r, &state);
+  rows_phase_stats(a.target, a.draft, w, r, blockIdx.x % rows_per_request, a.gamma, a.vocab,
+                   state.n_draft, state.status == kChainOk, greedy, logits_scratch);
+}
+
+__global__ void __launch_bounds__(1024)
+    verify_chain_logits_split_kernel(LogitsChainKernelArgs a, SplitArgs w) {
+  SPECLAB_STATIC_SHARED(RequestState, state);
+  SPECLAB_STATIC_SHARED(LogitsRowStats[2], stats);  // of the rows in use: target, draft
+  SPECLAB_STATIC_SHARED(int32_t, stop_flag);
+  SPECLAB_STATIC_SHARED(int32_t, last_slice);
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
+  RowStatsScratch* logits_scratch = reinterpret_cast<RowStatsScratch*>(scratch + 1);
+  uint64_t* chunk_sums = reinterpret_cast<uint64_t*>(logits_scratch + 1);
+  const int64_t g = a.gamma;
+  const int64_t r = blockIdx.x / w.slices;
+  const int s = static_cast<int>(blockIdx.x % w.slices);
+  const int32_t* tokens = a.draft_tokens + r * g;
+  logits_check_drafts(a, r, &state);
+  const int64_t n_draft = state.n_draft;
+  int64_t n = 0;
+  if (state.status == kChainOk) {  // block-uniform
+    const RowStatsProvider stats_of{a.target, a.draft, &w, r, g, a.vocab, true};
+    n = logits_accept_tests(a, stats_of, r, tokens, n_draft, &state, stats, &stop_flag,
+                            logits_scratch);
+  }
+  const LogitsSampledRow row = logits_sampled_row(a, r, n, n_draft, stats);
+  if (!split_sampled_row<KernelMutant::kNone>(row.bonus, row.p, row.q, row.bits, a.leniency,
+                                              a.vocab, a.n_chunks, w, r, s, chunk_sums, scratch,
+                                              &state, &last_slice)) {
+    return;  // block-uniform
+  }
+  write_request_outputs(a, r, g, tokens, state.status, n, state.last, state.fallback);
+}
+
 /// Test hook (gpu::fused_logits_rows): one CTA per row, the statistics, every p(t) as the
 /// verifiers compute it, and the V2 token. Dynamic shared memory: logits_shared_bytes().
 __global__ void __launch_bounds__(1024)

@@ -6,8 +6,10 @@
 // emulation (gpu-emu).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <span>
@@ -233,7 +235,7 @@ bool row_read(ChainMethod method, bool block, bool is_target, int64_t row, int32
 
 // Corrupts one row of each request and checks that exactly the requests whose corrupt row the
 // one-CTA kernels read are flagged (row_read), with core's tokens elsewhere.
-void expect_flags_bad_logits_in_rows_it_reads(int slices) {
+void expect_flags_bad_logits_in_rows_it_reads(int slices, int64_t v = 200) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const LogitsFormat format : {LogitsFormat::kFloat32, LogitsFormat::kFloat16}) {
     for (int method_index = 0; method_index < 4; ++method_index) {
@@ -241,7 +243,7 @@ void expect_flags_bad_logits_in_rows_it_reads(int slices) {
       const ChainMethod method =
           block ? ChainMethod::kToken : static_cast<ChainMethod>(method_index);
       const ChainParams params{method, 0.5, 80, 4};
-      const int64_t b = 24, g = 3, v = 200;
+      const int64_t b = 24, g = 3;
       LogitsCase c(80 + method_index, b, g, v, format, 1.0, 1.0,
                    {LogitRow::kNormal, LogitRow::kPeaked}, false, true);
       const ChainResult clean = block ? verify_block(c.probs.view(), {80, 4})
@@ -314,6 +316,37 @@ TEST(VerifyLogitsRows, GpuFlagsBadLogitsInRowsItReads) {
   // Every row is reduced in parallel; the statuses of rows past the stop must be ignored.
   expect_flags_bad_logits_in_rows_it_reads(0);
   expect_flags_bad_logits_in_rows_it_reads(2);
+}
+
+TEST(VerifyLogitsSplit, GpuMatchesReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // V1/V3 with the residual or bonus row split over S slices after the rows-parallel statistics
+  // launch: S automatic and forced (clamped to the vocabulary's maximum), V on both sides of a
+  // 2048-token block and across chunks (scalar loads: logits rows), γ ∈ {0, 1, 4}, ragged γ_b.
+  uint64_t seed = 1000;
+  for (const int64_t vocab : {2047, 2049, 4099, 32000}) {
+    for (const int slices : {0, 2, 3, 7}) {
+      for (const int64_t gamma : {0, 1, 4}) {
+        const LogitsFormat format = kFormats[seed % std::size(kFormats)];
+        const double t_draft = seed % 3 == 0 ? 0.0 : 0.5;
+        const LogitsCase c(seed, 3, gamma, vocab, format, 1.0, t_draft, kAllRows, false, true);
+        const int forced = slices == 0 ? 0 : std::min(slices, gpu::chain_max_slices(vocab));
+        expect_chain_matches_core(c, {ChainMethod::kToken, 1.0, seed, 3}, "split", forced);
+        expect_chain_matches_core(c, {ChainMethod::kLenient, 0.6, seed, 3}, "split", forced);
+        ++seed;
+      }
+    }
+  }
+  // Draft == target: the bonus row is the split one.
+  const LogitsCase same(1100, 2, 3, 5000, LogitsFormat::kBFloat16, 1.0, 1.0, kAllRows, true, false);
+  expect_chain_matches_core(same, {ChainMethod::kToken, 1.0, 7, 1}, "bonus row, split", 5);
+}
+
+TEST(VerifyLogitsSplit, GpuFlagsBadLogitsInRowsItReads) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // 2100 tokens: 9 chunks, 2 slices for V1/V3 (V2 and V5 reduce their rows in parallel).
+  expect_flags_bad_logits_in_rows_it_reads(0, 2100);
+  expect_flags_bad_logits_in_rows_it_reads(2, 2100);
 }
 
 TEST(VerifyLogitsRows, GpuMatchesReference) {
