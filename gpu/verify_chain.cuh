@@ -50,6 +50,7 @@ struct ChainKernelArgs {
   int64_t gamma;
   int64_t vocab;
   int64_t n_chunks;  // ⌈V / kChunkTokens⌉
+  int64_t batch;     // B: verify_chain_kernel's CTAs take requests blockIdx.x + k·gridDim.x
   int method;        // ChainMethod
   float leniency;    // 1 for V1
   uint64_t seed;
@@ -617,18 +618,14 @@ __device__ void chain_locate(const ChainKernelArgs& a, const SampledRow& row, ui
                           chunk_sums, scratch, state);
 }
 
+/// One request r of verify_chain_kernel (the whole block). Ends with the outputs written; the
+/// caller synchronises before the block's shared memory is reused.
 template <KernelMutant kMutant>
-__global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
-  SPECLAB_STATIC_SHARED(RequestState, state);
-  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
-  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
-  uint64_t* chunk_sums = shared + sizeof(BlockScratch) / sizeof(uint64_t);
-
-  const int64_t r = blockIdx.x;
+__device__ void verify_chain_request(const ChainKernelArgs& a, int64_t r, RequestState& state,
+                                     BlockScratch* scratch, uint64_t* chunk_sums) {
   const int64_t g = a.gamma, v = a.vocab;
   const bool greedy = a.method == static_cast<int>(ChainMethod::kGreedy);
   const ChainRequest req = chain_request(a, r);
-
   // 1. Warp 0: n_draft, the draft tokens, and the V1/V3 accept tests on gathered values.
   chain_accept_phase(a, req, greedy, &state);
   __syncthreads();
@@ -664,6 +661,21 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
 
   // 3. Outputs.
   write_request_outputs(a, r, g, req.tokens, state.status, state.n, state.last, state.fallback);
+}
+
+/// One CTA per request, or at large batches a persistent grid: CTA b verifies requests b,
+/// b + gridDim.x, … one after another (the launcher picks the grid; the tokens do not depend on
+/// it).
+template <KernelMutant kMutant>
+__global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
+  SPECLAB_STATIC_SHARED(RequestState, state);
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
+  uint64_t* chunk_sums = shared + sizeof(BlockScratch) / sizeof(uint64_t);
+  for (int64_t r = blockIdx.x; r < a.batch; r += gridDim.x) {
+    verify_chain_request<kMutant>(a, r, state, scratch, chunk_sums);
+    __syncthreads();  // every thread is done with the request's shared state
+  }
 }
 
 /// One slice's share of a split row's checks (SplitArgs), and (V5) of its Z_i.
@@ -955,6 +967,22 @@ int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
 /// The device's multiprocessor count (the emulation stands for an H200's 132).
 int device_multiprocessors();
 
+/// verify_chain_kernel's launch shape: one CTA of chain_block_threads(V) threads per request, or
+/// for V1/V3 once the batch fills the device (B ≥ SMs) a persistent grid of at most two CTAs per SM
+/// of at most 512 threads, each looping over requests (two resident per SM, so one's row pass
+/// overlaps the other's accept phase and locate).
+struct ChainGrid {
+  int64_t ctas;
+  int threads;
+};
+
+inline ChainGrid chain_grid(int64_t batch, int64_t vocab, bool greedy, int multiprocessors) {
+  const int threads = chain_block_threads(vocab);
+  if (greedy || batch < multiprocessors) return {batch, threads};
+  const int64_t persistent = 2 * static_cast<int64_t>(multiprocessors);
+  return {batch < persistent ? batch : persistent, threads < 512 ? threads : 512};
+}
+
 template <KernelMutant kMutant>
 cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& params,
                                 const ChainDeviceOutput& output, cudaStream_t stream,
@@ -962,6 +990,7 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
   check_chain_launch(batch, params, output);
   ChainKernelArgs args{};
   fill_common_args(args, batch, output);
+  args.batch = batch.batch;
   args.method = static_cast<int>(params.method);
   args.leniency =
       params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
@@ -996,9 +1025,10 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
                                                     static_cast<int>(shared_bytes));
     if (status != cudaSuccess) return status;
   }
-  return launch_kernel(verify_chain_kernel<kMutant>, dim3(static_cast<unsigned>(batch.batch)),
-                       dim3(static_cast<unsigned>(chain_block_threads(batch.vocab))), shared_bytes,
-                       stream, args);
+  const ChainGrid grid = chain_grid(batch.batch, batch.vocab, params.method == ChainMethod::kGreedy,
+                                    device_multiprocessors());
+  return launch_kernel(verify_chain_kernel<kMutant>, dim3(static_cast<unsigned>(grid.ctas)),
+                       dim3(static_cast<unsigned>(grid.threads)), shared_bytes, stream, args);
 }
 
 }  // namespace speclab::gpu::detail

@@ -310,6 +310,34 @@ TEST(VerifyChainSplit, BadWorkspaceThrows) {
   (void)testing::run_gpu_chain(host, {ChainMethod::kToken, 1.0, 9, 0}, forced);
 }
 
+TEST(VerifyChainPersistent, GpuMatchesReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // B ≥ SMs (132 under the emulation): V1/V3 run a persistent grid of 2·SMs CTAs of ≤ 512
+  // threads, each verifying requests b, b + 264, …: B = 270 makes some CTAs take two requests,
+  // B = 140 gives one each with fewer threads than the one-CTA kernel's at V = 32000.
+  uint64_t seed = 701;
+  for (const int64_t vocab : {257, 2100}) {
+    for (const int64_t gamma : {0, 1, 4}) {
+      const OwnedChainBatch batch = random_batch(seed, 270, gamma, vocab, kAllKinds, false, true);
+      expect_matches_reference(batch, {ChainMethod::kToken, 1.0, seed, 2}, "persistent grid");
+      expect_matches_reference(batch, {ChainMethod::kLenient, 0.7, seed, 2}, "persistent grid");
+      ++seed;
+    }
+  }
+  const OwnedChainBatch wide = random_batch(seed, 140, 1, 32000, kAllKinds, false, true);
+  expect_matches_reference(wide, {ChainMethod::kToken, 1.0, seed, 2}, "persistent grid");
+  // γ = 40 with two warps (V = 600): long accepted chains whose outputs more than one warp
+  // writes, in CTAs that take two requests.
+  const OwnedChainBatch long_chain =
+      random_batch(seed + 2, 270, 40, 600, {RowKind::kPeaked}, true, true);
+  expect_matches_reference(long_chain, {ChainMethod::kToken, 1.0, seed + 2, 2},
+                           "persistent grid, γ = 40");
+  // With a workspace at B ≥ SMs the split picks one slice: the persistent grid again.
+  const OwnedChainBatch same = random_batch(seed + 1, 270, 3, 2100, kAllKinds, true, true);
+  expect_matches_reference(same, {ChainMethod::kToken, 1.0, seed + 1, 2},
+                           "persistent grid, workspace", split_launcher(0));
+}
+
 TEST(VerifyChain, GpuRejectsBadShapes) {
   // Shapes are checked on the host before anything touches the device, so this runs everywhere.
   const OwnedChainBatch batch = random_batch(91, 2, 2, 10, {RowKind::kDense}, false, false);
