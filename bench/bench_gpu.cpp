@@ -148,21 +148,28 @@ struct Path {
   Verifier verifier;
   Stage stage;
   gpu::LogitsFormat format = gpu::LogitsFormat::kFloat32;  ///< of the logits (not kProbs)
-  bool split = false;  ///< kProbs V1/V3 with a workspace: the vocabulary split over CTAs
+  /// With a workspace: kProbs V1/V3/V5 split the vocabulary over CTAs (V2: rows in parallel),
+  /// kFused reduces the rows' statistics in parallel (both only at B < SMs).
+  bool split = false;
 };
 
 std::vector<Path> bench_paths() {
   using F = gpu::LogitsFormat;
-  std::vector<Path> paths = {
-      {Verifier::kV1, Stage::kProbs}, {Verifier::kV1, Stage::kProbs, F::kFloat32, true},
-      {Verifier::kV2, Stage::kProbs}, {Verifier::kV2, Stage::kProbs, F::kFloat32, true},
-      {Verifier::kV3, Stage::kProbs}, {Verifier::kV3, Stage::kProbs, F::kFloat32, true},
-      {Verifier::kV5, Stage::kProbs}, {Verifier::kNone, Stage::kSoftmax, F::kFloat32}};
+  std::vector<Path> paths = {{Verifier::kV1, Stage::kProbs},
+                             {Verifier::kV1, Stage::kProbs, F::kFloat32, true},
+                             {Verifier::kV2, Stage::kProbs},
+                             {Verifier::kV2, Stage::kProbs, F::kFloat32, true},
+                             {Verifier::kV3, Stage::kProbs},
+                             {Verifier::kV3, Stage::kProbs, F::kFloat32, true},
+                             {Verifier::kV5, Stage::kProbs},
+                             {Verifier::kV5, Stage::kProbs, F::kFloat32, true},
+                             {Verifier::kNone, Stage::kSoftmax, F::kFloat32}};
   for (F format : {F::kFloat32, F::kBFloat16}) {
     if (format != F::kFloat32) paths.push_back({Verifier::kNone, Stage::kSoftmax, format});
     for (Verifier v : {Verifier::kV1, Verifier::kV2, Verifier::kV5}) {
       paths.push_back({v, Stage::kTwoKernels, format});
       paths.push_back({v, Stage::kFused, format});
+      paths.push_back({v, Stage::kFused, format, true});
     }
   }
   return paths;
@@ -173,7 +180,7 @@ std::string path_kernel(const Path& p) {
                              "verify_block V5", ""};
   const std::string verifier = verifiers[static_cast<int>(p.verifier)];
   if (p.stage == Stage::kSoftmax) return "probs_from_logits";
-  if (p.split) return verifier + " split";
+  if (p.split) return verifier + (p.stage == Stage::kFused ? " rows" : " split");
   return p.stage == Stage::kTwoKernels ? "probs_from_logits + " + verifier : verifier;
 }
 
@@ -195,8 +202,8 @@ struct KernelRow {
 // One (B, γ, V): a pool of `copies` input sets (target logits [B, γ+1, V] and draft logits
 // [B, γ, V] as fp32 and as bf16 (the fp32 values rounded), the probabilities of the fp32 logits,
 // draft tokens x_i ~ q_i), then every path timed over them.
-void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cudaStream_t stream,
-                  std::vector<KernelRow>& rows) {
+void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, int multiprocessors,
+                  cudaStream_t stream, std::vector<KernelRow>& rows) {
   using F = gpu::LogitsFormat;
   const int64_t target_rows = batch * (gamma + 1), draft_rows = batch * gamma;
   // fp32 and bf16 logits and fp32 probabilities of every row: 4 + 2 + 4 bytes per entry.
@@ -312,6 +319,16 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cuda
   auto request_bytes = [&](const Path& p, int32_t n) {
     const int64_t s = logit_bytes(p.format);
     if (p.stage == Stage::kSoftmax) return probs_from_logits_bytes(gamma + 1, vocab, s);
+    // Split and rows-parallel launches read more rows only where they run so (B < SMs).
+    const bool parallel = p.split && batch < multiprocessors && gamma > 0;
+    if (p.stage == Stage::kFused && parallel) {
+      return p.verifier == Verifier::kV2   ? greedy_logits_rows_bytes(gamma, vocab, s)
+             : p.verifier == Verifier::kV5 ? block_logits_rows_bytes(gamma, vocab, s, n)
+                                           : chain_logits_rows_bytes(gamma, vocab, s, n);
+    }
+    if (p.stage == Stage::kProbs && parallel && p.verifier == Verifier::kV5) {
+      return block_probs_split_bytes(gamma, vocab, n);
+    }
     if (p.stage == Stage::kFused) {
       return p.verifier == Verifier::kV2   ? greedy_logits_bytes(gamma, vocab, s, n)
              : p.verifier == Verifier::kV5 ? block_logits_bytes(gamma, vocab, s, n)
@@ -331,14 +348,16 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cuda
     Events ev(repeats);
     auto launch = [&](int r, int64_t k) -> cudaError_t {
       const auto step = static_cast<uint32_t>(r);
+      gpu::ChainDeviceOutput output = output_of(r);
+      if (path.split) output.workspace = {workspace.span(0, workspace_bytes), 0};
       if (path.stage == Stage::kSoftmax) return softmax(path.format, true, k);
       if (path.stage == Stage::kFused) {
         if (path.verifier == Verifier::kV5) {
           return gpu::verify_block(logits_batch_of(path.format, k), {.seed = 5, .step = step},
-                                   output_of(r), stream);
+                                   output, stream);
         }
         return gpu::verify_chain(logits_batch_of(path.format, k), chain_params(path.verifier, step),
-                                 output_of(r), stream);
+                                 output, stream);
       }
       if (path.stage == Stage::kTwoKernels) {
         if (const cudaError_t e = softmax(path.format, true, k); e != cudaSuccess) return e;
@@ -347,10 +366,8 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, cuda
         }
       }
       if (path.verifier == Verifier::kV5) {
-        return gpu::verify_block(batch_of(k), {.seed = 5, .step = step}, output_of(r), stream);
+        return gpu::verify_block(batch_of(k), {.seed = 5, .step = step}, output, stream);
       }
-      gpu::ChainDeviceOutput output = output_of(r);
-      if (path.split) output.workspace = {workspace.span(0, workspace_bytes), 0};
       return gpu::verify_chain(batch_of(k), chain_params(path.verifier, step), output, stream);
     };
     SPECLAB_CUDA_CHECK(launch(0, next_copy++ % copies));  // warm-up
@@ -437,7 +454,7 @@ void run_bench_gpu(const BenchGpuOptions& o) {
   for (int64_t vocab : {int64_t{32000}, int64_t{128256}}) {
     for (int64_t batch : {int64_t{1}, int64_t{8}, int64_t{64}}) {
       for (int64_t gamma : {int64_t{1}, int64_t{5}, int64_t{8}}) {
-        bench_config(batch, gamma, vocab, o.repeats, stream, rows);
+        bench_config(batch, gamma, vocab, o.repeats, prop.multiProcessorCount, stream, rows);
       }
     }
   }

@@ -33,6 +33,25 @@ double greedy_logits_bytes(int64_t gamma, int64_t vocab, int64_t logit_bytes, in
 /// τ < γ_b (Z rows and residual) or 3sV for τ = γ_b (the bonus row).
 double block_logits_bytes(int64_t gamma, int64_t vocab, int64_t logit_bytes, int64_t tau);
 
+/// V5 on probabilities with every row split over CTAs (small batches): the first test decides
+/// which rows are read, so 4γ_b + 64γ_b + 4V (τ = γ_b, the bonus row) or 8V·γ_b (τ < γ_b: every
+/// Z row, including those below τ).
+double block_probs_split_bytes(int64_t gamma, int64_t vocab, int64_t tau);
+
+/// V1/V3 fused on logits with the rows' statistics reduced in parallel (small batches): passes A
+/// and B of all 2γ_b + 1 rows, then 2sV (the residual pass over p and q) or sV (the bonus row's
+/// sampling pass): 4γ_b + 2sV·(2γ_b + 1) + 2sV or sV.
+double chain_logits_rows_bytes(int64_t gamma, int64_t vocab, int64_t logit_bytes,
+                               int64_t n_accepted);
+
+/// V2 fused on logits with the rows reduced in parallel: 4γ_b + sV·(γ_b + 1) (pass A of every
+/// target row; tempered near-ties not counted, as greedy_logits_bytes).
+double greedy_logits_rows_bytes(int64_t gamma, int64_t vocab, int64_t logit_bytes);
+
+/// V5 fused on logits with the rows' statistics reduced in parallel: 4γ_b + 2sV·(2γ_b + 1), then
+/// 2sV·(γ_b − τ) for τ < γ_b (Z rows and residual) or sV for τ = γ_b (the bonus sampling pass).
+double block_logits_rows_bytes(int64_t gamma, int64_t vocab, int64_t logit_bytes, int64_t tau);
+
 /// gpu::probs_from_logits over `rows` rows: the logits read once (sV) and the fp32 probabilities
 /// written once (4V) per row, the least any softmax must move.
 double probs_from_logits_bytes(int64_t rows, int64_t vocab, int64_t logit_bytes);

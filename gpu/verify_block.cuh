@@ -53,7 +53,8 @@ struct BlockRequestState {
   uint32_t status;
   int32_t last;
   int32_t fallback;
-  int32_t passed;  // the last test's decision
+  int32_t passed;    // the last test's decision
+  uint32_t bad_row;  // split launch: the status bits of the row the tests stopped at
 };
 
 /// One Z_i term as core computes it: std::max(0.0, w·double(p) − double(q)).
@@ -70,34 +71,38 @@ __device__ inline double pass_probability(double z, double weight) {
   return h < 1.0 ? h : 1.0;  // std::min(1.0, h)
 }
 
-/// One pass over row p (and q when kResidual): fixed-point chunk sums of the residual weights
-/// block_residual_fixed(wf, p, q) (or to_fixed(p)), the Z terms in double (kResidual), and the
-/// row checks. Returns block-uniform status bits; *z gets the block-uniform Z. P and Q are row
-/// accessors (ProbRowRef or LogitsProbRow).
+/// A thread's share of a V5 row pass: the row checks and the Z terms, in double.
+struct BlockRowChecks {
+  double sum_p = 0.0, sum_q = 0.0, z = 0.0;
+  int invalid = 0;
+};
+
+/// Chunks [c_begin, c_end) of row p (and q when kResidual): warps stride over them, and each
+/// chunk's fixed-point sum of the residual weights block_residual_fixed(wf, p, q) (or to_fixed(p))
+/// goes to chunk_sums[c] (lane 0); the Z terms max(0, w·p − q) (kResidual) and the row checks go
+/// into the thread's *checks. No barrier. P and Q are row accessors (ProbRowRef or LogitsProbRow).
 template <bool kResidual, class P, class Q>
-__device__ uint32_t block_row_pass(const P& p, const Q& q, double w, float wf, int64_t vocab,
-                                   int64_t n_chunks, uint64_t* chunk_sums, BlockScratch* scratch,
-                                   double* z) {
+__device__ void block_chunk_range_pass(const P& p, const Q& q, double w, float wf, int64_t vocab,
+                                       int64_t c_begin, int64_t c_end, uint64_t* chunk_sums,
+                                       BlockRowChecks* checks) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
-  double sum_p = 0.0, sum_q = 0.0, z_part = 0.0;
-  int invalid = 0;
-  for (int64_t c = warp; c < n_chunks; c += n_warps) {
+  for (int64_t c = c_begin + warp; c < c_end; c += n_warps) {
     uint64_t s = 0;
     const int64_t first = c * kChunkTokens + lane;
     for (int k = 0; k < kLaneTokens; ++k) {
       const int64_t t = first + static_cast<int64_t>(k) * kWarpSize;
       if (t < vocab) {
         const float pv = p(t);
-        invalid |= !valid_probability(pv);
-        sum_p += pv;
+        checks->invalid |= !valid_probability(pv);
+        checks->sum_p += pv;
         if constexpr (kResidual) {
           const float qv = q(t);
-          invalid |= !valid_probability(qv);
-          sum_q += qv;
+          checks->invalid |= !valid_probability(qv);
+          checks->sum_q += qv;
           s += block_residual_fixed(wf, pv, qv);
-          z_part += z_term(w, pv, qv);
+          checks->z += z_term(w, pv, qv);
         } else {
           s += to_fixed(pv);
         }
@@ -106,16 +111,31 @@ __device__ uint32_t block_row_pass(const P& p, const Q& q, double w, float wf, i
     s = warp_sum<KernelMutant::kNone>(s);
     if (lane == 0) chunk_sums[c] = s;
   }
-  invalid = __syncthreads_or(invalid);  // also makes chunk_sums visible to the block
-  block_sum2(&sum_p, &sum_q, scratch);
+}
+
+/// The block's totals of its threads' checks, broadcast to every thread (barriers: also makes
+/// the chunk sums of block_chunk_range_pass visible to the block).
+template <bool kResidual>
+__device__ void block_reduce_checks(BlockRowChecks* checks, BlockScratch* scratch) {
+  checks->invalid = __syncthreads_or(checks->invalid);
+  block_sum2(&checks->sum_p, &checks->sum_q, scratch);
   if constexpr (kResidual) {
     double unused = 0.0;
-    block_sum2(&z_part, &unused, scratch);
+    block_sum2(&checks->z, &unused, scratch);
   }
-  *z = z_part;
-  uint32_t status = invalid != 0 ? kChainBadValue : kChainOk;
-  if (!sum_ok(sum_p) || (kResidual && !sum_ok(sum_q))) status |= kChainBadSum;
-  return status;
+}
+
+/// One pass over row p (and q when kResidual): block_chunk_range_pass over every chunk and the
+/// block's totals. Returns block-uniform status bits; *z gets the block-uniform Z.
+template <bool kResidual, class P, class Q>
+__device__ uint32_t block_row_pass(const P& p, const Q& q, double w, float wf, int64_t vocab,
+                                   int64_t n_chunks, uint64_t* chunk_sums, BlockScratch* scratch,
+                                   double* z) {
+  BlockRowChecks checks;
+  block_chunk_range_pass<kResidual>(p, q, w, wf, vocab, 0, n_chunks, chunk_sums, &checks);
+  block_reduce_checks<kResidual>(&checks, scratch);
+  *z = checks.z;
+  return row_check_status<kResidual>(checks.invalid, checks.sum_p, checks.sum_q);
 }
 
 /// Inverse-CDF sampling over the chunk sums of the last block_row_pass (the chain kernel's
@@ -218,16 +238,15 @@ __device__ inline void block_check_drafts(const BlockKernelArgs& a, int64_t r,
   __syncthreads();
 }
 
-/// The logits kernel's statistics of rows 1..γ_b of p and q, a pair at a time, until a bad row.
-__device__ inline void block_pair_stats(const BlockKernelArgs& a, int64_t r, const BlockShared& sm,
+/// The logits kernel's statistics of rows 1..γ_b of p and q, a pair at a time, until a bad row
+/// (reduced by the block, or read from a rows-parallel launch's workspace: stats_of).
+__device__ inline void block_pair_stats(const RowStatsProvider& stats_of, const BlockShared& sm,
                                         BlockRequestState* state) {
-  const int64_t g = a.gamma, v = a.vocab;
-  const LogitsSource sources[2] = {a.target, a.draft};
   const int64_t n_draft = state->status == kChainOk ? state->n_draft : 0;
+  const bool pair_rows[2] = {false, true};
   for (int64_t i = 0; i < n_draft; ++i) {
-    const void* rows[2] = {logits_row(a.target, r * (g + 1) + i, v),
-                           logits_row(a.draft, r * g + i, v)};
-    compute_row_stats(sources, rows, 2, v, true, sm.logits_scratch);
+    const int64_t index[2] = {i, i};
+    stats_of.stats(2, pair_rows, index, sm.logits_scratch);
     if (threadIdx.x == 0) {
       sm.target_stats[i] = sm.logits_scratch->result[0];
       sm.draft_stats[i] = sm.logits_scratch->result[1];
@@ -310,9 +329,22 @@ __device__ bool block_test_passes(double eta, double z, double w, const P& p, co
 /// Where the downward tests stopped. Block-uniform.
 struct BlockTauSearch {
   int64_t tau = 0;
-  bool residual_ready = false;  // chunk_sums hold row τ's residual
+  bool weights_ready = false;  // chunk_sums hold row τ's sampling weights (residual or bonus)
   uint32_t bad_row = kChainOk;
 };
+
+/// η_i, the uniform of test i.
+__device__ inline double block_eta(const RandomAddress& base, int64_t i) {
+  const RandomAddress address{
+      base.seed, base.request, base.step, static_cast<uint32_t>(i), Purpose::kBlockEta, 0};
+  return philox_uniform(address);
+}
+
+/// Whether the first test (i = γ_b, against h = w_{γ_b}, no row) passes, or there is none: τ = γ_b.
+__device__ inline bool block_top_test_passes(const RandomAddress& base, const double* w,
+                                             int64_t n_draft) {
+  return n_draft == 0 || block_eta(base, n_draft) <= w[n_draft];
+}
 
 /// Step 2: τ = the last i with η_i ≤ h_i, testing i = γ_b, γ_b − 1, …, 1 and stopping at the
 /// first pass; i = γ_b against h = w_{γ_b} needs no row.
@@ -322,17 +354,12 @@ __device__ BlockTauSearch block_find_tau(const BlockKernelArgs& a, const BlockRo
                                          BlockRequestState* state) {
   const int64_t n_draft = state->n_draft;
   BlockTauSearch found;
-  for (int64_t i = n_draft; i >= 1; --i) {
-    const RandomAddress address{
-        base.seed, base.request, base.step, static_cast<uint32_t>(i), Purpose::kBlockEta, 0};
-    const double eta = philox_uniform(address);
-    if (i == n_draft) {
-      if (eta <= sm.w[i]) {
-        found.tau = i;
-        break;
-      }
-      continue;
-    }
+  if (block_top_test_passes(base, sm.w, n_draft)) {
+    found.tau = n_draft;
+    return found;
+  }
+  for (int64_t i = n_draft - 1; i >= 1; --i) {
+    const double eta = block_eta(base, i);
     const auto p = rows.target(i);  // p_{i+1}, q_{i+1} (rows are 0-based)
     const auto q = rows.draft(i);
     double z = 0.0;
@@ -350,19 +377,21 @@ __device__ BlockTauSearch block_find_tau(const BlockKernelArgs& a, const BlockRo
     __syncthreads();  // every thread has read state->passed before the next test writes it
     if (passed) {
       found.tau = i;
-      found.residual_ready = true;
+      found.weights_ready = true;
       break;
     }
   }
   return found;
 }
 
-/// The bonus token from row p (status `bad` from its statistics), by exact fixed-point sampling.
+/// The bonus token from row p (status `bad` from its statistics), by exact fixed-point sampling;
+/// its chunk sums are built unless `weights_ready` (a split launch built them).
 template <class P>
-__device__ void block_sample_bonus(const P& p, uint32_t bad, int64_t vocab, int64_t n_chunks,
-                                   const BlockShared& sm, uint32_t bits, BlockRequestState* state) {
+__device__ void block_sample_bonus(const P& p, uint32_t bad, bool weights_ready, int64_t vocab,
+                                   int64_t n_chunks, const BlockShared& sm, uint32_t bits,
+                                   BlockRequestState* state) {
   double unused = 0.0;
-  if (bad == kChainOk) {
+  if (bad == kChainOk && !weights_ready) {
     bad =
         block_row_pass<false>(p, p, 1.0, 1.0f, vocab, n_chunks, sm.chunk_sums, sm.scratch, &unused);
   }
@@ -374,16 +403,17 @@ __device__ void block_sample_bonus(const P& p, uint32_t bad, int64_t vocab, int6
 }
 
 /// The residual token at τ with weight w = w_τ. Its chunk sums are built unless the test that
-/// passed left them (τ = 0: nothing passed, row 1 not yet read); a residual that rounding left
+/// passed (or a split launch) left them (τ = 0: nothing passed, row 1 not yet read); a residual
+/// that rounding left
 /// without mass falls back to p (docs/verifiers.md V5, with the residual's uniform).
 template <class P, class Q>
-__device__ void block_sample_residual(const P& p, const Q& q, double w, bool residual_ready,
+__device__ void block_sample_residual(const P& p, const Q& q, double w, bool weights_ready,
                                       int64_t vocab, int64_t n_chunks, const BlockShared& sm,
                                       uint32_t bits, BlockRequestState* state) {
   const float wf = static_cast<float>(w);
   double unused = 0.0;
   uint32_t bad = kChainOk;
-  if (!residual_ready) {
+  if (!weights_ready) {
     bad = block_row_pass<true>(p, q, w, wf, vocab, n_chunks, sm.chunk_sums, sm.scratch, &unused);
   }
   if (bad != kChainOk) {
@@ -400,7 +430,8 @@ __device__ void block_sample_residual(const P& p, const Q& q, double w, bool res
 template <bool kLogits>
 __device__ void block_sample_last(const BlockKernelArgs& a, const BlockRows<kLogits>& rows,
                                   const BlockShared& sm, const BlockTauSearch& found,
-                                  const RandomAddress& base, BlockRequestState* state) {
+                                  const RandomAddress& base, const RowStatsProvider& stats_of,
+                                  BlockRequestState* state) {
   if (found.bad_row != kChainOk) {  // block-uniform
     if (threadIdx.x == 0) state->status |= found.bad_row;
     return;
@@ -408,9 +439,9 @@ __device__ void block_sample_last(const BlockKernelArgs& a, const BlockRows<kLog
   const int64_t tau = found.tau, n_draft = state->n_draft, v = a.vocab;
   if constexpr (kLogits) {
     if (tau == n_draft) {  // the bonus row's statistics
-      const LogitsSource sources[2] = {a.target, a.draft};
-      const void* row[1] = {logits_row(a.target, rows.r * (a.gamma + 1) + tau, v)};
-      compute_row_stats(sources, row, 1, v, true, sm.logits_scratch);
+      const bool target_row[1] = {false};
+      const int64_t index[1] = {tau};
+      stats_of.stats(1, target_row, index, sm.logits_scratch);
       if (threadIdx.x == 0) sm.target_stats[tau] = sm.logits_scratch->result[0];
       __syncthreads();
     }
@@ -425,42 +456,190 @@ __device__ void block_sample_last(const BlockKernelArgs& a, const BlockRows<kLog
   const uint32_t bits = philox_bits(address);
   if (tau == n_draft) {
     const uint32_t bad = kLogits ? sm.target_stats[tau].status : kChainOk;
-    block_sample_bonus(p, bad, v, a.n_chunks, sm, bits, state);
+    block_sample_bonus(p, bad, found.weights_ready, v, a.n_chunks, sm, bits, state);
   } else {
-    block_sample_residual(p, rows.draft(tau), sm.w[tau], found.residual_ready, v, a.n_chunks, sm,
+    block_sample_residual(p, rows.draft(tau), sm.w[tau], found.weights_ready, v, a.n_chunks, sm,
                           bits, state);
   }
   if (threadIdx.x == 0) state->tau = tau;
+}
+
+/// Request r's Philox address; position and purpose are set per draw.
+__device__ inline RandomAddress block_random_base(const BlockKernelArgs& a, int64_t r) {
+  RandomAddress base{};
+  base.request = a.request_ids != nullptr ? a.request_ids[r] : static_cast<uint32_t>(r);
+  launch_seed_step(a, &base.seed, &base.step);
+  return base;
 }
 
 /// V5 on probability rows (kLogits false) or on logits rows with the fused softmax (kLogits
 /// true): the same steps; the logits kernel first reduces rows 1..γ_b of p and q (statistics in
 /// shared memory) and reads every row through LogitsProbRow. Every helper is entered by the
 /// whole block, so their barriers are reached by every thread.
-template <bool kLogits>
-__global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a) {
+///
+/// kRows (logits only, small batches): one CTA per (request r, row j) of 2γ+1, blockIdx.x =
+/// r·(2γ+1) + j; each checks the drafts, reduces its row's statistics into the workspace
+/// (rows_phase_stats) and arrives; the last CTA of the request runs the steps with the statistics
+/// read from the workspace instead of reduced one pair after another (the outputs are the one-CTA
+/// kernel's: rows past the stop are reduced in vain and their statuses ignored).
+template <bool kLogits, bool kRows = false>
+__global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a, SplitArgs w) {
+  static_assert(kLogits || !kRows, "rows in parallel are the logits kernel's row statistics");
   SPECLAB_STATIC_SHARED(BlockRequestState, state);
+  SPECLAB_STATIC_SHARED(int32_t, last_row);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
-  const int64_t r = blockIdx.x, g = a.gamma;
+  const int64_t g = a.gamma;
+  const int64_t r = kRows ? blockIdx.x / (2 * g + 1) : blockIdx.x;
   const BlockShared sm = block_shared(shared, g, a.n_chunks);
   const BlockRows<kLogits> rows{a, r, sm};
   const int32_t* tokens = a.draft_tokens + r * g;
-  RandomAddress base{};  // the request's Philox address; position and purpose are set per draw
-  base.request = a.request_ids != nullptr ? a.request_ids[r] : static_cast<uint32_t>(r);
-  launch_seed_step(a, &base.seed, &base.step);
+  const RandomAddress base = block_random_base(a, r);
+  const RowStatsProvider stats_of{a.target, a.draft, kRows ? &w : nullptr, r, g, a.vocab, true};
 
   block_check_drafts(a, r, &state);
-  if constexpr (kLogits) block_pair_stats(a, r, sm, &state);
+  if constexpr (kRows) {
+    rows_phase_stats(a.target, a.draft, w, r, blockIdx.x % (2 * g + 1), g, a.vocab, state.n_draft,
+                     state.status == kChainOk, false, sm.logits_scratch);
+    const uint32_t expected = static_cast<uint32_t>(2 * g + 1);
+    if (!split_arrive(&w.arrivals[r], expected, &last_row, [] {})) return;  // block-uniform
+  }
+  if constexpr (kLogits) block_pair_stats(stats_of, sm, &state);
   block_gather_weights(rows, tokens, sm, &state);
   if (state.status ==
       kChainOk) {  // block-uniform: read after the barrier that ended step 2's start
     const BlockTauSearch found = block_find_tau(a, rows, sm, base, &state);
-    block_sample_last(a, rows, sm, found, base, &state);
+    block_sample_last(a, rows, sm, found, base, stats_of, &state);
   }
   __syncthreads();
 
   // 4. Outputs.
   write_request_outputs(a, r, g, tokens, state.status, state.tau, state.last, state.fallback);
+}
+
+/// Thread 0 of the last CTA of a split request: block_find_tau's downward tests on the rows'
+/// reduced slice partials (Z_i added in slice order; rows below the stop were read but their
+/// checks are ignored, as the one-CTA kernel never reads them). `partials` is the request's
+/// [γ+1, S]; the rows' chunk sums are all built (weights_ready).
+__device__ inline BlockTauSearch block_split_tau(const BlockKernelArgs& a,
+                                                 const BlockRows<false>& rows,
+                                                 const BlockShared& sm, const RandomAddress& base,
+                                                 const SlicePartial* partials, int slices,
+                                                 bool top_passes, int64_t n_draft) {
+  BlockTauSearch found;
+  found.weights_ready = true;
+  const auto row_status = [&](int64_t j, bool residual, SlicePartial* total) {
+    *total = reduce_slice_partials(partials + j * slices, slices);
+    const int invalid = static_cast<int>(total->invalid);
+    return residual ? row_check_status<true>(invalid, total->sum_p, total->sum_q)
+                    : row_check_status<false>(invalid, total->sum_p, total->sum_q);
+  };
+  SlicePartial total{};
+  if (top_passes) {  // the bonus row γ_b
+    found.tau = n_draft;
+    found.bad_row = row_status(n_draft, false, &total);
+    return found;
+  }
+  for (int64_t i = n_draft - 1; i >= 1; --i) {
+    found.bad_row = row_status(i, true, &total);
+    if (found.bad_row != kChainOk) return found;
+    if (block_test_passes(block_eta(base, i), total.z, sm.w[i], rows.target(i), rows.draft(i),
+                          a.vocab, a.always_serial_z != 0)) {
+      found.tau = i;
+      return found;
+    }
+  }
+  found.tau = 0;  // nothing passed: the residual of row 1 with w_0 = 1
+  found.bad_row = row_status(0, true, &total);
+  return found;
+}
+
+/// Steps 1-2 of verify_block_split_kernel for CTA (r, j, s), then the arrival: whether this CTA
+/// is the request's last (block-uniform). Leaves the checks' state and w in shared memory.
+__device__ inline bool block_split_slice(const BlockKernelArgs& a, const SplitArgs& w,
+                                         uint64_t* shared, BlockRequestState* state,
+                                         int32_t* last_cta) {
+  const int64_t g = a.gamma, v = a.vocab;
+  const int64_t r = blockIdx.x / ((g + 1) * w.slices);
+  const int64_t j = (blockIdx.x / w.slices) % (g + 1);
+  const int s = static_cast<int>(blockIdx.x % w.slices);
+  const BlockShared sm = block_shared(shared, g, a.n_chunks);
+  const BlockRows<false> rows{a, r, sm};
+  block_check_drafts(a, r, state);
+  block_gather_weights(rows, a.draft_tokens + r * g, sm, state);
+  const int64_t n_draft = state->n_draft;
+  const bool ok = state->status == kChainOk;  // block-uniform
+  const bool top_passes = ok && block_top_test_passes(block_random_base(a, r), sm.w, n_draft);
+  BlockRowChecks checks;
+  if (ok && (top_passes ? j == n_draft : j < n_draft)) {
+    int64_t begin = 0, end = 0;
+    slice_chunk_range(w, a.n_chunks, s, &begin, &end);
+    uint64_t* row_chunks = w.chunk_sums + (r * (g + 1) + j) * a.n_chunks;
+    const auto p = rows.target(j);
+    if (j == n_draft) {
+      block_chunk_range_pass<false>(p, p, 1.0, 1.0f, v, begin, end, row_chunks, &checks);
+    } else {
+      block_chunk_range_pass<true>(p, rows.draft(j), sm.w[j], static_cast<float>(sm.w[j]), v, begin,
+                                   end, row_chunks, &checks);
+    }
+  }
+  block_reduce_checks<true>(&checks, sm.scratch);
+  const uint32_t expected = static_cast<uint32_t>((g + 1) * w.slices);
+  return split_arrive(&w.arrivals[r], expected, last_cta, [&] {
+    SlicePartial& partial = w.partials[(r * (g + 1) + j) * w.slices + s];
+    partial.sum_p = checks.sum_p;
+    partial.sum_q = checks.sum_q;
+    partial.z = checks.z;
+    partial.invalid = static_cast<uint32_t>(checks.invalid);
+  });
+}
+
+/// V5 on probabilities with every row of a request split over S slices, for batches too small to
+/// fill the device: one CTA per (request r, row j ≤ γ, slice s), blockIdx.x = (r·(γ+1) + j)·S + s.
+///  1. every CTA checks the drafts, gathers p_i(x_i), q_i(x_i) and forms w (as the one-CTA kernel),
+///     and draws the first test (i = γ_b against w_{γ_b}, no row);
+///  2. if it passes (τ = γ_b) only the bonus row j = γ_b is needed, otherwise rows j < γ_b (row j
+///     is test j's Z_j and the residual at τ = j, with w_j; row 0 the residual at τ = 0): slice s
+///     of the row writes its chunks' exact fixed-point sums to the workspace and its partial of the
+///     row checks and of Z_j;
+///  3. the last CTA of the request to arrive (split_arrive, which resets the counter) runs the
+///     downward tests on the partials added in slice order (near-ties re-decided by core's serial
+///     Z_i, as the one-CTA kernel), copies row τ's chunk sums to shared memory and samples.
+/// Integer chunk sums and slice-order partials make the tokens independent of S and of which CTA
+/// is last; Z_i differs from the one-CTA kernel's only in summation order, which the near-tie
+/// band covers. Step 3 recomputes what it needs rather than keeping step 2's values live.
+__global__ void __launch_bounds__(1024) verify_block_split_kernel(BlockKernelArgs a, SplitArgs w) {
+  SPECLAB_STATIC_SHARED(BlockRequestState, state);
+  SPECLAB_STATIC_SHARED(int32_t, last_cta);
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  if (!block_split_slice(a, w, shared, &state, &last_cta)) return;  // block-uniform
+
+  const int64_t g = a.gamma;
+  const int64_t r = blockIdx.x / ((g + 1) * w.slices);
+  const BlockShared sm = block_shared(shared, g, a.n_chunks);
+  const BlockRows<false> rows{a, r, sm};
+  const RandomAddress base = block_random_base(a, r);
+  if (state.status == kChainOk) {  // block-uniform
+    if (threadIdx.x == 0) {
+      const int64_t n_draft = state.n_draft;
+      const BlockTauSearch found =
+          block_split_tau(a, rows, sm, base, w.partials + r * (g + 1) * w.slices, w.slices,
+                          block_top_test_passes(base, sm.w, n_draft), n_draft);
+      state.tau = found.tau;
+      state.bad_row = found.bad_row;
+    }
+    __syncthreads();
+    BlockTauSearch found;
+    found.tau = state.tau;
+    found.weights_ready = true;
+    found.bad_row = state.bad_row;
+    load_chunk_sums(sm.chunk_sums, w.chunk_sums + (r * (g + 1) + found.tau) * a.n_chunks,
+                    a.n_chunks);
+    __syncthreads();
+    block_sample_last(a, rows, sm, found, base, RowStatsProvider{}, &state);
+  }
+  __syncthreads();
+  write_request_outputs(a, r, g, a.draft_tokens + r * g, state.status, state.tau, state.last,
+                        state.fallback);
 }
 
 }  // namespace speclab::gpu::detail

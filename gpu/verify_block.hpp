@@ -46,7 +46,10 @@ struct BlockKernelOptions {
 /// InvalidInput, as core does); values are checked by the kernel in the rows it reads (see the
 /// byte counts above) and a request with bad input gets a nonzero ChainStatus with n_accepted = 0
 /// and every emitted token -1. n_accepted = τ, accept_mask marks positions 1..τ,
-/// residual_fallback as docs/verifiers.md V5. Returns the launch status and never synchronises.
+/// residual_fallback as docs/verifiers.md V5. With output.workspace (ChainWorkspace) a small batch
+/// splits every row it needs over slices: at τ = γ_b the bonus row alone (4V), otherwise all γ_b
+/// Z rows (8V·γ_b, rows below τ too), with the same tokens. Returns the launch status and never
+/// synchronises.
 cudaError_t verify_block(const ChainBatch& batch, const BlockParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream,
                          const BlockKernelOptions& options = {});

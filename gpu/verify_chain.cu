@@ -90,42 +90,82 @@ void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
   check_outputs(output, b, g, bgv);
 }
 
-int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
-                        const ChainWorkspace& workspace, int multiprocessors) {
+namespace {
+
+void check_workspace_bytes(const ChainWorkspace& workspace, int64_t batch, int64_t gamma,
+                           int64_t vocab) {
+  const size_t needed = chain_workspace_bytes(batch, gamma, vocab);
+  if (workspace.bytes.size() < needed) {
+    throw InvalidInput("workspace has " + std::to_string(workspace.bytes.size()) +
+                       " bytes; expected at least chain_workspace_bytes(B=" +
+                       std::to_string(batch) + ", γ=" + std::to_string(gamma) +
+                       ", V=" + std::to_string(vocab) + ") = " + std::to_string(needed));
+  }
+}
+
+void check_requested_slices(const ChainWorkspace& workspace) {
   if (workspace.slices < 0) {
     throw InvalidInput("workspace.slices is " + std::to_string(workspace.slices) +
                        "; expected 0 (automatic), 1 (no split) or more");
   }
-  const int max_slices = chain_max_slices(batch.vocab);
-  const size_t needed = chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab);
-  if (workspace.bytes.size() < needed) {
-    throw InvalidInput("workspace has " + std::to_string(workspace.bytes.size()) +
-                       " bytes; expected at least chain_workspace_bytes(B=" +
-                       std::to_string(batch.batch) + ", γ=" + std::to_string(batch.gamma) +
-                       ", V=" + std::to_string(batch.vocab) + ") = " + std::to_string(needed));
-  }
-  if (params.method == ChainMethod::kGreedy) {
-    // V2 reads up to γ+1 rows one after another: one CTA per row instead, when the batch leaves
-    // SMs idle (or when forced). Rows past the stop are read in vain; at B ≥ SMs they would cost
-    // bandwidth, so the one-CTA kernel stays.
-    const bool rows =
-        workspace.slices >= 2 || (workspace.slices == 0 && batch.batch < multiprocessors);
-    return rows && batch.gamma > 0 ? static_cast<int>(batch.gamma + 1) : 1;
-  }
+}
+
+}  // namespace
+
+SplitArgs split_args(const ChainWorkspace& workspace, int64_t batch, int64_t gamma, int64_t vocab,
+                     int slices) {
+  const int64_t n_chunks = (vocab + kChunkTokens - 1) / kChunkTokens;
+  const SplitLayout layout = split_layout(batch, gamma, chain_max_slices(vocab), n_chunks);
+  std::byte* base = workspace.bytes.data();
+  SplitArgs split{};
+  split.arrivals = reinterpret_cast<uint32_t*>(base);
+  split.partials = reinterpret_cast<SlicePartial*>(base + layout.partials);
+  split.chunk_sums = reinterpret_cast<uint64_t*>(base + layout.chunk_sums);
+  split.rows = reinterpret_cast<RowArgmax*>(base + layout.rows);
+  split.row_stats = reinterpret_cast<unsigned char*>(base + layout.row_stats);
+  split.slices = slices;
+  split.slice_chunks = (n_chunks + slices - 1) / slices;
+  return split;
+}
+
+int vocab_split_slices(int64_t batch, int64_t gamma, int64_t vocab, const ChainWorkspace& workspace,
+                       int multiprocessors) {
+  check_requested_slices(workspace);
+  check_workspace_bytes(workspace, batch, gamma, vocab);
+  const int max_slices = chain_max_slices(vocab);
   if (workspace.slices > 1 && workspace.slices > max_slices) {
     throw InvalidInput("workspace.slices is " + std::to_string(workspace.slices) +
                        "; expected 0 (automatic), 1 (no split) or 2.." +
-                       std::to_string(max_slices) + " for V=" + std::to_string(batch.vocab));
+                       std::to_string(max_slices) + " for V=" + std::to_string(vocab));
   }
   int slices = workspace.slices;
   if (slices == 0) {
-    const int64_t wanted =
-        batch.batch >= multiprocessors
-            ? 1
-            : (2 * static_cast<int64_t>(multiprocessors) + batch.batch - 1) / batch.batch;
+    const int64_t wanted = batch >= multiprocessors
+                               ? 1
+                               : (2 * static_cast<int64_t>(multiprocessors) + batch - 1) / batch;
     slices = static_cast<int>(wanted < max_slices ? wanted : max_slices);
   }
   return slices < 1 ? 1 : slices;
+}
+
+bool rows_in_parallel(int64_t batch, int64_t gamma, int64_t vocab, const ChainWorkspace& workspace,
+                      int multiprocessors) {
+  check_requested_slices(workspace);
+  check_workspace_bytes(workspace, batch, gamma, vocab);
+  // Rows past the stop are read in vain; at B ≥ SMs they would cost bandwidth, so the one-CTA
+  // kernel stays.
+  const bool rows = workspace.slices >= 2 || (workspace.slices == 0 && batch < multiprocessors);
+  return rows && gamma > 0;
+}
+
+int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
+                        const ChainWorkspace& workspace, int multiprocessors) {
+  if (params.method == ChainMethod::kGreedy) {
+    return rows_in_parallel(batch.batch, batch.gamma, batch.vocab, workspace, multiprocessors)
+               ? static_cast<int>(batch.gamma + 1)
+               : 1;
+  }
+  return vocab_split_slices(batch.batch, batch.gamma, batch.vocab, workspace, multiprocessors);
 }
 
 int device_multiprocessors() {
@@ -181,15 +221,54 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
   args.step = params.step;
   args.seed_step = seed_step;
   const size_t shared_bytes = detail::chain_logits_shared_bytes(args.n_chunks);
+  const bool greedy = params.method == ChainMethod::kGreedy;
+  // V1/V3 with the sampled row split over slices (small batches): the rows' statistics first, then
+  // the split kernel, on the same stream.
+  const int slices =
+      !greedy && !output.workspace.bytes.empty() && chain_max_slices(batch.vocab) > 1
+          ? detail::vocab_split_slices(batch.batch, batch.gamma, batch.vocab, output.workspace,
+                                       detail::device_multiprocessors())
+          : 1;
+  if (slices > 1) {
+    for (auto* kernel :
+         {detail::logits_rows_stats_kernel, detail::verify_chain_logits_split_kernel}) {
+      if (shared_bytes > 48 * 1024) {
+        const cudaError_t status = cudaFuncSetAttribute(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
+        if (status != cudaSuccess) return status;
+      }
+    }
+    const detail::SplitArgs split =
+        detail::split_args(output.workspace, batch.batch, batch.gamma, batch.vocab, slices);
+    const int64_t row_ctas = batch.batch * detail::logits_rows_per_request(batch.gamma, false);
+    const cudaError_t stats =
+        launch_kernel(detail::logits_rows_stats_kernel, dim3(static_cast<unsigned>(row_ctas)),
+                      dim3(static_cast<unsigned>(detail::chain_block_threads(batch.vocab))),
+                      shared_bytes, stream, args, split);
+    if (stats != cudaSuccess) return stats;
+    return launch_kernel(
+        detail::verify_chain_logits_split_kernel, dim3(static_cast<unsigned>(batch.batch * slices)),
+        dim3(static_cast<unsigned>(detail::split_block_threads(split.slice_chunks))), shared_bytes,
+        stream, args, split);
+  }
+  const bool rows = !output.workspace.bytes.empty() &&
+                    detail::rows_in_parallel(batch.batch, batch.gamma, batch.vocab,
+                                             output.workspace, detail::device_multiprocessors());
+  auto kernel =
+      rows ? detail::verify_chain_logits_kernel<true> : detail::verify_chain_logits_kernel<false>;
   if (shared_bytes > 48 * 1024) {
-    const cudaError_t status = cudaFuncSetAttribute(detail::verify_chain_logits_kernel,
-                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                    static_cast<int>(shared_bytes));
+    const cudaError_t status = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
     if (status != cudaSuccess) return status;
   }
-  return launch_kernel(detail::verify_chain_logits_kernel, dim3(static_cast<unsigned>(batch.batch)),
+  const detail::SplitArgs split =
+      rows ? detail::split_args(output.workspace, batch.batch, batch.gamma, batch.vocab, 1)
+           : detail::SplitArgs{};
+  const int64_t ctas =
+      batch.batch * (rows ? detail::logits_rows_per_request(batch.gamma, greedy) : 1);
+  return launch_kernel(kernel, dim3(static_cast<unsigned>(ctas)),
                        dim3(static_cast<unsigned>(detail::chain_block_threads(batch.vocab))),
-                       shared_bytes, stream, args);
+                       shared_bytes, stream, args, split);
 }
 
 cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t vocab,

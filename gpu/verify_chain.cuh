@@ -50,6 +50,7 @@ struct ChainKernelArgs {
   int64_t gamma;
   int64_t vocab;
   int64_t n_chunks;  // ⌈V / kChunkTokens⌉
+  int64_t batch;     // B: verify_chain_kernel's CTAs take requests blockIdx.x + k·gridDim.x
   int method;        // ChainMethod
   float leniency;    // 1 for V1
   uint64_t seed;
@@ -592,37 +593,39 @@ __device__ inline SampledRow sampled_row(const ChainKernelArgs& a, const ChainRe
   return row;
 }
 
-/// Step 3 of V1/V3 once every chunk sum of the sampled row is in chunk_sums and its checks have
-/// passed: locate the token; when a rejection left no residual mass (rounding), docs/verifiers.md
-/// V1 says sample p with the residual's uniform and count the event (a second pass, rare).
-template <KernelMutant kMutant>
-__device__ void chain_locate(const ChainKernelArgs& a, const SampledRow& row, uint64_t* chunk_sums,
-                             BlockScratch* scratch, RequestState* state) {
-  const int64_t v = a.vocab;
-  if (row.bonus) {
-    locate<false, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, row.bits, scratch,
-                           state);
-  } else if (locate<true, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, row.bits,
-                                   scratch, state) == 0) {
-    weight_pass<false, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, scratch);
-    locate<false, kMutant>(row.p, row.q, a.leniency, v, a.n_chunks, chunk_sums, row.bits, scratch,
-                           state);
+/// Step 3 of V1/V3 once every chunk sum of the sampled row (bonus row p, or the residual of p and
+/// q; row accessors) is in chunk_sums and its checks have passed: locate the token; when a
+/// rejection left no residual mass (rounding), docs/verifiers.md V1 says sample p with the
+/// residual's uniform and count the event (a second pass, rare).
+template <KernelMutant kMutant, class P, class Q>
+__device__ void sampled_locate(bool bonus, const P& p, const Q& q, uint32_t bits, float leniency,
+                               int64_t vocab, int64_t n_chunks, uint64_t* chunk_sums,
+                               BlockScratch* scratch, RequestState* state) {
+  if (bonus) {
+    locate<false, kMutant>(p, q, leniency, vocab, n_chunks, chunk_sums, bits, scratch, state);
+  } else if (locate<true, kMutant>(p, q, leniency, vocab, n_chunks, chunk_sums, bits, scratch,
+                                   state) == 0) {
+    weight_pass<false, kMutant>(p, q, leniency, vocab, n_chunks, chunk_sums, scratch);
+    locate<false, kMutant>(p, q, leniency, vocab, n_chunks, chunk_sums, bits, scratch, state);
     if (threadIdx.x == 0) state->fallback = 1;
   }
 }
 
 template <KernelMutant kMutant>
-__global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
-  SPECLAB_STATIC_SHARED(RequestState, state);
-  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
-  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
-  uint64_t* chunk_sums = shared + sizeof(BlockScratch) / sizeof(uint64_t);
+__device__ void chain_locate(const ChainKernelArgs& a, const SampledRow& row, uint64_t* chunk_sums,
+                             BlockScratch* scratch, RequestState* state) {
+  sampled_locate<kMutant>(row.bonus, row.p, row.q, row.bits, a.leniency, a.vocab, a.n_chunks,
+                          chunk_sums, scratch, state);
+}
 
-  const int64_t r = blockIdx.x;
+/// One request r of verify_chain_kernel (the whole block). Ends with the outputs written; the
+/// caller synchronises before the block's shared memory is reused.
+template <KernelMutant kMutant>
+__device__ void verify_chain_request(const ChainKernelArgs& a, int64_t r, RequestState& state,
+                                     BlockScratch* scratch, uint64_t* chunk_sums) {
   const int64_t g = a.gamma, v = a.vocab;
   const bool greedy = a.method == static_cast<int>(ChainMethod::kGreedy);
   const ChainRequest req = chain_request(a, r);
-
   // 1. Warp 0: n_draft, the draft tokens, and the V1/V3 accept tests on gathered values.
   chain_accept_phase(a, req, greedy, &state);
   __syncthreads();
@@ -660,10 +663,26 @@ __global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
   write_request_outputs(a, r, g, req.tokens, state.status, state.n, state.last, state.fallback);
 }
 
-/// One slice's share of a split request's row checks (SplitArgs).
+/// One CTA per request, or at large batches a persistent grid: CTA b verifies requests b,
+/// b + gridDim.x, … one after another (the launcher picks the grid; the tokens do not depend on
+/// it).
+template <KernelMutant kMutant>
+__global__ void __launch_bounds__(1024) verify_chain_kernel(ChainKernelArgs a) {
+  SPECLAB_STATIC_SHARED(RequestState, state);
+  SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
+  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
+  uint64_t* chunk_sums = shared + sizeof(BlockScratch) / sizeof(uint64_t);
+  for (int64_t r = blockIdx.x; r < a.batch; r += gridDim.x) {
+    verify_chain_request<kMutant>(a, r, state, scratch, chunk_sums);
+    __syncthreads();  // every thread is done with the request's shared state
+  }
+}
+
+/// One slice's share of a split row's checks (SplitArgs), and (V5) of its Z_i.
 struct SlicePartial {
   double sum_p;
   double sum_q;
+  double z;  // V5's Σ max(0, w_i·p − q) over the slice; 0 for V1/V3
   uint32_t invalid;
   uint32_t reserved;
 };
@@ -674,21 +693,130 @@ struct RowArgmax {
   uint32_t bad;  // ChainStatus bits of the row's checks
 };
 
+/// Bytes of one logits row's statistics in a workspace (RowStatsSlot, gpu/fused_logits.cuh).
+inline constexpr size_t kRowStatsSlotBytes = 32;
+
 /// Where a split launch keeps its per-request data in the ChainWorkspace (layout:
-/// split_workspace): arrival counters first, so a zeroed workspace is a ready one.
+/// split_layout): arrival counters first, so a zeroed workspace is a ready one. V1/V3 split one
+/// row per request and use the first B·S partials and B·n_chunks chunk sums; V5 splits each of the
+/// request's γ+1 rows.
 struct SplitArgs {
-  uint32_t* arrivals;      // [B] slices done; 0 between launches
-  SlicePartial* partials;  // [B, S]
-  uint64_t* chunk_sums;    // [B, n_chunks]
-  RowArgmax* rows;         // [B, γ+1] (V2)
-  int slices;              // S ≥ 2 (V2: γ+1, one CTA per row)
-  int64_t slice_chunks;    // ⌈n_chunks / S⌉
+  uint32_t* arrivals;        // [B] CTAs done; 0 between launches
+  SlicePartial* partials;    // V1/V3 [B, S]; V5 [B, γ+1, S]
+  uint64_t* chunk_sums;      // V1/V3 [B, n_chunks]; V5 [B, γ+1, n_chunks]
+  RowArgmax* rows;           // [B, γ+1] (V2)
+  unsigned char* row_stats;  // [B, 2γ+1] of kRowStatsSlotBytes (logits rows in parallel)
+  int slices;                // S ≥ 2 (V2: γ+1, one CTA per row)
+  int64_t slice_chunks;      // ⌈n_chunks / S⌉
 };
 
 /// A value another CTA wrote during this launch, read past the (incoherent) L1.
 template <class T>
 __device__ inline T load_coherent(const T* p) {
   return *static_cast<const volatile T*>(p);
+}
+
+/// Chunks [*begin, *end) of slice s of a split row.
+__device__ inline void slice_chunk_range(const SplitArgs& w, int64_t n_chunks, int s,
+                                         int64_t* begin, int64_t* end) {
+  *begin = s * w.slice_chunks;
+  *end = *begin + w.slice_chunks < n_chunks ? *begin + w.slice_chunks : n_chunks;
+}
+
+/// Counts this CTA in on the request's arrival counter once every thread's workspace writes are
+/// fenced; thread 0 runs publish() (its own partial) just before. Returns (block-uniform) whether
+/// this CTA is the last of `expected` to arrive: that one resets the counter, so the workspace is
+/// ready for the next launch, and sees every other CTA's writes. `flag` is shared memory.
+template <class Publish>
+__device__ bool split_arrive(uint32_t* counter, uint32_t expected, int32_t* flag, Publish publish) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    publish();
+    __threadfence();
+    const bool last = atomicAdd(counter, 1u) == expected - 1;
+    if (last) *counter = 0;
+    *flag = last ? 1 : 0;
+  }
+  __syncthreads();
+  const bool last = *flag != 0;
+  if (last) __threadfence();
+  return last;
+}
+
+/// A split row's checks (and Z) from its S slice partials, added in slice order, so the result
+/// does not depend on which slice arrived last.
+__device__ inline SlicePartial reduce_slice_partials(const SlicePartial* partials, int slices) {
+  SlicePartial total{};
+  for (int k = 0; k < slices; ++k) {
+    total.sum_p += load_coherent(&partials[k].sum_p);
+    total.sum_q += load_coherent(&partials[k].sum_q);
+    total.z += load_coherent(&partials[k].z);
+    total.invalid |= load_coherent(&partials[k].invalid);
+  }
+  return total;
+}
+
+/// Copies a split row's chunk sums from the workspace into shared memory (the caller
+/// synchronises before reading them).
+__device__ inline void load_chunk_sums(uint64_t* shared_sums, const uint64_t* sums,
+                                       int64_t n_chunks) {
+  for (int64_t c = threadIdx.x; c < n_chunks; c += blockDim.x) {
+    shared_sums[c] = load_coherent(sums + c);
+  }
+}
+
+/// Steps 2-3 of slice s of a split V1/V3 request r once its accept phase has left the status in
+/// *state: the slice's chunks of the sampled row (bonus row p, or the residual of p and q: row
+/// accessors) into the workspace, its row-check partials, the arrival; in the last slice the
+/// partials added in slice order, the chunk sums copied to shared memory and the locate (and the
+/// rare fallback). Returns (block-uniform) whether this CTA is the last, which then writes the
+/// outputs. Shared by the kernels on probabilities and on logits.
+template <KernelMutant kMutant, class P, class Q>
+__device__ bool split_sampled_row(bool bonus, const P& p, const Q& q, uint32_t bits, float leniency,
+                                  int64_t vocab, int64_t n_chunks, const SplitArgs& w, int64_t r,
+                                  int s, uint64_t* chunk_sums, BlockScratch* scratch,
+                                  RequestState* state, int32_t* last_flag) {
+  uint64_t* request_chunks = w.chunk_sums + r * n_chunks;
+  const bool ok = state->status == kChainOk;  // block-uniform
+  LaneRowChecks checks;
+  if (ok) {
+    int64_t begin = 0, end = 0;
+    slice_chunk_range(w, n_chunks, s, &begin, &end);
+    if (bonus) {
+      chunk_range_pass<false, kMutant>(p, q, leniency, vocab, begin, end, request_chunks, &checks);
+    } else {
+      chunk_range_pass<true, kMutant>(p, q, leniency, vocab, begin, end, request_chunks, &checks);
+    }
+  }
+  checks.invalid = __syncthreads_or(checks.invalid);
+  block_sum2(&checks.sum_p, &checks.sum_q, scratch);
+  const bool last = split_arrive(&w.arrivals[r], static_cast<uint32_t>(w.slices), last_flag, [&] {
+    SlicePartial& partial = w.partials[r * w.slices + s];
+    partial.sum_p = checks.sum_p;
+    partial.sum_q = checks.sum_q;
+    partial.z = 0.0;
+    partial.invalid = static_cast<uint32_t>(checks.invalid);
+  });
+  if (!last) return false;  // block-uniform
+
+  // The last slice: every other slice's writes are visible.
+  if (ok) {
+    if (threadIdx.x == 0) {
+      const SlicePartial total = reduce_slice_partials(w.partials + r * w.slices, w.slices);
+      const int invalid = static_cast<int>(total.invalid);
+      state->status |= bonus ? row_check_status<false>(invalid, total.sum_p, total.sum_q)
+                             : row_check_status<true>(invalid, total.sum_p, total.sum_q);
+    }
+    load_chunk_sums(chunk_sums, request_chunks, n_chunks);
+    __syncthreads();
+    if (state->status == kChainOk) {
+      sampled_locate<kMutant>(bonus, p, q, bits, leniency, vocab, n_chunks, chunk_sums, scratch,
+                              state);
+    }
+  }
+  __syncthreads();
+  return true;
 }
 
 /// V1/V3 on probabilities with each request's vocabulary split over S CTAs (blockIdx.x = r·S + s):
@@ -714,59 +842,10 @@ __global__ void __launch_bounds__(1024) verify_chain_split_kernel(ChainKernelArg
   __syncthreads();
 
   const SampledRow row = sampled_row(a, req, state);
-  uint64_t* request_chunks = w.chunk_sums + r * a.n_chunks;
-  LaneRowChecks checks;
-  if (state.status == kChainOk) {  // block-uniform
-    const int64_t begin = s * w.slice_chunks;
-    const int64_t end = begin + w.slice_chunks < a.n_chunks ? begin + w.slice_chunks : a.n_chunks;
-    if (row.bonus) {
-      chunk_range_pass<false, kMutant>(row.p, row.q, a.leniency, a.vocab, begin, end,
-                                       request_chunks, &checks);
-    } else {
-      chunk_range_pass<true, kMutant>(row.p, row.q, a.leniency, a.vocab, begin, end, request_chunks,
-                                      &checks);
-    }
+  if (!split_sampled_row<kMutant>(row.bonus, row.p, row.q, row.bits, a.leniency, a.vocab,
+                                  a.n_chunks, w, r, s, chunk_sums, scratch, &state, &last_slice)) {
+    return;  // block-uniform
   }
-  checks.invalid = __syncthreads_or(checks.invalid);
-  block_sum2(&checks.sum_p, &checks.sum_q, scratch);
-  __threadfence();  // this slice's chunk sums, before the partial and the arrival
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    SlicePartial& partial = w.partials[r * w.slices + s];
-    partial.sum_p = checks.sum_p;
-    partial.sum_q = checks.sum_q;
-    partial.invalid = static_cast<uint32_t>(checks.invalid);
-    __threadfence();
-    last_slice = atomicAdd(&w.arrivals[r], 1u) == static_cast<uint32_t>(w.slices - 1) ? 1 : 0;
-  }
-  __syncthreads();
-  if (last_slice == 0) return;  // block-uniform
-
-  // The last slice: every other slice's writes are visible after the fence.
-  __threadfence();
-  if (state.status == kChainOk) {
-    if (threadIdx.x == 0) {
-      w.arrivals[r] = 0;  // ready for the next launch
-      double sum_p = 0.0, sum_q = 0.0;
-      uint32_t invalid = 0;
-      for (int k = 0; k < w.slices; ++k) {  // slice order
-        const SlicePartial* partial = w.partials + r * w.slices + k;
-        sum_p += load_coherent(&partial->sum_p);
-        sum_q += load_coherent(&partial->sum_q);
-        invalid |= load_coherent(&partial->invalid);
-      }
-      state.status |= row.bonus ? row_check_status<false>(static_cast<int>(invalid), sum_p, sum_q)
-                                : row_check_status<true>(static_cast<int>(invalid), sum_p, sum_q);
-    }
-    for (int64_t c = threadIdx.x; c < a.n_chunks; c += blockDim.x) {
-      chunk_sums[c] = load_coherent(request_chunks + c);
-    }
-    __syncthreads();
-    if (state.status == kChainOk) chain_locate<kMutant>(a, row, chunk_sums, scratch, &state);
-  } else if (threadIdx.x == 0) {
-    w.arrivals[r] = 0;
-  }
-  __syncthreads();
   write_request_outputs(a, r, a.gamma, req.tokens, state.status, state.n, state.last,
                         state.fallback);
 }
@@ -800,17 +879,8 @@ __global__ void __launch_bounds__(1024)
       rows[i].bad = bad;
     }
   }
-  __threadfence();
-  __syncthreads();
+  if (!split_arrive(&w.arrivals[r], static_cast<uint32_t>(g + 1), &last_row, [] {})) return;
   if (threadIdx.x == 0) {
-    __threadfence();
-    last_row = atomicAdd(&w.arrivals[r], 1u) == static_cast<uint32_t>(g) ? 1 : 0;
-  }
-  __syncthreads();
-  if (last_row == 0) return;  // block-uniform
-  __threadfence();
-  if (threadIdx.x == 0) {
-    w.arrivals[r] = 0;  // ready for the next launch
     if (state.status == kChainOk) {
       for (int64_t k = 0;; ++k) {
         const int32_t best = load_coherent(&rows[k].token);
@@ -840,30 +910,78 @@ inline int chain_block_threads(int64_t vocab) {
 }
 
 /// The workspace layout of a split launch of B requests, S slices, n_chunks chunks (byte
-/// offsets of SplitArgs' arrays, and the total).
+/// offsets of SplitArgs' arrays, and the total): room for every one of a request's γ+1 rows to be
+/// split (V5), of which V1/V3 use the first B rows' worth.
 struct SplitLayout {
-  size_t partials, chunk_sums, rows, bytes;
+  size_t partials, chunk_sums, rows, row_stats, bytes;
 };
 
 inline SplitLayout split_layout(int64_t batch, int64_t gamma, int64_t slices, int64_t n_chunks) {
   SplitLayout layout{};
   const size_t arrivals = static_cast<size_t>(batch) * sizeof(uint32_t);
+  const int64_t split_rows = batch * (gamma + 1);
   layout.partials = (arrivals + 15) / 16 * 16;
-  layout.chunk_sums = layout.partials + static_cast<size_t>(batch * slices) * sizeof(SlicePartial);
-  layout.rows = layout.chunk_sums + static_cast<size_t>(batch * n_chunks) * sizeof(uint64_t);
-  layout.bytes = layout.rows + static_cast<size_t>(batch * (gamma + 1)) * sizeof(RowArgmax);
+  layout.chunk_sums =
+      layout.partials + static_cast<size_t>(split_rows * slices) * sizeof(SlicePartial);
+  layout.rows = layout.chunk_sums + static_cast<size_t>(split_rows * n_chunks) * sizeof(uint64_t);
+  layout.row_stats =
+      (layout.rows + static_cast<size_t>(split_rows) * sizeof(RowArgmax) + 15) / 16 * 16;
+  layout.bytes =
+      layout.row_stats + static_cast<size_t>(batch * (2 * gamma + 1)) * kRowStatsSlotBytes;
   return layout;
 }
 
+/// The SplitArgs of a launch on `workspace` (laid out as chain_workspace_bytes sized it: room for
+/// the most slices V allows) with S = slices.
+SplitArgs split_args(const ChainWorkspace& workspace, int64_t batch, int64_t gamma, int64_t vocab,
+                     int slices);
+
+/// Threads of a CTA of a vocabulary split: warps stride over a slice's chunks, one warp per chunk,
+/// at least 4 warps (the locate) and at most 32.
+inline int split_block_threads(int64_t slice_chunks) {
+  const int64_t warps = slice_chunks < 4 ? 4 : slice_chunks > 32 ? 32 : slice_chunks;
+  return static_cast<int>(warps) * kWarpSize;
+}
+
+/// Slices per request of a vocabulary split (V1/V3, V5) of a batch of B requests on a workspace of
+/// at least chain_workspace_bytes (else InvalidInput): workspace.slices, or for 0 ⌈2·SMs / B⌉
+/// (1 once B fills the device), at most chain_max_slices(V). `multiprocessors` is the device's SM
+/// count. Throws InvalidInput for a forced count out of range.
+int vocab_split_slices(int64_t batch, int64_t gamma, int64_t vocab, const ChainWorkspace& workspace,
+                       int multiprocessors);
+
+/// Whether a launch on `workspace` (at least chain_workspace_bytes, else InvalidInput) reduces a
+/// request's rows in parallel, one CTA per row, instead of one after another in one CTA: forced by
+/// workspace.slices ≥ 2, automatic (0) when the batch leaves SMs idle (B < SMs); never for γ = 0.
+/// V2 on probabilities, and the logits verifiers' row statistics.
+bool rows_in_parallel(int64_t batch, int64_t gamma, int64_t vocab, const ChainWorkspace& workspace,
+                      int multiprocessors);
+
 /// CTAs per request of a launch: 1 unless the workspace allows splitting (a workspace of
-/// chain_workspace_bytes): V1/V3 slices of the vocabulary, V2 γ+1 (one per row); `multiprocessors`
-/// is the device's SM count. Throws InvalidInput for a
-/// forced count out of range or a workspace too small.
+/// chain_workspace_bytes): V1/V3 slices of the vocabulary (vocab_split_slices), V2 γ+1 (one per
+/// row); `multiprocessors` is the device's SM count. Throws InvalidInput for a forced count out of
+/// range or a workspace too small.
 int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
                         const ChainWorkspace& workspace, int multiprocessors);
 
 /// The device's multiprocessor count (the emulation stands for an H200's 132).
 int device_multiprocessors();
+
+/// verify_chain_kernel's launch shape: one CTA of chain_block_threads(V) threads per request, or
+/// for V1/V3 once the batch fills the device (B ≥ SMs) a persistent grid of at most two CTAs per SM
+/// of at most 512 threads, each looping over requests (two resident per SM, so one's row pass
+/// overlaps the other's accept phase and locate).
+struct ChainGrid {
+  int64_t ctas;
+  int threads;
+};
+
+inline ChainGrid chain_grid(int64_t batch, int64_t vocab, bool greedy, int multiprocessors) {
+  const int threads = chain_block_threads(vocab);
+  if (greedy || batch < multiprocessors) return {batch, threads};
+  const int64_t persistent = 2 * static_cast<int64_t>(multiprocessors);
+  return {batch < persistent ? batch : persistent, threads < 512 ? threads : 512};
+}
 
 template <KernelMutant kMutant>
 cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& params,
@@ -872,6 +990,7 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
   check_chain_launch(batch, params, output);
   ChainKernelArgs args{};
   fill_common_args(args, batch, output);
+  args.batch = batch.batch;
   args.method = static_cast<int>(params.method);
   args.leniency =
       params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
@@ -893,25 +1012,12 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
           kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
       if (status != cudaSuccess) return status;
     }
-    // The layout chain_workspace_bytes sized: room for the most slices V allows.
-    const SplitLayout layout =
-        split_layout(batch.batch, batch.gamma, chain_max_slices(batch.vocab), args.n_chunks);
-    std::byte* base = output.workspace.bytes.data();
-    SplitArgs split{};
-    split.arrivals = reinterpret_cast<uint32_t*>(base);
-    split.partials = reinterpret_cast<SlicePartial*>(base + layout.partials);
-    split.chunk_sums = reinterpret_cast<uint64_t*>(base + layout.chunk_sums);
-    split.rows = reinterpret_cast<RowArgmax*>(base + layout.rows);
-    split.slices = slices;
-    split.slice_chunks = (args.n_chunks + slices - 1) / slices;
-    // Warps stride over a slice's chunks: one warp per chunk, at least 4 warps (the locate).
-    const int64_t warps = greedy                    ? chain_block_threads(batch.vocab) / kWarpSize
-                          : split.slice_chunks < 4  ? 4
-                          : split.slice_chunks > 32 ? 32
-                                                    : split.slice_chunks;
+    const SplitArgs split =
+        split_args(output.workspace, batch.batch, batch.gamma, batch.vocab, slices);
+    const int threads =
+        greedy ? chain_block_threads(batch.vocab) : split_block_threads(split.slice_chunks);
     return launch_kernel(kernel, dim3(static_cast<unsigned>(batch.batch * slices)),
-                         dim3(static_cast<unsigned>(warps * kWarpSize)), shared_bytes, stream, args,
-                         split);
+                         dim3(static_cast<unsigned>(threads)), shared_bytes, stream, args, split);
   }
   if (shared_bytes > 48 * 1024) {
     const cudaError_t status = cudaFuncSetAttribute(verify_chain_kernel<kMutant>,
@@ -919,9 +1025,10 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
                                                     static_cast<int>(shared_bytes));
     if (status != cudaSuccess) return status;
   }
-  return launch_kernel(verify_chain_kernel<kMutant>, dim3(static_cast<unsigned>(batch.batch)),
-                       dim3(static_cast<unsigned>(chain_block_threads(batch.vocab))), shared_bytes,
-                       stream, args);
+  const ChainGrid grid = chain_grid(batch.batch, batch.vocab, params.method == ChainMethod::kGreedy,
+                                    device_multiprocessors());
+  return launch_kernel(verify_chain_kernel<kMutant>, dim3(static_cast<unsigned>(grid.ctas)),
+                       dim3(static_cast<unsigned>(grid.threads)), shared_bytes, stream, args);
 }
 
 }  // namespace speclab::gpu::detail

@@ -24,17 +24,19 @@ enum ChainStatus : uint32_t {
   kChainInternal = 1u << 4,       ///< the sampled token was not found (never expected)
 };
 
-/// Device scratch that lets the verifiers on probabilities spread a request over several CTAs when
-/// the batch is too small to fill the device: V1/V3 split each request's vocabulary into
-/// "slices", V2 reduces the request's γ+1 rows at once (one CTA per row). `bytes`: at least
+/// Device scratch that lets the verifiers spread a request over several CTAs when the batch is too
+/// small to fill the device: on probabilities V1/V3 split each request's vocabulary into "slices",
+/// V5 (gpu::verify_block) splits each row it needs the same way, V2 reduces the request's γ+1 rows
+/// at once (one CTA per row); on logits every verifier reduces the rows' statistics by parallel
+/// CTAs, and V1/V3 also split the sampled row into slices (a second launch). `bytes`: at least
 /// chain_workspace_bytes(B, γ, V) of device memory, zeroed once (cudaMemset) before its first use;
 /// every launch leaves it zeroed again (its arrival counters), so it can be reused by the next
 /// launch on the same stream and by a replayed graph. `slices`: 0 picks ⌈2·SMs / B⌉ (at most one
-/// slice per kMinSliceChunks chunks; 1 when B fills the device; V2: rows in parallel when B <
-/// SMs), 1 keeps one CTA per request, S ≥ 2 forces S slices (up to chain_max_slices(V); V2: rows
-/// in parallel). The tokens never depend on the split: the slices write exact integer chunk sums,
-/// which the last slice to finish reduces in chunk order; V2's last row CTA walks the rows in
-/// order and stops where the one-CTA kernel stops.
+/// slice per kMinSliceChunks chunks; 1 when B fills the device; V2 and the logits statistics:
+/// rows in parallel when B < SMs), 1 keeps one CTA per request, S ≥ 2 forces S slices (up to
+/// chain_max_slices(V); V2 and the logits statistics: rows in parallel). The tokens never depend on
+/// the split: the slices write exact integer chunk sums, which the last slice to finish reduces in
+/// chunk order; V2's last row CTA walks the rows in order and stops where the one-CTA kernel stops.
 struct ChainWorkspace {
   std::span<std::byte> bytes;  ///< empty: one CTA per request
   int slices = 0;
@@ -58,7 +60,7 @@ struct ChainDeviceOutput {
   std::span<uint8_t>
       residual_fallback;          ///< [B] 1 where the residual had zero mass (docs/verifiers.md V1)
   std::span<uint32_t> status;     ///< [B] ChainStatus bits
-  ChainWorkspace workspace = {};  ///< optional (V1/V3 on probabilities only): vocabulary splitting
+  ChainWorkspace workspace = {};  ///< optional: splitting at small batches (see ChainWorkspace)
 };
 
 /// Seed and step in device memory. A launch captured in a CUDA graph keeps the argument values it

@@ -11,6 +11,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/verify/verify_chain.hpp"
@@ -65,6 +66,56 @@ struct GpuChainResult {
 inline cudaError_t verify_chain_probs(const ChainBatch& batch, const ChainParams& params,
                                       const gpu::ChainDeviceOutput& output, cudaStream_t stream) {
   return gpu::verify_chain(batch, params, output, stream);
+}
+
+/// `launch(output with a workspace)` made twice on one zeroed ChainWorkspace of `bytes` split into
+/// `slices`, with the outputs and everything in the workspace past the arrival counters
+/// overwritten in between: the second launch must find the counters reset by the first, write
+/// every output again and read no workspace data it has not written. Returns the first error, or
+/// cudaErrorIllegalState when a launch left an arrival counter (the workspace's first `batch`
+/// words) nonzero.
+inline cudaError_t launch_twice_on_workspace(
+    size_t bytes, int slices, int64_t batch, const gpu::ChainDeviceOutput& output,
+    cudaStream_t stream, const std::function<cudaError_t(const gpu::ChainDeviceOutput&)>& launch) {
+  DeviceBuffer<std::byte> workspace{std::vector<std::byte>(bytes)};
+  gpu::ChainDeviceOutput split = output;
+  split.workspace = {workspace.span(), slices};
+  if (const cudaError_t e = launch(split); e != cudaSuccess) return e;
+  for (const auto& [data, size] :
+       {std::pair<void*, size_t>{output.emitted_tokens.data(), output.emitted_tokens.size_bytes()},
+        {output.n_accepted.data(), output.n_accepted.size_bytes()},
+        {output.accept_mask.data(), output.accept_mask.size_bytes()},
+        {output.status.data(), output.status.size_bytes()}}) {
+    if (size > 0) SPECLAB_CUDA_CHECK(cudaMemsetAsync(data, 0x5a, size, stream));
+  }
+  // Past the counters the workspace holds nothing a launch may read before writing it.
+  const size_t counters = static_cast<size_t>(batch) * sizeof(uint32_t);
+  if (bytes > counters) {
+    SPECLAB_CUDA_CHECK(
+        cudaMemsetAsync(workspace.span().data() + counters, 0x5a, bytes - counters, stream));
+  }
+  const cudaError_t e = launch(split);
+  const cudaError_t sync = cudaStreamSynchronize(stream);  // before the workspace is freed
+  if (e != cudaSuccess || sync != cudaSuccess) return e != cudaSuccess ? e : sync;
+  std::vector<uint32_t> arrivals(static_cast<size_t>(batch));
+  SPECLAB_CUDA_CHECK(cudaMemcpy(arrivals.data(), workspace.span().data(),
+                                arrivals.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  const bool zeroed =
+      std::all_of(arrivals.begin(), arrivals.end(), [](uint32_t a) { return a == 0; });
+  return zeroed ? cudaSuccess : cudaErrorIllegalState;
+}
+
+/// One request of a batch as a batch of its own, γ still padded to the batch's (same request id,
+/// so the same uniforms).
+inline OwnedChainBatch padded_single_request(const OwnedChainBatch& batch, int64_t r) {
+  OwnedChainBatch one(1, batch.gamma, batch.vocab);
+  const int64_t g = batch.gamma, v = batch.vocab;
+  std::copy_n(&batch.probs_target[r * (g + 1) * v], (g + 1) * v, one.probs_target.begin());
+  std::copy_n(&batch.probs_draft[r * g * v], g * v, one.probs_draft.begin());
+  std::copy_n(&batch.draft_tokens[r * g], g, one.draft_tokens.begin());
+  if (!batch.n_draft.empty()) one.n_draft = {batch.n_draft[r]};
+  one.request_ids = {batch.request_ids.empty() ? static_cast<uint32_t>(r) : batch.request_ids[r]};
+  return one;
 }
 
 /// Copies `host` to the device, launches, copies the outputs back.

@@ -144,19 +144,6 @@ TEST(VerifyChainLenient, GpuMatchesReference) {
   }
 }
 
-// One request of a batch as a batch of its own, γ still padded to the batch's (same request id,
-// so the same uniforms).
-OwnedChainBatch padded_single_request(const OwnedChainBatch& batch, int64_t r) {
-  OwnedChainBatch one(1, batch.gamma, batch.vocab);
-  const int64_t g = batch.gamma, v = batch.vocab;
-  std::copy_n(&batch.probs_target[r * (g + 1) * v], (g + 1) * v, one.probs_target.begin());
-  std::copy_n(&batch.probs_draft[r * g * v], g * v, one.probs_draft.begin());
-  std::copy_n(&batch.draft_tokens[r * g], g, one.draft_tokens.begin());
-  if (!batch.n_draft.empty()) one.n_draft = {batch.n_draft[r]};
-  one.request_ids = {batch.request_ids.empty() ? static_cast<uint32_t>(r) : batch.request_ids[r]};
-  return one;
-}
-
 // Corrupts rows and tokens of a 12-request batch of vocabulary v and checks that the device flags
 // exactly the requests core rejects alone, with core's tokens elsewhere.
 void expect_flags_invalid_rows_it_reads(int64_t v, const testing::ChainLauncher& launcher) {
@@ -188,7 +175,7 @@ void expect_flags_invalid_rows_it_reads(int64_t v, const testing::ChainLauncher&
     // is set iff core rejects the request alone, and otherwise the tokens are core's.
     int flagged = 0;
     for (int64_t r = 0; r < batch.batch; ++r) {
-      const OwnedChainBatch one = padded_single_request(batch, r);
+      const OwnedChainBatch one = testing::padded_single_request(batch, r);
       bool rejected = false;
       ChainResult ref;
       try {
@@ -233,26 +220,14 @@ TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
 testing::ChainLauncher split_launcher(int slices) {
   return [slices](const ChainBatch& batch, const ChainParams& params,
                   const gpu::ChainDeviceOutput& output, cudaStream_t stream) -> cudaError_t {
-    const size_t bytes = gpu::chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab);
-    testing::DeviceBuffer<std::byte> workspace{std::vector<std::byte>(bytes)};
-    gpu::ChainDeviceOutput split = output;
-    split.workspace = {workspace.span(),
-                       params.method == ChainMethod::kGreedy
-                           ? slices
-                           : std::min(slices, gpu::chain_max_slices(batch.vocab))};
-    if (const cudaError_t e = gpu::verify_chain(batch, params, split, stream); e != cudaSuccess) {
-      return e;
-    }
-    for (const auto& [data, size] : {std::pair<void*, size_t>{output.emitted_tokens.data(),
-                                                              output.emitted_tokens.size_bytes()},
-                                     {output.n_accepted.data(), output.n_accepted.size_bytes()},
-                                     {output.accept_mask.data(), output.accept_mask.size_bytes()},
-                                     {output.status.data(), output.status.size_bytes()}}) {
-      if (size > 0) SPECLAB_CUDA_CHECK(cudaMemsetAsync(data, 0x5a, size, stream));
-    }
-    const cudaError_t e = gpu::verify_chain(batch, params, split, stream);
-    const cudaError_t sync = cudaStreamSynchronize(stream);  // before the workspace is freed
-    return e != cudaSuccess ? e : sync;
+    return testing::launch_twice_on_workspace(
+        gpu::chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab),
+        params.method == ChainMethod::kGreedy
+            ? slices
+            : std::min(slices, gpu::chain_max_slices(batch.vocab)),
+        batch.batch, output, stream, [&](const gpu::ChainDeviceOutput& split) {
+          return gpu::verify_chain(batch, params, split, stream);
+        });
   };
 }
 
@@ -333,6 +308,34 @@ TEST(VerifyChainSplit, BadWorkspaceThrows) {
     return cudaSuccess;
   };
   (void)testing::run_gpu_chain(host, {ChainMethod::kToken, 1.0, 9, 0}, forced);
+}
+
+TEST(VerifyChainPersistent, GpuMatchesReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // B ≥ SMs (132 under the emulation): V1/V3 run a persistent grid of 2·SMs CTAs of ≤ 512
+  // threads, each verifying requests b, b + 264, …: B = 270 makes some CTAs take two requests,
+  // B = 140 gives one each with fewer threads than the one-CTA kernel's at V = 32000.
+  uint64_t seed = 701;
+  for (const int64_t vocab : {257, 2100}) {
+    for (const int64_t gamma : {0, 1, 4}) {
+      const OwnedChainBatch batch = random_batch(seed, 270, gamma, vocab, kAllKinds, false, true);
+      expect_matches_reference(batch, {ChainMethod::kToken, 1.0, seed, 2}, "persistent grid");
+      expect_matches_reference(batch, {ChainMethod::kLenient, 0.7, seed, 2}, "persistent grid");
+      ++seed;
+    }
+  }
+  const OwnedChainBatch wide = random_batch(seed, 140, 1, 32000, kAllKinds, false, true);
+  expect_matches_reference(wide, {ChainMethod::kToken, 1.0, seed, 2}, "persistent grid");
+  // γ = 40 with two warps (V = 600): long accepted chains whose outputs more than one warp
+  // writes, in CTAs that take two requests.
+  const OwnedChainBatch long_chain =
+      random_batch(seed + 2, 270, 40, 600, {RowKind::kPeaked}, true, true);
+  expect_matches_reference(long_chain, {ChainMethod::kToken, 1.0, seed + 2, 2},
+                           "persistent grid, γ = 40");
+  // With a workspace at B ≥ SMs the split picks one slice: the persistent grid again.
+  const OwnedChainBatch same = random_batch(seed + 1, 270, 3, 2100, kAllKinds, true, true);
+  expect_matches_reference(same, {ChainMethod::kToken, 1.0, seed + 1, 2},
+                           "persistent grid, workspace", split_launcher(0));
 }
 
 TEST(VerifyChain, GpuRejectsBadShapes) {

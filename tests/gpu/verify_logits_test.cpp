@@ -6,7 +6,10 @@
 // emulation (gpu-emu).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <span>
@@ -42,31 +45,56 @@ using testing::name;
 using testing::OwnedChainBatch;
 using testing::random_logit_row;
 
+constexpr int kNoWorkspace = -1;
+
+// `launch(output)` on the case's outputs: as given (slices = kNoWorkspace), or twice on one zeroed
+// workspace with the outputs overwritten in between (testing::launch_twice_on_workspace; slices 0:
+// rows in parallel when B < SMs, ≥ 2: forced).
+testing::GpuChainResult run_case(
+    DeviceCase& d, int slices,
+    const std::function<cudaError_t(const gpu::ChainDeviceOutput&)>& launch) {
+  if (slices == kNoWorkspace) return d.read(launch(d.output()));
+  return d.read(testing::launch_twice_on_workspace(gpu::chain_workspace_bytes(d.b, d.g, d.v),
+                                                   slices, d.b, d.output(), nullptr, launch));
+}
+
 testing::GpuChainResult run_chain(const LogitsCase& c, const ChainParams& params,
-                                  bool without_draft = false) {
+                                  bool without_draft = false, int slices = kNoWorkspace) {
   DeviceCase d(c, without_draft);
-  return d.read(gpu::verify_chain(d.batch(), params, d.output(), nullptr));
+  const gpu::LogitsBatch batch = d.batch();
+  return run_case(d, slices, [&](const gpu::ChainDeviceOutput& out) {
+    return gpu::verify_chain(batch, params, out, nullptr);
+  });
 }
 
 testing::GpuChainResult run_block(const LogitsCase& c, const BlockParams& params,
-                                  const gpu::BlockKernelOptions& options = {}) {
+                                  const gpu::BlockKernelOptions& options = {},
+                                  int slices = kNoWorkspace) {
   DeviceCase d(c);
-  return d.read(gpu::verify_block(d.batch(), params, d.output(), nullptr, options));
+  const gpu::LogitsBatch batch = d.batch();
+  return run_case(d, slices, [&](const gpu::ChainDeviceOutput& out) {
+    return gpu::verify_block(batch, params, out, nullptr, options);
+  });
+}
+
+std::string rows_label(int slices) {
+  return slices == kNoWorkspace ? "" : ", rows in parallel (slices " + std::to_string(slices) + ")";
 }
 
 void expect_chain_matches_core(const LogitsCase& c, const ChainParams& params,
-                               const std::string& label) {
+                               const std::string& label, int slices = kNoWorkspace) {
   const ChainResult ref = verify_chain_reference(c.probs.view(), params);
-  EXPECT_EQ(testing::differences(run_chain(c, params), ref), "")
-      << describe(c, label) << " method " << to_string(params.method);
+  EXPECT_EQ(testing::differences(run_chain(c, params, false, slices), ref), "")
+      << describe(c, label) << " method " << to_string(params.method) << rows_label(slices);
 }
 
 void expect_block_matches_core(const LogitsCase& c, const BlockParams& params,
                                const std::string& label,
-                               const gpu::BlockKernelOptions& options = {}) {
+                               const gpu::BlockKernelOptions& options = {},
+                               int slices = kNoWorkspace) {
   const ChainResult ref = verify_block(c.probs.view(), params);
-  EXPECT_EQ(testing::differences(run_block(c, params, options), ref), "")
-      << describe(c, label) << " block";
+  EXPECT_EQ(testing::differences(run_block(c, params, options, slices), ref), "")
+      << describe(c, label) << " block" << rows_label(slices);
 }
 
 TEST(VerifyChainLogits, GpuMatchesReference) {
@@ -205,8 +233,9 @@ bool row_read(ChainMethod method, bool block, bool is_target, int64_t row, int32
   return is_target ? row <= n : row <= n && row < n_draft;
 }
 
-TEST(VerifyLogits, GpuFlagsBadLogitsInRowsItReads) {
-  SPECLAB_SKIP_WITHOUT_GPU();
+// Corrupts one row of each request and checks that exactly the requests whose corrupt row the
+// one-CTA kernels read are flagged (row_read), with core's tokens elsewhere.
+void expect_flags_bad_logits_in_rows_it_reads(int slices, int64_t v = 200) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const LogitsFormat format : {LogitsFormat::kFloat32, LogitsFormat::kFloat16}) {
     for (int method_index = 0; method_index < 4; ++method_index) {
@@ -214,7 +243,7 @@ TEST(VerifyLogits, GpuFlagsBadLogitsInRowsItReads) {
       const ChainMethod method =
           block ? ChainMethod::kToken : static_cast<ChainMethod>(method_index);
       const ChainParams params{method, 0.5, 80, 4};
-      const int64_t b = 24, g = 3, v = 200;
+      const int64_t b = 24, g = 3;
       LogitsCase c(80 + method_index, b, g, v, format, 1.0, 1.0,
                    {LogitRow::kNormal, LogitRow::kPeaked}, false, true);
       const ChainResult clean = block ? verify_block(c.probs.view(), {80, 4})
@@ -246,7 +275,8 @@ TEST(VerifyLogits, GpuFlagsBadLogitsInRowsItReads) {
       c.draft.bits16.clear();
       c.target.encode();
       c.draft.encode();
-      const testing::GpuChainResult gpu = block ? run_block(c, {80, 4}) : run_chain(c, params);
+      const testing::GpuChainResult gpu =
+          block ? run_block(c, {80, 4}, {}, slices) : run_chain(c, params, false, slices);
       ASSERT_EQ(gpu.launch, cudaSuccess);
       ASSERT_EQ(gpu.sync, cudaSuccess);
       int flagged = 0;
@@ -274,6 +304,85 @@ TEST(VerifyLogits, GpuFlagsBadLogitsInRowsItReads) {
       EXPECT_GE(flagged, 8) << "requests 0..7 corrupt row 0, which every method reads";
     }
   }
+}
+
+TEST(VerifyLogits, GpuFlagsBadLogitsInRowsItReads) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  expect_flags_bad_logits_in_rows_it_reads(kNoWorkspace);
+}
+
+TEST(VerifyLogitsRows, GpuFlagsBadLogitsInRowsItReads) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // Every row is reduced in parallel; the statuses of rows past the stop must be ignored.
+  expect_flags_bad_logits_in_rows_it_reads(0);
+  expect_flags_bad_logits_in_rows_it_reads(2);
+}
+
+TEST(VerifyLogitsSplit, GpuMatchesReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // V1/V3 with the residual or bonus row split over S slices after the rows-parallel statistics
+  // launch: S automatic and forced (clamped to the vocabulary's maximum), V on both sides of a
+  // 2048-token block and across chunks (scalar loads: logits rows), γ ∈ {0, 1, 4}, ragged γ_b.
+  uint64_t seed = 1000;
+  for (const int64_t vocab : {2047, 2049, 4099, 32000}) {
+    for (const int slices : {0, 2, 3, 7}) {
+      for (const int64_t gamma : {0, 1, 4}) {
+        const LogitsFormat format = kFormats[seed % std::size(kFormats)];
+        const double t_draft = seed % 3 == 0 ? 0.0 : 0.5;
+        const LogitsCase c(seed, 3, gamma, vocab, format, 1.0, t_draft, kAllRows, false, true);
+        const int forced = slices == 0 ? 0 : std::min(slices, gpu::chain_max_slices(vocab));
+        expect_chain_matches_core(c, {ChainMethod::kToken, 1.0, seed, 3}, "split", forced);
+        expect_chain_matches_core(c, {ChainMethod::kLenient, 0.6, seed, 3}, "split", forced);
+        ++seed;
+      }
+    }
+  }
+  // Draft == target: the bonus row is the split one.
+  const LogitsCase same(1100, 2, 3, 5000, LogitsFormat::kBFloat16, 1.0, 1.0, kAllRows, true, false);
+  expect_chain_matches_core(same, {ChainMethod::kToken, 1.0, 7, 1}, "bonus row, split", 5);
+}
+
+TEST(VerifyLogitsSplit, GpuFlagsBadLogitsInRowsItReads) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // 2100 tokens: 9 chunks, 2 slices for V1/V3 (V2 and V5 reduce their rows in parallel).
+  expect_flags_bad_logits_in_rows_it_reads(0, 2100);
+  expect_flags_bad_logits_in_rows_it_reads(2, 2100);
+}
+
+TEST(VerifyLogitsRows, GpuMatchesReference) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  // The row statistics of all γ+1 (V5, V1/V3: 2γ+1) rows by parallel CTAs: automatic (B < SMs)
+  // and forced; every method, format and temperature (T = 0 on either side); ragged n_draft;
+  // vocabularies inside a chunk, across chunks and across a 2048-token normaliser block.
+  uint64_t seed = 900;
+  for (const LogitsFormat format : kFormats) {
+    for (const auto& [t_target, t_draft] :
+         std::vector<std::pair<double, double>>{{1.0, 1.0}, {0.5, 2.0}, {0.0, 1.0}}) {
+      for (const int64_t vocab : {5, 300, 2049}) {
+        for (const int64_t gamma : {0, 1, 4}) {
+          const int slices = seed % 2 == 0 ? 0 : 2;
+          const LogitsCase c(seed, 3, gamma, vocab, format, t_target, t_draft, kAllRows, false,
+                             true);
+          for (const ChainMethod method :
+               {ChainMethod::kToken, ChainMethod::kLenient, ChainMethod::kGreedy}) {
+            expect_chain_matches_core(c, {method, 0.6, seed, 3}, "random logits", slices);
+          }
+          expect_block_matches_core(c, {seed, 3}, "random logits", {}, slices);
+          ++seed;
+        }
+      }
+    }
+  }
+  // Draft == target: every draft accepted, the bonus row's statistics from the workspace.
+  const LogitsCase same(950, 4, 4, 700, LogitsFormat::kFloat32, 1.0, 1.0, kAllRows, true, false);
+  expect_chain_matches_core(same, {ChainMethod::kToken, 1.0, 4, 1}, "draft == target", 0);
+  expect_chain_matches_core(same, {ChainMethod::kGreedy, 1.0, 4, 1}, "draft == target", 0);
+  expect_block_matches_core(same, {4, 1}, "draft == target", {}, 0);
+  // Near-ties of the tempered max (V2's exact pass) and the serial Z path.
+  const LogitsCase ties(951, 4, 3, 400, LogitsFormat::kBFloat16, 0.5, 2.0, {LogitRow::kTies}, false,
+                        true);
+  expect_chain_matches_core(ties, {ChainMethod::kGreedy, 1.0, 5, 2}, "ties", 2);
+  expect_block_matches_core(ties, {5, 2}, "serial Z", {true, nullptr}, 2);
 }
 
 TEST(VerifyLogits, SeedAndStepFromDeviceMemory) {

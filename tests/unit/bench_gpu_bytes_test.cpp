@@ -37,6 +37,31 @@ TEST(BenchGpuBytes, FusedVerifiersMatchTheReadmeTable) {
   EXPECT_DOUBLE_EQ(block_logits_bytes(kGamma, kVocab, 2, 0), 20 + 5 * 8000 + 5 * 4000);
 }
 
+TEST(BenchGpuBytes, SplitAndRowsParallelPathsMatchTheReadmeTables) {
+  // V5 split: the bonus row alone when the first test passes, else all γ_b Z rows (8V each).
+  EXPECT_DOUBLE_EQ(block_probs_split_bytes(kGamma, kVocab, 5), 20 + 320 + 4000);
+  EXPECT_DOUBLE_EQ(block_probs_split_bytes(kGamma, kVocab, 2), 20 + 320 + 5 * 8000);
+  EXPECT_DOUBLE_EQ(block_probs_split_bytes(kGamma, kVocab, 0),
+                   block_probs_bytes(kGamma, kVocab, 0));
+  // bf16 logits (sV = 2000), rows in parallel: passes A and B of all 2γ_b + 1 = 11 rows (2sV
+  // each), then the residual (2sV) or the bonus sampling pass (sV).
+  EXPECT_DOUBLE_EQ(chain_logits_rows_bytes(kGamma, kVocab, 2, 0), 20 + 11 * 4000 + 4000);
+  EXPECT_DOUBLE_EQ(chain_logits_rows_bytes(kGamma, kVocab, 2, 5), 20 + 11 * 4000 + 2000);
+  EXPECT_DOUBLE_EQ(chain_logits_rows_bytes(kGamma, kVocab, 2, 4),
+                   chain_logits_bytes(kGamma, kVocab, 2, 4) + 4000)
+      << "one rejection at the last position: only the bonus row's passes are extra";
+  // V2: pass A of every target row.
+  EXPECT_DOUBLE_EQ(greedy_logits_rows_bytes(kGamma, kVocab, 2), 20 + 6 * 2000);
+  EXPECT_DOUBLE_EQ(greedy_logits_rows_bytes(kGamma, kVocab, 2),
+                   greedy_logits_bytes(kGamma, kVocab, 2, kGamma));
+  // V5: every pair and the bonus row's statistics, then 2sV per Z row or the bonus pass.
+  EXPECT_DOUBLE_EQ(block_logits_rows_bytes(kGamma, kVocab, 2, 5), 20 + 11 * 4000 + 2000);
+  EXPECT_DOUBLE_EQ(block_logits_rows_bytes(kGamma, kVocab, 2, 5),
+                   block_logits_bytes(kGamma, kVocab, 2, 5));
+  EXPECT_DOUBLE_EQ(block_logits_rows_bytes(kGamma, kVocab, 2, 2), 20 + 11 * 4000 + 3 * 4000);
+  EXPECT_DOUBLE_EQ(block_logits_rows_bytes(kGamma, kVocab, 2, 0), 20 + 11 * 4000 + 5 * 4000);
+}
+
 TEST(BenchGpuBytes, RowBytesScaleWithTheLogitWidth) {
   for (int64_t n = 0; n <= kGamma; ++n) {
     // V2 reads one 4V row per position whether it holds fp32 logits or probabilities.
