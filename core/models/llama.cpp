@@ -68,11 +68,16 @@ void weighted_rows(const float* score, float total, const float* v, int64_t stri
 
 // Rotates adjacent pairs (2i, 2i+1) of every head of each of n rows of `width` floats by
 // (start + j)·θ_i (rope type 0). Not vectorised: GCC 12 turns this rotation into fused
-// multiply-add/subtract instructions (vfmaddsub) wherever it can vectorise it (with AVX-512, not
-// with AVX2) in spite of -ffp-contract=off, which gave the two builds different logits.
-__attribute__((optimize("no-tree-vectorize"))) void rotate_pairs(float* y, int64_t n, int64_t width,
-                                                                 int64_t hd, int64_t start,
-                                                                 const float* inv_freq) {
+// multiply-add/subtract instructions (vfmaddsub) where it vectorises it, in spite of
+// -ffp-contract=off, with vector widths and scalar tails that differ by ISA, so the AVX-512 and
+// the AVX2 builds gave different logits.
+#if defined(__clang__)
+#define SPECLAB_NOT_VECTORISED  // clang keeps -ffp-contract=off when it vectorises
+#else
+#define SPECLAB_NOT_VECTORISED __attribute__((optimize("no-tree-vectorize")))
+#endif
+SPECLAB_NOT_VECTORISED void rotate_pairs(float* y, int64_t n, int64_t width, int64_t hd,
+                                         int64_t start, const float* inv_freq) {
   for (int64_t j = 0; j < n; ++j) {
     const auto pos = static_cast<float>(start + j);
     for (int64_t i = 0; i < hd / 2; ++i) {
