@@ -61,8 +61,8 @@ constexpr MetricSpec kMetrics[] = {
     {"speedup", Kind::kNumber, true, "tokens_per_second / baseline_tokens_per_second"},
     {"predicted_speedup", Kind::kNumber, true,
      "the planner's speedup for this pair, batch size and gamma at the measured acceptance_rate, "
-     "on this machine measured (LinearSoftmax pairs with a baseline and a chain verifier; "
-     "NaN otherwise)"},
+     "on this machine measured, for runs of max_new_tokens per request (the rounds of a batch's "
+     "slowest request); LinearSoftmax pairs with a baseline and a chain verifier, NaN otherwise"},
     {"started", Kind::kText, true, "UTC ISO-8601 time the point started"},
     {"finished", Kind::kText, true, "UTC ISO-8601 time the point finished"},
 };

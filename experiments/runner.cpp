@@ -86,7 +86,8 @@ bool run_point(const SweepPoint& point, int64_t n_points, const fs::path& path, 
       const double alpha = t.tested_positions > 0 ? static_cast<double>(t.accepted_positions) /
                                                         static_cast<double>(t.tested_positions)
                                                   : 0.0;
-      writer.set_predicted_speedup(step_cost(*model, alpha, s.batch_size, s.decode.gamma).speedup);
+      writer.set_predicted_speedup(
+          finite_run_speedup(*model, alpha, s.batch_size, s.decode.gamma, s.decode.max_new_tokens));
     }
   }
   writer.commit();

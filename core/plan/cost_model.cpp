@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/base/error.hpp"
 
@@ -29,6 +30,58 @@ double expected_emitted(double alpha, int64_t gamma) {
   if (gamma < 0) throw InvalidInput(fmt::format("gamma is {}; expected gamma ≥ 0", gamma));
   if (alpha == 1.0) return static_cast<double>(gamma + 1);
   return (1.0 - std::pow(alpha, static_cast<double>(gamma + 1))) / (1.0 - alpha);
+}
+
+std::vector<double> expected_rounds_by_active(double alpha, int64_t gamma, int64_t tokens,
+                                              int64_t batch) {
+  check_alpha(alpha);
+  if (gamma < 0 || tokens < 1 || batch < 1) {
+    throw InvalidInput(fmt::format(
+        "expected_rounds: gamma {}, tokens {}, batch {}; expected gamma ≥ 0, tokens ≥ 1, batch ≥ 1",
+        gamma, tokens, batch));
+  }
+  // dist[n]: probability that a request has emitted n tokens after the rounds so far (n = tokens:
+  // done). Every round emits ≥ 1 token, so after `tokens` rounds every request is done.
+  std::vector<double> dist(static_cast<size_t>(tokens + 1), 0.0), next(dist.size());
+  dist[0] = 1.0;
+  std::vector<double> by_active(static_cast<size_t>(batch + 1), 0.0);
+  const auto b = static_cast<double>(batch);
+  for (int64_t s = 0; s < tokens; ++s) {
+    // Round s runs with the requests not done after s rounds: Binomial(batch, 1 − done).
+    const double done = dist[static_cast<size_t>(tokens)], active = 1.0 - done;
+    if (done == 0.0) {
+      by_active[static_cast<size_t>(batch)] += 1.0;
+    } else if (active > 0.0) {
+      for (int64_t a = 1; a <= batch; ++a) {
+        const auto k = static_cast<double>(a);
+        by_active[static_cast<size_t>(a)] +=
+            std::exp(std::lgamma(b + 1.0) - std::lgamma(k + 1.0) - std::lgamma(b - k + 1.0) +
+                     k * std::log(active) + (b - k) * std::log(done));
+      }
+    }
+    std::fill(next.begin(), next.end(), 0.0);
+    next[static_cast<size_t>(tokens)] = done;
+    for (int64_t n = 0; n < tokens; ++n) {
+      const double p = dist[static_cast<size_t>(n)];
+      if (p == 0.0) continue;
+      const int64_t drafts = std::min(gamma, tokens - n - 1);
+      double reach = 1.0;  // α^(k−1): the first k − 1 drafts accepted
+      for (int64_t k = 1; k <= drafts; ++k) {
+        next[static_cast<size_t>(n + k)] += p * reach * (1.0 - alpha);
+        reach *= alpha;
+      }
+      next[static_cast<size_t>(n + drafts + 1)] += p * reach;  // every draft accepted: the bonus
+    }
+    std::swap(dist, next);
+  }
+  return by_active;
+}
+
+double expected_rounds(double alpha, int64_t gamma, int64_t tokens, int64_t batch) {
+  const std::vector<double> by_active = expected_rounds_by_active(alpha, gamma, tokens, batch);
+  double rounds = 0.0;
+  for (const double r : by_active) rounds += r;
+  return rounds;
 }
 
 double walltime_gain(double alpha, int64_t gamma, double c) {
@@ -166,6 +219,20 @@ StepCost step_cost(const PairCostModel& model, double alpha, int64_t batch, int6
   s.speedup = s.expected_emitted * s.plain_seconds / s.step_seconds;
   s.c = draft_step / s.plain_seconds;
   return s;
+}
+
+double finite_run_speedup(const PairCostModel& model, double alpha, int64_t batch, int64_t gamma,
+                          int64_t tokens) {
+  const std::vector<double> rounds = expected_rounds_by_active(alpha, gamma, tokens, batch);
+  double speculative = 0.0;
+  for (int64_t a = 1; a <= batch; ++a) {
+    const double r = rounds[static_cast<size_t>(a)];
+    if (r > 0.0) speculative += r * step_cost(model, alpha, a, gamma).step_seconds;
+  }
+  const double plain =
+      static_cast<double>(tokens) *
+      forward_time(model.target, model.target_rates, batch, 1, model.context).seconds;
+  return plain / speculative;
 }
 
 StepCost best_step(const PairCostModel& model, double alpha, int64_t batch,

@@ -19,6 +19,22 @@ namespace speclab {
 /// Throws InvalidInput unless 0 ≤ α ≤ 1 and γ ≥ 0.
 double expected_emitted(double alpha, int64_t gamma);
 
+/// Expected verification rounds until every one of `batch` requests has emitted `tokens` tokens,
+/// when a request with r tokens left drafts min(γ, r − 1), accepts each draft with probability α
+/// independently up to the first rejection, and emits one token more (the correction or the
+/// bonus): E[max over the batch of the rounds each request needs]. A finite run emits fewer
+/// than E per round at its end, and a batch waits for its slowest request, so a batch of B
+/// needs more rounds than tokens / E. Throws InvalidInput unless 0 ≤ α ≤ 1, γ ≥ 0, tokens ≥ 1
+/// and batch ≥ 1.
+double expected_rounds(double alpha, int64_t gamma, int64_t tokens, int64_t batch);
+
+/// The same rounds by how many requests are still decoding: entry a (1 ≤ a ≤ batch) is the
+/// expected number of rounds in which exactly a requests are active (entry 0 is 0); the entries
+/// sum to expected_rounds. A batch's finished requests leave it, so its last rounds are smaller
+/// passes: a run's time is Σ_a rounds[a] · T_step(a).
+std::vector<double> expected_rounds_by_active(double alpha, int64_t gamma, int64_t tokens,
+                                              int64_t batch);
+
 /// Wall-clock gain over plain decoding when a draft step costs c target steps and a
 /// verification pass costs one: E/(γc + 1). Throws InvalidInput for c < 0.
 double walltime_gain(double alpha, int64_t gamma, double c);
@@ -133,6 +149,12 @@ struct PairCostModel {
 /// A step of γ ≥ 1 draft tokens at batch b: γ·T_draft(b,1) + T_target(b,γ+1) + verifier, against
 /// plain decoding's T_target(b,1) per token (per sequence, E tokens per step).
 StepCost step_cost(const PairCostModel& model, double alpha, int64_t batch, int64_t gamma);
+
+/// Predicted speedup of a run of `tokens` tokens per request for `batch` requests over plain
+/// decoding of the same batch (tokens plain steps at the full batch): tokens · T_plain(batch)
+/// over Σ_a rounds[a] · step_seconds(a) (expected_rounds_by_active, step_cost).
+double finite_run_speedup(const PairCostModel& model, double alpha, int64_t batch, int64_t gamma,
+                          int64_t tokens);
 
 /// The γ in `gammas` (or 1..max_gamma when empty) with the largest speedup at batch b.
 StepCost best_step(const PairCostModel& model, double alpha, int64_t batch,

@@ -6,9 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "core/base/error.hpp"
 #include "core/plan/hardware.hpp"
@@ -40,6 +42,78 @@ TEST(CostModel, ExpectedEmittedMatchesClosedForm) {
   EXPECT_DOUBLE_EQ(expected_emitted(0.8, 0), 1.0);
   EXPECT_DOUBLE_EQ(expected_emitted(1.0, 5), 6.0);  // every draft accepted: γ + 1
   EXPECT_DOUBLE_EQ(expected_emitted(0.0, 5), 1.0);  // none accepted: the residual token only
+}
+
+// Brute force for expected_rounds: every sequence of per-round outcomes of every request,
+// enumerated with its probability (a request with r tokens left drafts min(γ, r − 1) and emits
+// k ≤ drafts + 1 with P = α^(k−1)(1 − α) for k ≤ drafts, α^drafts for drafts + 1).
+void rounds_law(double alpha, int64_t gamma, int64_t left, int64_t rounds, double p,
+                std::vector<double>& law) {
+  if (left == 0) {
+    law[static_cast<size_t>(rounds)] += p;
+    return;
+  }
+  const int64_t drafts = std::min(gamma, left - 1);
+  for (int64_t k = 1; k <= drafts + 1; ++k) {
+    const double pk = k <= drafts ? std::pow(alpha, static_cast<double>(k - 1)) * (1.0 - alpha)
+                                  : std::pow(alpha, static_cast<double>(drafts));
+    rounds_law(alpha, gamma, left - k, rounds + 1, p * pk, law);
+  }
+}
+
+// Entry a: the expected number of rounds with exactly a requests still decoding, enumerating
+// every tuple of the requests' round counts (a request needing s rounds is active in rounds
+// 0 … s − 1).
+std::vector<double> brute_force_rounds(double alpha, int64_t gamma, int64_t tokens, int64_t batch) {
+  std::vector<double> law(static_cast<size_t>(tokens + 1), 0.0);  // P(one request needs s)
+  rounds_law(alpha, gamma, tokens, 0, 1.0, law);
+  std::vector<double> by_active(static_cast<size_t>(batch + 1), 0.0);
+  std::vector<int64_t> pick(static_cast<size_t>(batch), 1);
+  while (true) {
+    double p = 1.0;
+    for (const int64_t s : pick) p *= law[static_cast<size_t>(s)];
+    for (int64_t round = 0; round < tokens; ++round) {
+      const auto active =
+          std::count_if(pick.begin(), pick.end(), [&](int64_t s) { return s > round; });
+      if (active > 0) by_active[static_cast<size_t>(active)] += p;
+    }
+    size_t i = 0;
+    while (i < pick.size() && ++pick[i] > tokens) pick[i++] = 1;
+    if (i == pick.size()) break;
+  }
+  return by_active;
+}
+
+TEST(CostModel, ExpectedRoundsIsTheSlowestRequestsRoundsOfAFiniteRun) {
+  // Every draft accepted: ⌈N/(γ+1)⌉ rounds, the last one drafting only what is left.
+  EXPECT_DOUBLE_EQ(expected_rounds(1.0, 4, 32, 16), 7.0);
+  EXPECT_DOUBLE_EQ(expected_rounds(1.0, 4, 30, 1), 6.0);
+  // None accepted: one token per round.
+  EXPECT_DOUBLE_EQ(expected_rounds(0.0, 4, 9, 3), 9.0);
+  EXPECT_DOUBLE_EQ(expected_rounds(0.6, 0, 5, 2), 5.0);  // γ = 0 is plain decoding
+  for (const double alpha : {0.3, 0.8}) {
+    for (const int64_t gamma : {1, 2, 3}) {
+      for (const int64_t tokens : {1, 4, 6}) {
+        for (const int64_t batch : {1, 2, 3}) {
+          const std::vector<double> want = brute_force_rounds(alpha, gamma, tokens, batch);
+          const std::vector<double> got = expected_rounds_by_active(alpha, gamma, tokens, batch);
+          ASSERT_EQ(got.size(), want.size());
+          double total = 0.0;
+          for (size_t a = 0; a < want.size(); ++a) {
+            EXPECT_NEAR(got[a], want[a], 1e-12) << "α " << alpha << ", γ " << gamma << ", N "
+                                                << tokens << ", B " << batch << ", active " << a;
+            total += want[a];
+          }
+          // The batch's rounds: E[max over its requests].
+          EXPECT_NEAR(expected_rounds(alpha, gamma, tokens, batch), total, 1e-12);
+        }
+      }
+    }
+  }
+  // A batch waits for its slowest request: more rounds than one request needs on average.
+  EXPECT_GT(expected_rounds(0.87, 4, 32, 16), expected_rounds(0.87, 4, 32, 1) + 1.0);
+  EXPECT_THAT(error_of([] { expected_rounds(0.5, 2, 0, 1); }),
+              ::testing::HasSubstr("expected gamma ≥ 0, tokens ≥ 1, batch ≥ 1"));
 }
 
 TEST(CostModel, OptimalGammaIsEightWithGain309AtAlpha08C005) {
