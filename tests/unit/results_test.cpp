@@ -370,7 +370,8 @@ TEST(Results, SummaryHasOneRowPerPointWithSweptParametersAndMetrics) {
 }
 
 // Each point with a baseline records the planner's speedup for its pair, batch size and γ at its
-// own measured acceptance rate on this machine; a plain run has none.
+// own measured acceptance rate on this machine, for a run of its max_new_tokens per request; a
+// plain run has none.
 TEST(Results, SpeedupIsRecordedBesideThePlannersPrediction) {
   const fs::path dir = fresh_test_dir();
   const Sweep sweep = tiny_sweep(dir);
@@ -384,7 +385,8 @@ TEST(Results, SpeedupIsRecordedBesideThePlannersPrediction) {
     const Hdf5Reader file(point_path(dir / "out", p));
     const double alpha = file.read_attribute<double>("acceptance_rate");
     const double expected =
-        step_cost(*model, alpha, p.settings.batch_size, p.settings.decode.gamma).speedup;
+        finite_run_speedup(*model, alpha, p.settings.batch_size, p.settings.decode.gamma,
+                           p.settings.decode.max_new_tokens);
     EXPECT_GT(expected, 0.0);
     EXPECT_DOUBLE_EQ(file.read_attribute<double>("predicted_speedup"), expected) << p.id;
   }
