@@ -173,10 +173,7 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
     return cudaSuccess;
   };
   // On the legacy stream during a capture the GEMM's kernel cannot be launched.
-  if (speclab::emulation::detail::legacy_stream_during_capture(handle->stream, "cublasSgemm") !=
-      cudaSuccess) {
-    return CUBLAS_STATUS_EXECUTION_FAILED;
-  }
-  if (!speclab::emulation::detail::record_if_capturing(handle->stream, gemm)) gemm();
-  return CUBLAS_STATUS_SUCCESS;
+  return speclab::emulation::detail::enqueue(handle->stream, "cublasSgemm", gemm) == cudaSuccess
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_EXECUTION_FAILED;
 }

@@ -92,23 +92,24 @@ void clear_sticky_error() {
 
 namespace detail {
 
-bool record_if_capturing(cudaStream_t stream, std::function<cudaError_t()> op) {
-  auto& s = state();
-  std::lock_guard lock(s.mutex);
-  if (!s.capture || stream == nullptr || s.capture->stream != stream) return false;
-  s.capture->ops.push_back(std::move(op));
-  return true;
-}
-
-cudaError_t legacy_stream_during_capture(cudaStream_t stream, const char* call) {
-  auto& s = state();
-  std::lock_guard lock(s.mutex);
-  if (!s.capture || stream != nullptr) return cudaSuccess;
-  s.capture->invalidated = true;
-  std::fprintf(stderr, "speclab SIMT emulation: %s on the legacy stream during a stream capture\n",
-               call);
-  s.last_error = cudaErrorStreamCaptureImplicit;
-  return cudaErrorStreamCaptureImplicit;
+cudaError_t enqueue(cudaStream_t stream, const char* call, const std::function<cudaError_t()>& op) {
+  {
+    auto& s = state();
+    std::lock_guard lock(s.mutex);
+    if (s.capture && stream == nullptr) {
+      s.capture->invalidated = true;
+      std::fprintf(stderr,
+                   "speclab SIMT emulation: %s on the legacy stream during a stream capture\n",
+                   call);
+      s.last_error = cudaErrorStreamCaptureImplicit;
+      return cudaErrorStreamCaptureImplicit;
+    }
+    if (s.capture && s.capture->stream == stream) {
+      s.capture->ops.push_back(op);
+      return cudaSuccess;
+    }
+  }
+  return op();
 }
 
 void set_last_error(cudaError_t error) {
@@ -334,19 +335,10 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
       return fail(cudaErrorInvalidValue);
     }
   }
-  if (const cudaError_t e =
-          speclab::emulation::detail::legacy_stream_during_capture(stream, "cudaMemcpyAsync");
-      e != cudaSuccess) {
-    return e;
-  }
-  if (speclab::emulation::detail::record_if_capturing(stream, [dst, src, bytes] {
-        std::memcpy(dst, src, bytes);
-        return cudaSuccess;
-      })) {
+  return speclab::emulation::detail::enqueue(stream, "cudaMemcpyAsync", [dst, src, bytes] {
+    std::memcpy(dst, src, bytes);
     return cudaSuccess;
-  }
-  std::memcpy(dst, src, bytes);
-  return cudaSuccess;
+  });
 }
 
 cudaError_t cudaMemset(void* pointer, int value, size_t bytes) {
@@ -363,19 +355,10 @@ cudaError_t cudaMemsetAsync(void* pointer, int value, size_t bytes, cudaStream_t
                  pointer, bytes);
     return fail(cudaErrorInvalidValue);
   }
-  if (const cudaError_t e =
-          speclab::emulation::detail::legacy_stream_during_capture(stream, "cudaMemsetAsync");
-      e != cudaSuccess) {
-    return e;
-  }
-  if (speclab::emulation::detail::record_if_capturing(stream, [pointer, value, bytes] {
-        std::memset(pointer, value, bytes);
-        return cudaSuccess;
-      })) {
+  return speclab::emulation::detail::enqueue(stream, "cudaMemsetAsync", [pointer, value, bytes] {
+    std::memset(pointer, value, bytes);
     return cudaSuccess;
-  }
-  std::memset(pointer, value, bytes);
-  return cudaSuccess;
+  });
 }
 
 cudaError_t cudaDeviceSynchronize() {

@@ -101,14 +101,13 @@ void* dynamic_shared();
 /// This block's copy of the static shared variable identified by `key` (`bytes` long, poisoned
 /// before every block); SPECLAB_STATIC_SHARED's storage.
 void* static_shared(const void* key, size_t bytes);
-/// When `stream` is being captured (cudaStreamBeginCapture), records `op` into the capture, to run
-/// at every cudaGraphLaunch of its graph, and returns true; otherwise false (run it now).
-bool record_if_capturing(cudaStream_t stream, std::function<cudaError_t()> op);
-/// Work for the legacy stream (0) while a stream is being captured: the legacy stream would
-/// synchronise with the capturing stream, which a device refuses in every capture mode
-/// (cudaErrorStreamCaptureImplicit) and which invalidates the capture; the work does not run.
-/// cudaSuccess otherwise.
-cudaError_t legacy_stream_during_capture(cudaStream_t stream, const char* call);
+/// Stream work (`call` names it in messages): when `stream` is being captured
+/// (cudaStreamBeginCapture), `op` is recorded into the capture, to run at every cudaGraphLaunch
+/// of its graph, and cudaSuccess returned; work for the legacy stream (0) while another stream is
+/// being captured would synchronise with it, which a device refuses in every capture mode, so it
+/// does not run, invalidates the capture and returns cudaErrorStreamCaptureImplicit; otherwise
+/// `op` runs now and its status is returned.
+cudaError_t enqueue(cudaStream_t stream, const char* call, const std::function<cudaError_t()>& op);
 /// Runs `thread_body` once for every thread of every block of the grid.
 cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t shared_bytes,
                      const std::function<void()>& thread_body);
@@ -185,18 +184,12 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shar
         params);
     if (!device_arguments) return cudaSuccess;  // as a device launch: the fault comes later
   }
-  if (const cudaError_t e = detail::legacy_stream_during_capture(stream, "a kernel launch");
-      e != cudaSuccess) {
-    return e;
-  }
   // Captured: the graph keeps the argument values, as a device graph keeps the kernel node's.
-  if (detail::record_if_capturing(stream, [address, grid, block, shared_bytes, kernel, params] {
-        return detail::run_grid(address, grid, block, shared_bytes,
-                                [&] { std::apply(kernel, params); });
-      })) {
-    return cudaSuccess;
-  }
-  return detail::run_grid(address, grid, block, shared_bytes, [&] { std::apply(kernel, params); });
+  return detail::enqueue(stream, "a kernel launch",
+                         [address, grid, block, shared_bytes, kernel, params] {
+                           return detail::run_grid(address, grid, block, shared_bytes,
+                                                   [&] { std::apply(kernel, params); });
+                         });
 }
 
 }  // namespace speclab::emulation
