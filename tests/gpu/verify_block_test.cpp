@@ -111,12 +111,11 @@ TEST(VerifyBlock, GpuMatchesReferenceEdgeRows) {
   expect_matches_reference(same, {43, 1}, "draft == target");
 }
 
-TEST(VerifyBlock, ZeroMassResidualFallsBackToP) {
-  SPECLAB_SKIP_WITHOUT_GPU();
-  // p = q·(1 − 9e-5) (a valid row: the sum is within 1 ± 1e-4): w_1 = 1 − 9e-5 < 1, and when
-  // η_1 > w_1 nothing passes, τ = 0, and max(0, p − q) is zero everywhere: docs/verifiers.md V5's
-  // fallback to p. A seed with such an η_1 is searched (about one in 11000).
-  OwnedChainBatch batch = random_batch(61, 1, 1, 300, {RowKind::kDense}, false, false);
+// p = q·(1 − 9e-5) (a valid row: the sum is within 1 ± 1e-4): w_1 = 1 − 9e-5 < 1, and when
+// η_1 > w_1 nothing passes, τ = 0, and max(0, p − q) is zero everywhere: docs/verifiers.md V5's
+// fallback to p. A seed with such an η_1 is searched (about one in 11000).
+void expect_zero_mass_residual_falls_back_to_p(uint64_t batch_seed, int64_t vocab, int slices) {
+  OwnedChainBatch batch = random_batch(batch_seed, 1, 1, vocab, {RowKind::kDense}, false, false);
   for (int64_t t = 0; t < batch.vocab; ++t) {
     batch.target_row(0, 0)[t] = batch.draft_row(0, 0)[t] * (1.0f - 9e-5f);
   }
@@ -126,7 +125,12 @@ TEST(VerifyBlock, ZeroMassResidualFallsBackToP) {
   while (philox_uniform({seed, 0, 4, 1, Purpose::kBlockEta, 0}) <= w1) ++seed;
   const ChainResult ref = verify_block(batch.view(), {seed, 4});
   ASSERT_EQ(ref.residual_fallback[0], 1) << "seed " << seed;
-  expect_matches_reference(batch, {seed, 4}, "zero-mass residual");
+  expect_matches_reference(batch, {seed, 4}, "zero-mass residual", {}, slices);
+}
+
+TEST(VerifyBlock, ZeroMassResidualFallsBackToP) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  expect_zero_mass_residual_falls_back_to_p(61, 300, kNoSplit);
 }
 
 TEST(VerifyBlock, SerialZPathMatchesReference) {
@@ -198,17 +202,7 @@ TEST(VerifyBlockSplit, SerialZPathMatchesReference) {
 TEST(VerifyBlockSplit, ZeroMassResidualFallsBackToP) {
   SPECLAB_SKIP_WITHOUT_GPU();
   // As VerifyBlock.ZeroMassResidualFallsBackToP, with a vocabulary large enough to split.
-  OwnedChainBatch batch = random_batch(62, 1, 1, 2300, {RowKind::kDense}, false, false);
-  for (int64_t t = 0; t < batch.vocab; ++t) {
-    batch.target_row(0, 0)[t] = batch.draft_row(0, 0)[t] * (1.0f - 9e-5f);
-  }
-  const double w1 = block_weights(batch.view(), 0).w[1];
-  ASSERT_LT(w1, 1.0);
-  uint64_t seed = 0;
-  while (philox_uniform({seed, 0, 4, 1, Purpose::kBlockEta, 0}) <= w1) ++seed;
-  const ChainResult ref = verify_block(batch.view(), {seed, 4});
-  ASSERT_EQ(ref.residual_fallback[0], 1) << "seed " << seed;
-  expect_matches_reference(batch, {seed, 4}, "zero-mass residual", {}, 2);
+  expect_zero_mass_residual_falls_back_to_p(62, 2300, 2);
 }
 
 TEST(VerifyBlockSplit, BadRowsSetTheOneCtaStatus) {
