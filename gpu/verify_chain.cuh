@@ -100,6 +100,19 @@ struct RequestState {
   int32_t fallback;
 };
 
+// A request's state after its accept tests: n of its n_draft draft tokens accepted, nothing of
+// the sampled row located yet.
+__device__ inline void start_request_state(RequestState* state, int64_t n_draft, int64_t n,
+                                           uint32_t status) {
+  state->n_draft = n_draft;
+  state->n = n;
+  state->chunk = -1;
+  state->chunk_base = 0;
+  state->status = status;
+  state->last = -1;
+  state->fallback = 0;
+}
+
 __device__ inline bool valid_probability(float x) { return x >= 0.0f && x <= kFloatMax; }
 
 // A gathered p(x) or q(x): as core's validate_probability_value, finite and in [0, 1 + 1e-4].
@@ -557,15 +570,7 @@ __device__ inline void chain_accept_phase(const ChainKernelArgs& a, const ChainR
       }
     }
   }
-  if (lane == 0) {
-    state->n_draft = n_draft;
-    state->n = n;
-    state->chunk = -1;
-    state->chunk_base = 0;
-    state->status = status;
-    state->last = -1;
-    state->fallback = 0;
-  }
+  if (lane == 0) start_request_state(state, n_draft, n, status);
 }
 
 /// The row V1/V3 samples the one more token from after the accept phase: the bonus row p_{n+1}

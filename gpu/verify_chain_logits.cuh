@@ -57,6 +57,18 @@ inline size_t chain_logits_shared_bytes(int64_t n_chunks) {
          static_cast<size_t>(n_chunks) * sizeof(uint64_t);
 }
 
+/// The three parts of that dynamic shared memory, in that order.
+struct ChainLogitsShared {
+  BlockScratch* scratch;
+  RowStatsScratch* logits_scratch;
+  uint64_t* chunk_sums;
+};
+__device__ inline ChainLogitsShared chain_logits_shared(uint64_t* shared) {
+  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
+  RowStatsScratch* logits_scratch = reinterpret_cast<RowStatsScratch*>(scratch + 1);
+  return {scratch, logits_scratch, reinterpret_cast<uint64_t*>(logits_scratch + 1)};
+}
+
 /// Step 1, warp 0: n_draft and the draft tokens of request r, into *state (initialised). Ends with
 /// a barrier.
 __device__ inline void logits_check_drafts(const LogitsChainKernelArgs& a, int64_t r,
@@ -66,15 +78,7 @@ __device__ inline void logits_check_drafts(const LogitsChainKernelArgs& a, int64
     int64_t n_draft = 0;
     const uint32_t status =
         check_drafts(a.n_draft, r, a.gamma, a.vocab, a.draft_tokens + r * a.gamma, lane, &n_draft);
-    if (lane == 0) {
-      state->n_draft = n_draft;
-      state->n = n_draft;
-      state->chunk = -1;
-      state->chunk_base = 0;
-      state->status = status;
-      state->last = -1;
-      state->fallback = 0;
-    }
+    if (lane == 0) start_request_state(state, n_draft, n_draft, status);
   }
   __syncthreads();
 }
@@ -189,9 +193,7 @@ __global__ void __launch_bounds__(1024)
   SPECLAB_STATIC_SHARED(int32_t, stop_flag);
   SPECLAB_STATIC_SHARED(int32_t, last_row);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
-  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
-  RowStatsScratch* logits_scratch = reinterpret_cast<RowStatsScratch*>(scratch + 1);
-  uint64_t* chunk_sums = reinterpret_cast<uint64_t*>(logits_scratch + 1);
+  const auto [scratch, logits_scratch, chunk_sums] = chain_logits_shared(shared);
 
   const int64_t g = a.gamma, v = a.vocab;
   const bool greedy = a.method == static_cast<int>(ChainMethod::kGreedy);
@@ -269,8 +271,7 @@ __global__ void __launch_bounds__(1024)
     logits_rows_stats_kernel(LogitsChainKernelArgs a, SplitArgs w) {
   SPECLAB_STATIC_SHARED(RequestState, state);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
-  RowStatsScratch* logits_scratch =
-      reinterpret_cast<RowStatsScratch*>(reinterpret_cast<BlockScratch*>(shared) + 1);
+  RowStatsScratch* logits_scratch = chain_logits_shared(shared).logits_scratch;
   const bool greedy = a.method == static_cast<int>(ChainMethod::kGreedy);
   const int64_t rows_per_request = logits_rows_per_request(a.gamma, greedy);
   const int64_t r = blockIdx.x / rows_per_request;
@@ -286,9 +287,7 @@ __global__ void __launch_bounds__(1024)
   SPECLAB_STATIC_SHARED(int32_t, stop_flag);
   SPECLAB_STATIC_SHARED(int32_t, last_slice);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
-  BlockScratch* scratch = reinterpret_cast<BlockScratch*>(shared);
-  RowStatsScratch* logits_scratch = reinterpret_cast<RowStatsScratch*>(scratch + 1);
-  uint64_t* chunk_sums = reinterpret_cast<uint64_t*>(logits_scratch + 1);
+  const auto [scratch, logits_scratch, chunk_sums] = chain_logits_shared(shared);
   const int64_t g = a.gamma;
   const int64_t r = blockIdx.x / w.slices;
   const int s = static_cast<int>(blockIdx.x % w.slices);
