@@ -68,25 +68,6 @@ inline F exp_nonpositive(F x) {
   return x >= -87.0f ? y * scale : F{};
 }
 
-// The largest value (inputs hold no NaN).
-float max_of(const float* in, size_t n) {
-  constexpr size_t kLanes = kVectorFloats;
-  float best = in[0];
-  size_t i = 0;
-  if (n >= kLanes) {
-    FloatLanes lanes;
-    std::memcpy(&lanes, in, sizeof lanes);
-    for (i = kLanes; i + kLanes <= n; i += kLanes) {
-      FloatLanes x;
-      std::memcpy(&x, in + i, sizeof x);
-      lanes = x > lanes ? x : lanes;
-    }
-    for (size_t k = 0; k < kLanes; ++k) best = std::max(best, lanes[k]);
-  }
-  for (; i < n; ++i) best = std::max(best, in[i]);
-  return best;
-}
-
 // out[i] = exp((in[i] - shift) * scale) for in[i] ≤ shift; returns Σ out in double, in the
 // normaliser's fixed order (core/base/rules.hpp): per block of kNormaliserBlockTokens tokens, 16
 // float lane sums (one vector lane each), added in double in lane order; block totals in block
@@ -170,13 +151,16 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
     throw InvalidInput(
         fmt::format("probs has {} entries; expected {} (one per logit)", probs.size(), vocab));
   }
-  // One vectorised pass decides validity; the slow loop only runs to name the bad token.
+  // One vectorised pass decides validity and finds the largest logit (the softmax's shift; a
+  // maximum is exact in any order); the slow loop only runs to name the bad token.
   uint32_t bad = 0, finite = 0;
-#pragma omp simd reduction(| : bad, finite)
+  float max_logit = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(| : bad, finite) reduction(max : max_logit)
   for (size_t i = 0; i < vocab; ++i) {
     const float x = logits[i];
     bad |= static_cast<uint32_t>(!(x < std::numeric_limits<float>::infinity()));  // NaN, +inf
     finite |= static_cast<uint32_t>(x > -std::numeric_limits<float>::infinity());
+    max_logit = x > max_logit ? x : max_logit;
   }
   if (bad) {
     for (size_t i = 0; i < vocab; ++i) {
@@ -195,7 +179,6 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
   }
 
   // Tempered softmax: e_i = exp((l_i - max) / T) in float, vectorised; the sum in double.
-  const float max_logit = max_of(logits.data(), vocab);
   const double total = exp_shifted(logits.data(), probs.data(), vocab, max_logit,
                                    static_cast<float>(1.0 / params.temperature));
   const bool filtered = (params.top_k > 0 && static_cast<size_t>(params.top_k) < vocab) ||
