@@ -2,7 +2,6 @@
 // closed forms of docs/verifiers.md V1 (E = (1 − α^{γ+1})/(1 − α), predicted gain E/(γc + 1)).
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -102,20 +101,6 @@ int64_t stopped_at_eos(const DecodeResult& r, int32_t eos) {
   return n;
 }
 
-// Processes every prompt (one output row each, so a model with a KV cache keeps it) and
-// returns the seconds it took. The decoding engines reuse a cached prefix and release caches at
-// the end of a run, so a timed run after this measures decoding alone, as llama.cpp's decode rate
-// does; the prompt rate is reported apart.
-double prefill(LanguageModel& model, const std::vector<std::vector<int32_t>>& prompts) {
-  std::vector<ScoreRequest> requests;
-  for (size_t b = 0; b < prompts.size(); ++b) {
-    requests.push_back({prompts[b], 1, static_cast<int64_t>(b)});
-  }
-  const auto start = std::chrono::steady_clock::now();
-  model.score(requests, {});
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 }  // namespace
 
 void run_bench_decode(const BenchDecodeOptions& o) {
@@ -150,11 +135,14 @@ void run_bench_decode(const BenchDecodeOptions& o) {
 
   std::optional<CompetingLoad> load;
   if (o.contend > 0) load.emplace(o.contend);
-  int64_t prompt_tokens = 0;
-  for (const auto& p : prompts) prompt_tokens += static_cast<int64_t>(p.size());
-  const double prompt_rate = prompt_tokens / prefill(*target, prompts);
+  // Every engine runs the prompt pass before its decode clock starts (DecodeMetrics), as
+  // llama.cpp's decode rate leaves the prompt out; the prompt rate is reported apart.
   const DecodeResult plain = plain_decode(*target, prompts, config);
-  const double plain_seconds = plain.metrics.seconds;
+  // A target without per-sequence state (LinearSoftmax) has no prompt pass to time: NaN.
+  const double prompt_rate = plain.metrics.prefill_seconds > 1e-4
+                                 ? plain.metrics.prompt_tokens / plain.metrics.prefill_seconds
+                                 : std::nan("");
+  const double plain_seconds = plain.metrics.decode_seconds;
   const double plain_rate = plain.metrics.tokens / plain_seconds;
   const double target_step = per_call(plain.metrics.target);
   const int64_t plain_eos = stopped_at_eos(plain, target->eos_token());
@@ -162,8 +150,6 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   std::vector<Row> rows;
   for (int64_t gamma : o.gamma) {
     config.gamma = gamma;
-    prefill(*target, prompts);
-    prefill(*draft, prompts);
     const DecodeResult spec = speculative_decode(*target, *draft, prompts, config);
     const DecodeMetrics& m = spec.metrics;
     Row row;
@@ -183,13 +169,13 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     row.emitted_per_step = full_steps ? static_cast<double>(full_emitted) / full_steps : 0.0;
     const double a = row.alpha;
     row.emitted_formula = a < 1.0 ? (1.0 - std::pow(a, gamma + 1)) / (1.0 - a) : gamma + 1.0;
-    row.tokens_per_s = m.tokens / m.seconds;
+    row.tokens_per_s = m.tokens / m.decode_seconds;
     row.speedup = row.tokens_per_s / plain_rate;
     row.c = per_call(m.draft) / target_step;
     row.target_ratio = per_call(m.target) / target_step;
     // Per verification round, the time outside the models' calls (sampling the drafts,
     // verifying, bookkeeping), in target steps.
-    const double outside = m.seconds - m.target.seconds - m.draft.seconds;
+    const double outside = m.decode_seconds - m.target.seconds - m.draft.seconds;
     row.overhead = m.target.calls ? outside / m.target.calls / target_step : 0.0;
     // Leviathan et al.: E/(γc + 1) takes a verification call to cost one target step and
     // everything else to be free. The prediction uses the measured costs of a round instead:
@@ -207,10 +193,10 @@ void run_bench_decode(const BenchDecodeOptions& o) {
         "\"tokens\": {}, "
         "\"temperature\": {}, \"prompts\": \"{}\", \"plain_tokens_per_s\": {:.6g}, "
         "\"target_step_seconds\": {:.6g}, \"plain_generated\": {}, \"plain_stopped_at_eos\": {}, "
-        "\"prompt_tokens_per_s\": {:.6g}, \"rows\": [",
+        "\"prompt_tokens_per_s\": {}, \"rows\": [",
         machine_json_members(machine), o.contend, o.target, o.draft, o.batch, o.tokens,
         o.temperature, made.source, plain_rate, target_step, plain.metrics.tokens, plain_eos,
-        prompt_rate);
+        std::isfinite(prompt_rate) ? fmt::format("{:.6g}", prompt_rate) : "null");
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       out += fmt::format(
@@ -235,10 +221,14 @@ void run_bench_decode(const BenchDecodeOptions& o) {
                 o.contend == 1 ? "" : "es");
   }
   std::printf("  prompts: %s\n", made.source.c_str());
-  std::printf(
-      "  prompt processing: %.1f tokens/s, before each timed run and not in its rate (the runs "
-      "find the prompts' KV caches)\n",
-      prompt_rate);
+  if (std::isfinite(prompt_rate)) {
+    std::printf(
+        "  prompt processing: %.1f tokens/s, each run's prompt pass, timed apart from its decode "
+        "rate\n",
+        prompt_rate);
+  } else {
+    std::printf("  prompt processing: none (the target keeps no per-sequence state)\n");
+  }
   std::printf(
       "  plain decoding: %.1f tokens/s (target step %.3f ms), %lld tokens, %lld of %lld requests "
       "stopped at EOS\n\n",

@@ -423,8 +423,8 @@ LoopRow bench_loop(int64_t batch, int64_t tokens, cudaStream_t stream) {
                           {.max_new_tokens = 8, .seed = 4, .gamma = 5});  // warm-up
   const DecodeResult on_gpu = gpu::speculative_decode(target_device, draft_device, prompts, config);
   const DecodeResult on_cpu = speculative_decode(*target, *draft, prompts, config);
-  return {batch, on_gpu.metrics.tokens / on_gpu.metrics.seconds,
-          on_cpu.metrics.tokens / on_cpu.metrics.seconds, on_gpu.metrics.emitted_per_step()};
+  return {batch, on_gpu.metrics.tokens / on_gpu.metrics.decode_seconds,
+          on_cpu.metrics.tokens / on_cpu.metrics.decode_seconds, on_gpu.metrics.emitted_per_step()};
 }
 
 }  // namespace

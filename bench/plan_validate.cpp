@@ -125,13 +125,13 @@ void run_plan_validate(bool json) {
   for (int rep = 0; rep < kRepeats; ++rep) {
     for (size_t i = 0; i < kBatches.size(); ++i) {
       const auto prompts = random_prompts(kBatches[i], vocab);
-      rows[i].plain_seconds =
-          std::min(rows[i].plain_seconds, plain_decode(*target, prompts, config).metrics.seconds);
+      rows[i].plain_seconds = std::min(
+          rows[i].plain_seconds, plain_decode(*target, prompts, config).metrics.decode_seconds);
       for (size_t j = 0; j < kGammas.size(); ++j) {
         DecodeConfig c = config;
         c.gamma = kGammas[j];
         const DecodeResult r = speculative_decode(*target, *draft, prompts, c);
-        spec_seconds[i][j] = std::min(spec_seconds[i][j], r.metrics.seconds);
+        spec_seconds[i][j] = std::min(spec_seconds[i][j], r.metrics.decode_seconds);
         if (rep == 0) {
           rows[i].cells.push_back({.gamma = kGammas[j], .alpha = r.metrics.acceptance_rate()});
         }

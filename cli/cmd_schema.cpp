@@ -73,9 +73,10 @@ void print_json() {
     }
     for (const MetricSpec& m : s.metrics) {
       metrics += fmt::format(
-          "{}{{\"name\": {}, \"kind\": {}, \"time_valued\": {}, \"description\": {}}}",
+          "{}{{\"name\": {}, \"kind\": {}, \"time_valued\": {}, \"units\": {}, "
+          "\"description\": {}}}",
           metrics.empty() ? "" : ", ", json_string(m.name), json_string(kind_name(m.kind)),
-          json_bool(m.time_valued), json_string(m.help));
+          json_bool(m.time_valued), json_string(m.units), json_string(m.help));
     }
     out += fmt::format(
         "{}{{\"schema\": {}, \"version\": {}, \"what\": {}, \"datasets\": [{}], \"attributes\": "
@@ -101,8 +102,8 @@ void print_text() {
     if (!s.metrics.empty()) {
       fmt::print("  summary metrics (root attributes, summary.csv columns; * time-valued):\n");
       for (const MetricSpec& m : s.metrics) {
-        fmt::print("    {:<42} {:<7}{} {}\n", m.name, kind_name(m.kind), m.time_valued ? "*" : " ",
-                   m.help);
+        fmt::print("    {:<42} {:<7}{} {:<12} {}\n", m.name, kind_name(m.kind),
+                   m.time_valued ? "*" : " ", m.units, m.help);
       }
     }
     fmt::print("\n");

@@ -29,42 +29,62 @@ namespace {
 using Kind = MetricSpec::Kind;
 
 constexpr MetricSpec kMetrics[] = {
-    {"sequences", Kind::kInteger, false, "requests decoded"},
-    {"tokens", Kind::kInteger, false, "tokens generated over all requests"},
-    {"steps", Kind::kInteger, false,
+    {"sequences", Kind::kInteger, false, "requests", "requests decoded"},
+    {"tokens", Kind::kInteger, false, "tokens", "tokens generated over all requests"},
+    {"prompt_tokens", Kind::kInteger, false, "tokens", "prompt tokens over all requests"},
+    {"steps", Kind::kInteger, false, "steps",
      "per-request steps: verifications (speculative) or tokens (plain)"},
-    {"accepted", Kind::kInteger, false, "accepted draft tokens over all steps, bonus not counted"},
-    {"mean_accepted", Kind::kNumber, false, "accepted draft tokens per step, bonus not counted"},
-    {"emitted_per_step", Kind::kNumber, false,
+    {"accepted", Kind::kInteger, false, "tokens",
+     "accepted draft tokens over all steps, bonus not counted"},
+    {"mean_accepted", Kind::kNumber, false, "tokens/step",
+     "accepted draft tokens per step, bonus not counted"},
+    {"emitted_per_step", Kind::kNumber, false, "tokens/step",
      "tokens appended per step: accepted + 1 (the residual or bonus token), cut at EOS"},
-    {"acceptance_rate", Kind::kNumber, false, "accepted / tested draft positions"},
-    {"acceptance_rate_lower95", Kind::kNumber, false, "95% Wilson interval of acceptance_rate"},
-    {"acceptance_rate_upper95", Kind::kNumber, false, "95% Wilson interval of acceptance_rate"},
-    {"alpha_estimate", Kind::kNumber, false,
+    {"acceptance_rate", Kind::kNumber, false, "probability", "accepted / tested draft positions"},
+    {"acceptance_rate_lower95", Kind::kNumber, false, "probability",
+     "95% Wilson interval of acceptance_rate"},
+    {"acceptance_rate_upper95", Kind::kNumber, false, "probability",
+     "95% Wilson interval of acceptance_rate"},
+    {"alpha_estimate", Kind::kNumber, false, "probability",
      "alpha_sum_min / tested_positions: the mean of sum_x min(p, q) (docs/verifiers.md)"},
-    {"alpha_sum_min", Kind::kNumber, false, "sum over tested positions of sum_x min(p, q)"},
-    {"tested_positions", Kind::kInteger, false, "draft positions the verifier tested"},
-    {"accepted_positions", Kind::kInteger, false, "tested positions accepted (before any EOS cut)"},
-    {"residual_fallbacks", Kind::kInteger, false,
+    {"alpha_sum_min", Kind::kNumber, false, "positions",
+     "sum over tested positions of sum_x min(p, q)"},
+    {"tested_positions", Kind::kInteger, false, "positions", "draft positions the verifier tested"},
+    {"accepted_positions", Kind::kInteger, false, "positions",
+     "tested positions accepted (before any EOS cut)"},
+    {"residual_fallbacks", Kind::kInteger, false, "steps",
      "rejections whose residual had zero mass (token drawn from p)"},
-    {"target_calls", Kind::kInteger, false, "target score() calls"},
-    {"target_positions", Kind::kInteger, false, "distribution rows the target produced"},
-    {"draft_calls", Kind::kInteger, false, "draft score() calls"},
-    {"draft_positions", Kind::kInteger, false, "distribution rows the draft produced"},
-    {"seconds", Kind::kNumber, true, "wall time of decoding, summed over batches"},
-    {"target_seconds", Kind::kNumber, true, "time inside the target's score()"},
-    {"draft_seconds", Kind::kNumber, true, "time inside the draft's score()"},
-    {"verify_seconds", Kind::kNumber, true, "time inside verify_chain"},
-    {"tokens_per_second", Kind::kNumber, true, "tokens / seconds"},
-    {"baseline_seconds", Kind::kNumber, true, "wall time of the plain-decoding baseline"},
-    {"baseline_tokens_per_second", Kind::kNumber, true, "the baseline's tokens / seconds"},
-    {"speedup", Kind::kNumber, true, "tokens_per_second / baseline_tokens_per_second"},
-    {"predicted_speedup", Kind::kNumber, true,
+    {"target_calls", Kind::kInteger, false, "calls", "target score() calls"},
+    {"target_positions", Kind::kInteger, false, "rows", "distribution rows the target produced"},
+    {"draft_calls", Kind::kInteger, false, "calls", "draft score() calls"},
+    {"draft_positions", Kind::kInteger, false, "rows", "distribution rows the draft produced"},
+    {"prefill_seconds", Kind::kNumber, true, "s",
+     "the prompt pass (every model's prefill of every prompt), summed over batches"},
+    {"decode_seconds", Kind::kNumber, true, "s",
+     "wall time of decoding after the prompt pass, summed over batches"},
+    {"seconds", Kind::kNumber, true, "s", "prefill_seconds + decode_seconds"},
+    {"target_seconds", Kind::kNumber, true, "s", "time inside the target's score() while decoding"},
+    {"draft_seconds", Kind::kNumber, true, "s", "time inside the draft's score() while decoding"},
+    {"verify_seconds", Kind::kNumber, true, "s", "time inside verify_chain"},
+    {"tokens_per_second", Kind::kNumber, true, "tokens/s", "tokens / decode_seconds"},
+    {"baseline_prefill_seconds", Kind::kNumber, true, "s",
+     "the plain-decoding baseline's prompt pass"},
+    {"baseline_decode_seconds", Kind::kNumber, true, "s",
+     "wall time of the baseline's decoding after its prompt pass"},
+    {"baseline_seconds", Kind::kNumber, true, "s",
+     "baseline_prefill_seconds + baseline_decode_seconds"},
+    {"baseline_tokens_per_second", Kind::kNumber, true, "tokens/s",
+     "the baseline's tokens / baseline_decode_seconds"},
+    {"speedup", Kind::kNumber, true, "ratio",
+     "tokens_per_second / baseline_tokens_per_second: decode rates, the prompt pass left out"},
+    {"end_to_end_speedup", Kind::kNumber, true, "ratio",
+     "(tokens / seconds) / (the baseline's tokens / baseline_seconds): the prompt pass included"},
+    {"predicted_speedup", Kind::kNumber, true, "ratio",
      "the planner's speedup for this pair, batch size and gamma at the measured acceptance_rate, "
      "on this machine measured, for runs of max_new_tokens per request (the rounds of a batch's "
      "slowest request); LinearSoftmax pairs with a baseline and a chain verifier, NaN otherwise"},
-    {"started", Kind::kText, true, "UTC ISO-8601 time the point started"},
-    {"finished", Kind::kText, true, "UTC ISO-8601 time the point finished"},
+    {"started", Kind::kText, true, "UTC ISO-8601", "UTC ISO-8601 time the point started"},
+    {"finished", Kind::kText, true, "UTC ISO-8601", "UTC ISO-8601 time the point finished"},
 };
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -92,14 +112,21 @@ constexpr DatasetSpec kDatasets[] = {
     {"batches/target_calls", "calls", "target score() calls"},
     {"batches/draft_calls", "calls", "draft score() calls"},
     {"batches/alpha_sum_min", "probability", "sum over tested positions of sum_x min(p(x), q(x))"},
-    {"batches/seconds", "s", "wall time of the batch's decoding"},
-    {"batches/target_seconds", "s", "time inside the target's score()"},
-    {"batches/draft_seconds", "s", "time inside the draft's score()"},
+    {"sequences/prefill_seconds", "s", "each request's prompt pass"},
+    {"sequences/decode_seconds", "s",
+     "each request's decoding until its last token (the device loop: the batch's decoding)"},
+    {"batches/prefill_seconds", "s", "the batch's prompt pass"},
+    {"batches/decode_seconds", "s", "wall time of the batch's decoding after its prompt pass"},
+    {"batches/seconds", "s", "prefill_seconds + decode_seconds of the batch"},
+    {"batches/target_seconds", "s", "time inside the target's score() while decoding"},
+    {"batches/draft_seconds", "s", "time inside the draft's score() while decoding"},
     {"batches/verify_seconds", "s", "time inside the verifier"},
     {"baseline/sequences/tokens", "token id", "plain decoding's generated tokens, concatenated"},
     {"baseline/sequences/length", "tokens", "plain decoding's generated length per request"},
     {"baseline/batches/tokens", "tokens", "tokens plain decoding generated per batch"},
-    {"baseline/batches/seconds", "s", "wall time of plain decoding per batch"},
+    {"baseline/batches/prefill_seconds", "s", "plain decoding's prompt pass per batch"},
+    {"baseline/batches/decode_seconds", "s", "plain decoding's decoding time per batch"},
+    {"baseline/batches/seconds", "s", "plain decoding's prefill + decode seconds per batch"},
     {"position/reached", "steps",
      "steps whose draft position i (0-based; tree verifiers: depth) was tested"},
     {"position/accepted", "steps", "of those, steps that accepted position i"},
@@ -130,6 +157,7 @@ constexpr AttributeSpec kAttributes[] = {
     {"seed", "decode.seed"},
     {"swept_keys", "the swept keys, comma-separated"},
     {"param.KEY", "the value of each swept key KEY"},
+    {"units.METRIC", "the units of each summary metric METRIC (e.g. units.speedup = \"ratio\")"},
     {"git_commit", "the commit the binary was built from"},
     {"host", "the machine's host name"},
     {"hdf5_version", "the HDF5 library's version"},
@@ -310,6 +338,7 @@ void PointTotals::add(const DecodeMetrics& m) {
   sequences += m.requests;
   steps += m.steps;
   tokens += m.tokens;
+  prompt_tokens += m.prompt_tokens;
   for (const int32_t a : m.step_accepted) accepted += a;
   const auto add_vector = [](std::vector<int64_t>& into, const std::vector<int64_t>& from) {
     if (into.size() < from.size()) into.resize(from.size(), 0);
@@ -330,12 +359,14 @@ void PointTotals::add(const DecodeMetrics& m) {
     into->seconds += from->seconds;
   }
   verify_seconds += m.verify_seconds;
-  seconds += m.seconds;
+  prefill_seconds += m.prefill_seconds;
+  decode_seconds += m.decode_seconds;
 }
 
 void PointTotals::add_baseline(const DecodeMetrics& m) {
   baseline_tokens += m.tokens;
-  baseline_seconds += m.seconds;
+  baseline_prefill_seconds += m.prefill_seconds;
+  baseline_decode_seconds += m.decode_seconds;
 }
 
 PointWriter::PointWriter(const fs::path& path, const SweepPoint& point, int64_t n_points)
@@ -360,8 +391,9 @@ PointWriter::PointWriter(const fs::path& path, const SweepPoint& point, int64_t 
     describe(f, name);
   }
   for (std::string_view name :
-       {"batches/alpha_sum_min", "batches/seconds", "batches/target_seconds",
-        "batches/draft_seconds", "batches/verify_seconds"}) {
+       {"sequences/prefill_seconds", "sequences/decode_seconds", "batches/alpha_sum_min",
+        "batches/prefill_seconds", "batches/decode_seconds", "batches/seconds",
+        "batches/target_seconds", "batches/draft_seconds", "batches/verify_seconds"}) {
     f.create_extendable<double>(name, 1024);
     describe(f, name);
   }
@@ -369,9 +401,13 @@ PointWriter::PointWriter(const fs::path& path, const SweepPoint& point, int64_t 
     f.create_extendable<int32_t>("baseline/sequences/tokens", 16384);
     f.create_extendable<int32_t>("baseline/sequences/length", 16384);
     f.create_extendable<int64_t>("baseline/batches/tokens", 1024);
-    f.create_extendable<double>("baseline/batches/seconds", 1024);
+    for (std::string_view name : {"baseline/batches/prefill_seconds",
+                                  "baseline/batches/decode_seconds", "baseline/batches/seconds"}) {
+      f.create_extendable<double>(name, 1024);
+    }
     for (std::string_view name : {"baseline/sequences/tokens", "baseline/sequences/length",
-                                  "baseline/batches/tokens", "baseline/batches/seconds"}) {
+                                  "baseline/batches/tokens", "baseline/batches/prefill_seconds",
+                                  "baseline/batches/decode_seconds", "baseline/batches/seconds"}) {
       describe(f, name);
     }
   }
@@ -405,6 +441,8 @@ void PointWriter::add_batch(int64_t batch, uint64_t seed,
   f.append("sequences/prompt_length", std::span<const int32_t>(prompt_lengths));
   f.append("sequences/tokens", std::span<const int32_t>(tokens));
   f.append("sequences/length", std::span<const int32_t>(lengths));
+  f.append("sequences/prefill_seconds", std::span<const double>(m.request_prefill_seconds));
+  f.append("sequences/decode_seconds", std::span<const double>(m.request_decode_seconds));
   int64_t accepted = 0;
   for (const int32_t a : m.step_accepted) accepted += a;
   const uint64_t seeds[] = {seed};
@@ -422,7 +460,9 @@ void PointWriter::add_batch(int64_t batch, uint64_t seed,
   one("batches/target_calls", m.target.calls);
   one("batches/draft_calls", m.draft.calls);
   one("batches/alpha_sum_min", m.alpha_sum_min);
-  one("batches/seconds", m.seconds);
+  one("batches/prefill_seconds", m.prefill_seconds);
+  one("batches/decode_seconds", m.decode_seconds);
+  one("batches/seconds", m.seconds());
   one("batches/target_seconds", m.target.seconds);
   one("batches/draft_seconds", m.draft.seconds);
   one("batches/verify_seconds", m.verify_seconds);
@@ -438,10 +478,16 @@ void PointWriter::add_baseline_batch(const DecodeResult& result) {
   }
   f.append("baseline/sequences/tokens", std::span<const int32_t>(tokens));
   f.append("baseline/sequences/length", std::span<const int32_t>(lengths));
-  const int64_t n[] = {result.metrics.tokens};
-  const double seconds[] = {result.metrics.seconds};
+  const DecodeMetrics& m = result.metrics;
+  const int64_t n[] = {m.tokens};
   f.append("baseline/batches/tokens", std::span<const int64_t>(n));
-  f.append("baseline/batches/seconds", std::span<const double>(seconds));
+  for (const auto& [name, value] :
+       {std::pair{"baseline/batches/prefill_seconds", m.prefill_seconds},
+        std::pair{"baseline/batches/decode_seconds", m.decode_seconds},
+        std::pair{"baseline/batches/seconds", m.seconds()}}) {
+    const double values[] = {value};
+    f.append(name, std::span<const double>(values));
+  }
 }
 
 void PointWriter::commit() {
@@ -509,13 +555,19 @@ void PointWriter::commit() {
   f.write_attribute("swept_keys", swept_keys);
 
   const bool spec = s.speculative();
-  const double tokens_per_second = ratio(static_cast<double>(t.tokens), t.seconds);
-  const double baseline_tps = ratio(static_cast<double>(t.baseline_tokens), t.baseline_seconds);
+  const double tokens_per_second = ratio(static_cast<double>(t.tokens), t.decode_seconds);
+  const double baseline_tps =
+      ratio(static_cast<double>(t.baseline_tokens), t.baseline_decode_seconds);
+  const double seconds = t.prefill_seconds + t.decode_seconds;
+  const double baseline_seconds = t.baseline_prefill_seconds + t.baseline_decode_seconds;
+  const double end_to_end = ratio(ratio(static_cast<double>(t.tokens), seconds),
+                                  ratio(static_cast<double>(t.baseline_tokens), baseline_seconds));
   const Interval ci = t.tested_positions > 0
                           ? wilson_interval(t.accepted_positions, t.tested_positions, 0.95)
                           : Interval{kNaN, kNaN};
   f.write_attribute<int64_t>("sequences", t.sequences);
   f.write_attribute<int64_t>("tokens", t.tokens);
+  f.write_attribute<int64_t>("prompt_tokens", t.prompt_tokens);
   f.write_attribute<int64_t>("steps", t.steps);
   f.write_attribute<int64_t>("accepted", t.accepted);
   f.write_attribute<double>("mean_accepted",
@@ -535,16 +587,26 @@ void PointWriter::commit() {
   f.write_attribute<int64_t>("target_positions", t.target.positions);
   f.write_attribute<int64_t>("draft_calls", t.draft.calls);
   f.write_attribute<int64_t>("draft_positions", t.draft.positions);
-  f.write_attribute<double>("seconds", t.seconds);
+  f.write_attribute<double>("prefill_seconds", t.prefill_seconds);
+  f.write_attribute<double>("decode_seconds", t.decode_seconds);
+  f.write_attribute<double>("seconds", seconds);
   f.write_attribute<double>("target_seconds", t.target.seconds);
   f.write_attribute<double>("draft_seconds", t.draft.seconds);
   f.write_attribute<double>("verify_seconds", t.verify_seconds);
   f.write_attribute<double>("tokens_per_second", tokens_per_second);
-  f.write_attribute<double>("baseline_seconds", s.baseline ? t.baseline_seconds : kNaN);
+  f.write_attribute<double>("baseline_prefill_seconds",
+                            s.baseline ? t.baseline_prefill_seconds : kNaN);
+  f.write_attribute<double>("baseline_decode_seconds",
+                            s.baseline ? t.baseline_decode_seconds : kNaN);
+  f.write_attribute<double>("baseline_seconds", s.baseline ? baseline_seconds : kNaN);
   f.write_attribute<double>("baseline_tokens_per_second", s.baseline ? baseline_tps : kNaN);
   f.write_attribute<double>("speedup", s.baseline ? ratio(tokens_per_second, baseline_tps) : kNaN);
+  f.write_attribute<double>("end_to_end_speedup", s.baseline ? end_to_end : kNaN);
   f.write_attribute<double>("predicted_speedup", predicted_speedup_);
   f.write_attribute("finished", utc_now());
+  for (const MetricSpec& metric : kMetrics) {
+    f.write_attribute(fmt::format("units.{}", metric.name), metric.units);
+  }
   f.commit();
 }
 

@@ -24,8 +24,10 @@ namespace speclab::experiments {
 
 inline constexpr std::string_view kRunSchema = "speclab.run";
 /// 2: steps/request; position/acceptance_conditional (was position/acceptance_rate) and
-/// position/acceptance_marginal. Version 1 files are still read.
-inline constexpr int64_t kRunSchemaVersion = 2;
+/// position/acceptance_marginal. 3: the prompt pass timed apart (prompt_tokens, prefill_seconds
+/// and decode_seconds per point, batch and request); tokens_per_second and speedup are decode
+/// rates, end_to_end_speedup includes the prompt pass. Versions 1 and 2 are still read.
+inline constexpr int64_t kRunSchemaVersion = 3;
 inline constexpr std::string_view kSummaryFile = "summary.csv";
 
 /// Facts about the build and machine recorded in every file.
@@ -50,7 +52,8 @@ std::string utc_now();
 struct MetricSpec {
   std::string_view name;
   enum class Kind { kInteger, kNumber, kText } kind;
-  bool time_valued;  ///< differs between reruns of the same config and seed
+  bool time_valued;        ///< differs between reruns of the same config and seed
+  std::string_view units;  ///< written beside the metric as root attribute units.NAME
   std::string_view help;
 };
 std::span<const MetricSpec> summary_metrics();
@@ -79,14 +82,14 @@ std::vector<int32_t> step_requests(const DecodeResult& result, int64_t first_req
 
 /// Sums of the DecodeMetrics of a point's batches.
 struct PointTotals {
-  int64_t sequences = 0, steps = 0, tokens = 0, accepted = 0;
+  int64_t sequences = 0, steps = 0, tokens = 0, accepted = 0, prompt_tokens = 0;
   std::vector<int64_t> position_reached, position_accepted, position_offered, histogram;
   int64_t residual_fallbacks = 0, tested_positions = 0, accepted_positions = 0;
   double alpha_sum_min = 0.0;
   ModelStats target, draft;
-  double verify_seconds = 0.0, seconds = 0.0;
+  double verify_seconds = 0.0, prefill_seconds = 0.0, decode_seconds = 0.0;
   int64_t baseline_tokens = 0;
-  double baseline_seconds = 0.0;
+  double baseline_prefill_seconds = 0.0, baseline_decode_seconds = 0.0;
 
   void add(const DecodeMetrics& metrics);
   void add_baseline(const DecodeMetrics& metrics);

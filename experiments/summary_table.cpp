@@ -68,6 +68,7 @@ std::string format_summary_table(const std::filesystem::path& summary_csv,
   columns.push_back({"emitted/step", column("emitted_per_step"), "{:.3f}"});
   columns.push_back({"tokens/s", column("tokens_per_second"), "{:.1f}"});
   columns.push_back({"speedup", column("speedup"), "{:.2f}x"});
+  columns.push_back({"end to end", column("end_to_end_speedup"), "{:.2f}x"});
   columns.push_back({"predicted", column("predicted_speedup"), "{:.2f}x"});
 
   std::vector<std::vector<std::string>> rows;

@@ -525,6 +525,9 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
   Buffers buffers;
   const DeviceRun run =
       allocate_run(buffers, prompts, config, target.vocab(), options.fused_softmax, stream);
+  // The device models keep no per-sequence state, so the prompt pass is the prompts' upload.
+  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const double decode_start = now();
   const int64_t steps = run_steps(target, draft, run, config, options.graph, stream);
   const HostCopy host = download(run, steps);
   if (host.error_bits != 0) {
@@ -539,7 +542,13 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
     const int32_t* seq = &host.sequences[b * run.s.stride];
     result.tokens[b].assign(seq + prompts[b].size(), seq + host.lengths[b]);
   }
-  result.metrics.seconds = now() - start;
+  DecodeMetrics& m = result.metrics;
+  m.decode_seconds = now() - decode_start;
+  m.prefill_seconds = decode_start - start;
+  m.request_prefill_seconds.assign(prompts.size(), m.prefill_seconds / prompts.size());
+  // Requests finish inside the graph, unseen by the host: each is charged the whole decode.
+  m.request_decode_seconds.assign(prompts.size(), m.decode_seconds);
+  for (const auto& p : prompts) m.prompt_tokens += static_cast<int64_t>(p.size());
   return result;
 }
 

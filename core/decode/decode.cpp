@@ -91,6 +91,20 @@ ModelStats stats_since(ModelStats after, const ModelStats& before) {
   return after;
 }
 
+void prefill_prompts(std::span<LanguageModel* const> models,
+                     std::span<const std::vector<int32_t>> prompts, DecodeMetrics& m) {
+  m.request_prefill_seconds.assign(prompts.size(), 0.0);
+  m.request_decode_seconds.assign(prompts.size(), 0.0);
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    const ScoreRequest request{prompts[b], 1, static_cast<int64_t>(b)};
+    const double start = now_seconds();
+    for (LanguageModel* model : models) model->prefill(std::span(&request, 1));
+    m.request_prefill_seconds[b] = now_seconds() - start;
+    m.prefill_seconds += m.request_prefill_seconds[b];
+    m.prompt_tokens += static_cast<int64_t>(prompts[b].size());
+  }
+}
+
 SpeculativeRun::SpeculativeRun(LanguageModel& target, LanguageModel& draft,
                                std::span<const std::vector<int32_t>> prompts,
                                int64_t max_new_tokens, int64_t depth)
@@ -98,13 +112,15 @@ SpeculativeRun::SpeculativeRun(LanguageModel& target, LanguageModel& draft,
       draft_(draft),
       max_new_tokens_(max_new_tokens),
       sequences_(prompts.begin(), prompts.end()),
-      finished_(prompts.size(), 0),
-      target_before_(target.stats()),
-      draft_before_(draft.stats()),
-      start_(now_seconds()) {
+      finished_(prompts.size(), 0) {
   result_.tokens.resize(prompts.size());
   DecodeMetrics& m = result_.metrics;
   m.requests = static_cast<int64_t>(prompts.size());
+  LanguageModel* const models[] = {&target, &draft};
+  prefill_prompts(models, prompts, m);
+  target_before_ = target.stats();
+  draft_before_ = draft.stats();
+  start_ = now_seconds();
   m.position_reached.assign(depth, 0);
   m.position_accepted.assign(depth, 0);
   m.position_offered.assign(depth, 0);
@@ -150,6 +166,7 @@ void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<con
   target_.truncate(b, keep);
   draft_.truncate(b, keep);
   finished_[b] = eos || tokens_left(b) <= 0;
+  if (finished_[b]) m.request_decode_seconds[b] = now_seconds() - start_;
   m.steps += 1;
   m.tokens += appended;
   m.step_accepted.push_back(static_cast<int32_t>(std::min(n, appended)));
@@ -165,7 +182,7 @@ DecodeResult SpeculativeRun::finish() {
   DecodeMetrics& m = result_.metrics;
   m.target = stats_since(target_.stats(), target_before_);
   m.draft = stats_since(draft_.stats(), draft_before_);
-  m.seconds = now_seconds() - start_;
+  m.decode_seconds = now_seconds() - start_;
   return std::move(result_);
 }
 
@@ -194,15 +211,17 @@ ChainResult verify_step(const ChainBatch& chain, const DecodeConfig& config, uin
 DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
                           const DecodeConfig& config) {
   validate_decode_config(config, prompts, model.vocab(), false);
-  const double start = now_seconds();
   const int64_t batch = static_cast<int64_t>(prompts.size()), v = model.vocab();
-  const auto stats_before = model.stats();
   DecodeResult result;
   result.tokens.resize(batch);
   std::vector<std::vector<int32_t>> seqs(prompts.begin(), prompts.end());
   std::vector<uint8_t> finished(batch, 0);
   DecodeMetrics& m = result.metrics;
   m.requests = batch;
+  LanguageModel* const models[] = {&model};
+  prefill_prompts(models, prompts, m);
+  const auto stats_before = model.stats();
+  const double start = now_seconds();
   for (int64_t t = 0; t < config.max_new_tokens; ++t) {
     std::vector<ScoreRequest> requests;
     std::vector<int64_t> active;
@@ -226,6 +245,7 @@ DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int3
       append_until_eos(seqs[b], std::span<const int32_t>(&token, 1), model.eos_token(), done);
       result.tokens[b].push_back(token);
       finished[b] = done || static_cast<int64_t>(result.tokens[b].size()) >= config.max_new_tokens;
+      if (finished[b]) m.request_decode_seconds[b] = now_seconds() - start;
       m.steps += 1;
       m.tokens += 1;
       m.step_accepted.push_back(0);
@@ -235,7 +255,7 @@ DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int3
   }
   for (int64_t b = 0; b < batch; ++b) model.release(b);
   m.target = stats_since(model.stats(), stats_before);
-  m.seconds = now_seconds() - start;
+  m.decode_seconds = now_seconds() - start;
   return result;
 }
 

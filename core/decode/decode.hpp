@@ -44,9 +44,18 @@ struct DecodeMetrics {
   double alpha_sum_min = 0.0;  ///< Σ over tested positions of Σ_x min(p, q)
   int64_t tested_positions = 0;
   int64_t accepted_positions = 0;  ///< accepted draft tokens as verified (before any EOS cut)
-  ModelStats target, draft;
+  ModelStats target, draft;  ///< the models' work while decoding (the prompt pass not counted)
   double verify_seconds = 0.0;
-  double seconds = 0.0;  ///< wall time of the whole decode
+  /// The prompt pass (LanguageModel::prefill of every model over every request) and the decoding
+  /// after it: tokens per second and speedups are rates of decode_seconds, as a serving engine's
+  /// decode rate is; a workload's long prompts would otherwise hide the decoding speed.
+  int64_t prompt_tokens = 0;  ///< Σ prompt lengths
+  double prefill_seconds = 0.0;
+  double decode_seconds = 0.0;
+  /// Per request: its prompt pass, and the decoding time until its last token.
+  std::vector<double> request_prefill_seconds, request_decode_seconds;
+
+  double seconds() const { return prefill_seconds + decode_seconds; }  ///< wall time, both phases
 
   double alpha_estimate() const {
     return tested_positions ? alpha_sum_min / tested_positions : 0.0;
@@ -69,6 +78,9 @@ void validate_decode_config(const DecodeConfig& config,
                             std::span<const std::vector<int32_t>> prompts, int64_t vocab,
                             bool speculative);
 
+/// Every engine first runs the prompt pass (LanguageModel::prefill, one request at a time, timed
+/// per request), then starts the decode clock; DecodeMetrics keeps the two apart.
+///
 /// Plain decoding: one target call (m = 1) per token; token t of request b is sampled with the
 /// uniform at (seed; b, t, 0, kPlainSample). Under T = 0 this is greedy decoding.
 DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,

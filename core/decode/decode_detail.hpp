@@ -17,6 +17,11 @@ int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tok
                          bool& finished);
 /// Work done between two snapshots of a model's counters.
 ModelStats stats_since(ModelStats after, const ModelStats& before);
+/// The prompt pass of every engine: each model's prefill over each request in turn, timed per
+/// request into m (prompt_tokens, prefill_seconds, request_prefill_seconds); sizes
+/// request_decode_seconds.
+void prefill_prompts(std::span<LanguageModel* const> models,
+                     std::span<const std::vector<int32_t>> prompts, DecodeMetrics& m);
 
 /// The state the chain and tree engines share: every request's sequence and output, whether it
 /// is finished, the metrics of docs/verifiers.md "Metrics", and the models' counters at the start.
@@ -43,7 +48,7 @@ class SpeculativeRun {
   void commit(int64_t b, int64_t drafted, int64_t n, std::span<const double> betas,
               bool residual_fallback, std::span<const int32_t> emitted, int64_t models_hold);
 
-  /// Releases the requests' model state and fills in model counters and wall time.
+  /// Releases the requests' model state and fills in model counters and decode time.
   DecodeResult finish();
 
  private:
@@ -54,7 +59,7 @@ class SpeculativeRun {
   std::vector<uint8_t> finished_;
   DecodeResult result_;
   ModelStats target_before_, draft_before_;
-  double start_;
+  double start_ = 0.0;  ///< the decode clock's start, after the prompt pass
 };
 
 }  // namespace speclab::detail

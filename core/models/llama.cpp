@@ -290,33 +290,50 @@ std::vector<float> LlamaModel::logits(std::span<const ScoreRequest> requests) {
   return out;
 }
 
+// Runs the positions of `tokens` that the sequence's cache does not hold, keeping the longest
+// matching cached prefix but at most `reuse_limit` tokens of it, and writes the logits of the last
+// m positions to `out`.
+void LlamaModel::extend(int64_t sequence_id, std::span<const int32_t> tokens, int64_t reuse_limit,
+                        int64_t m, std::span<float> out) {
+  const auto length = static_cast<int64_t>(tokens.size());
+  if (length > config_.context_length) {
+    throw InvalidInput(fmt::format("{}: sequence {} has {} tokens; the model's context is {}",
+                                   name_, sequence_id, length, config_.context_length));
+  }
+  Cache& cache = caches_[sequence_id];
+  if (cache.k.empty()) {
+    cache.k.resize(static_cast<size_t>(config_.n_layer));
+    cache.v.resize(static_cast<size_t>(config_.n_layer));
+  }
+  const int64_t limit = std::min(static_cast<int64_t>(cache.tokens.size()), reuse_limit);
+  int64_t start = 0;
+  while (start < limit &&
+         cache.tokens[static_cast<size_t>(start)] == tokens[static_cast<size_t>(start)]) {
+    ++start;
+  }
+  truncate(sequence_id, start);
+  if (start == length) return;  // a prompt pass over a prefix the cache already holds
+  forward(cache, tokens, start, m, out);
+}
+
 void LlamaModel::score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) {
   int64_t row = 0;
   for (const ScoreRequest& q : requests) {
+    // Recompute from the first row to output: the cache keeps keys and values, not hidden states.
     const auto length = static_cast<int64_t>(q.tokens.size());
-    if (length > config_.context_length) {
-      throw InvalidInput(fmt::format("{}: sequence {} has {} tokens; the model's context is {}",
-                                     name_, q.sequence_id, length, config_.context_length));
-    }
-    Cache& cache = caches_[q.sequence_id];
-    if (cache.k.empty()) {
-      cache.k.resize(static_cast<size_t>(config_.n_layer));
-      cache.v.resize(static_cast<size_t>(config_.n_layer));
-    }
-    // Reuse the longest cached prefix that matches, but recompute from the first row to output:
-    // the cache keeps keys and values, not hidden states.
-    const int64_t limit =
-        std::min(static_cast<int64_t>(cache.tokens.size()), length - q.n_positions);
-    int64_t start = 0;
-    while (start < limit &&
-           cache.tokens[static_cast<size_t>(start)] == q.tokens[static_cast<size_t>(start)]) {
-      ++start;
-    }
-    truncate(q.sequence_id, start);
-    forward(cache, q.tokens, start, q.n_positions,
-            logits.subspan(static_cast<size_t>(row * config_.vocab),
-                           static_cast<size_t>(q.n_positions * config_.vocab)));
+    extend(q.sequence_id, q.tokens, length - q.n_positions, q.n_positions,
+           logits.subspan(static_cast<size_t>(row * config_.vocab),
+                          static_cast<size_t>(q.n_positions * config_.vocab)));
     row += q.n_positions;
+  }
+}
+
+void LlamaModel::prefill_state(std::span<const ScoreRequest> requests) {
+  for (const ScoreRequest& q : requests) {
+    // The first L - 1 tokens: the first decoding step recomputes the last one for its first row.
+    if (q.tokens.size() < 2) continue;
+    const std::span<const int32_t> prefix = q.tokens.first(q.tokens.size() - 1);
+    extend(q.sequence_id, prefix, static_cast<int64_t>(prefix.size()), 0, {});
   }
 }
 
@@ -412,6 +429,7 @@ void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t 
     for (size_t i = 0; i < x.size(); ++i) x[i] += down[i];
   }
   cache.tokens.assign(tokens.begin(), tokens.end());
+  if (m == 0) return;  // a prompt pass: the cache is all it leaves
 
   // Final norm and LM head for the last m positions only.
   std::vector<float> h(static_cast<size_t>(m * d));

@@ -15,6 +15,29 @@ int64_t total_positions(std::span<const ScoreRequest> requests) {
   return total;
 }
 
+namespace {
+
+void check_tokens(const LanguageModel& model, std::span<const ScoreRequest> requests) {
+  const int64_t v = model.vocab();
+  for (size_t s = 0; s < requests.size(); ++s) {
+    const auto& r = requests[s];
+    for (size_t i = 0; i < r.tokens.size(); ++i) {
+      if (r.tokens[i] < 0 || r.tokens[i] >= v) {
+        throw InvalidInput(
+            fmt::format("{}: request {} token {} is {}; expected a token id in [0, {})",
+                        model.name(), s, i, r.tokens[i], v));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void LanguageModel::prefill(std::span<const ScoreRequest> requests) {
+  check_tokens(*this, requests);
+  prefill_state(requests);
+}
+
 void LanguageModel::score(std::span<const ScoreRequest> requests, const SamplingParams& sampling,
                           std::span<float> probs) {
   validate_sampling_params(sampling);
@@ -27,14 +50,8 @@ void LanguageModel::score(std::span<const ScoreRequest> requests, const Sampling
           "1 ≤ m ≤ length",
           name(), s, r.n_positions, r.tokens.size()));
     }
-    for (size_t i = 0; i < r.tokens.size(); ++i) {
-      if (r.tokens[i] < 0 || r.tokens[i] >= v) {
-        throw InvalidInput(
-            fmt::format("{}: request {} token {} is {}; expected a token id in [0, {})", name(), s,
-                        i, r.tokens[i], v));
-      }
-    }
   }
+  check_tokens(*this, requests);
   const int64_t rows = total_positions(requests);
   if (static_cast<int64_t>(probs.size()) != rows * v) {
     throw InvalidInput(fmt::format("{}: probs has {} values; expected Σm·V = {}·{} = {}", name(),

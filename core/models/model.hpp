@@ -46,6 +46,13 @@ class LanguageModel {
              std::span<float> probs);
   std::vector<float> score(std::span<const ScoreRequest> requests, const SamplingParams& sampling);
 
+  /// The prompt pass: builds whatever per-sequence state the model keeps (a KV cache) for each
+  /// request's first L - 1 tokens, so that the first score() of a decode computes only the
+  /// positions a decoding step computes (the last prompt token and the drafts). Outputs nothing
+  /// and counts in neither stats() nor score()'s time; the engines time it as prefill. Validates
+  /// token ids like score(). n_positions is ignored.
+  void prefill(std::span<const ScoreRequest> requests);
+
   /// Forgets everything past the first `length` tokens of a sequence (the accepted prefix).
   /// Stateless models ignore it; stateful ones (a KV cache) must roll back. The engines promise
   /// that the first `length` tokens the model has seen for the sequence are the sequence's own,
@@ -67,6 +74,9 @@ class LanguageModel {
   /// validated. A model whose natural output is probabilities returns their logarithms
   /// (-inf for zero).
   virtual void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) = 0;
+  /// prefill()'s work on validated requests. A model without per-sequence state has nothing to
+  /// prepare: every position it scores is computed when asked.
+  virtual void prefill_state(std::span<const ScoreRequest> requests) { (void)requests; }
 
  private:
   ModelStats stats_;

@@ -6,7 +6,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <functional>
+#include <map>
 #include <numeric>
+#include <string>
+#include <thread>
+#include <tuple>
 
 #include "core/base/error.hpp"
 #include "tests/support/error_of.hpp"
@@ -28,6 +34,122 @@ std::vector<std::vector<int32_t>> prompts(int64_t n, int64_t vocab) {
     out.push_back(p);
   }
   return out;
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A stateful table model whose every computed position costs kPositionCost of wall time, as a
+// transformer's does: it caches the tokens it has computed per sequence (a KV cache), reuses the
+// longest matching prefix and "computes" (sleeps for) the rest, in the prompt pass and in score().
+class SlowPromptModel : public MarkovModel {
+ public:
+  static constexpr auto kPositionCost = std::chrono::milliseconds(1);
+
+  explicit SlowPromptModel(MarkovModel table) : MarkovModel(std::move(table)) {}
+
+  void truncate(int64_t sequence_id, int64_t length) override {
+    std::vector<int32_t>& cached = cached_[sequence_id];
+    if (length < static_cast<int64_t>(cached.size())) cached.resize(length);
+  }
+  void release(int64_t sequence_id) override { cached_.erase(sequence_id); }
+  int64_t prefilled_positions() const { return prefilled_; }
+  int64_t scored_positions() const { return scored_; }
+  /// When the last prompt pass returned (steady clock seconds).
+  double last_prefill_end() const { return last_prefill_end_; }
+
+ protected:
+  void prefill_state(std::span<const ScoreRequest> requests) override {
+    for (const ScoreRequest& r : requests) {
+      if (r.tokens.size() < 2) continue;
+      prefilled_ += compute(r.sequence_id, r.tokens.first(r.tokens.size() - 1), r.tokens.size());
+    }
+    last_prefill_end_ = now();
+  }
+  void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) override {
+    for (const ScoreRequest& r : requests) {
+      scored_ += compute(r.sequence_id, r.tokens, r.tokens.size() - r.n_positions);
+    }
+    MarkovModel::score_logits(requests, logits);
+  }
+
+ private:
+  int64_t compute(int64_t sequence_id, std::span<const int32_t> tokens, size_t reuse_limit) {
+    std::vector<int32_t>& cached = cached_[sequence_id];
+    size_t keep = 0;
+    while (keep < std::min(cached.size(), reuse_limit) && cached[keep] == tokens[keep]) ++keep;
+    const auto n = static_cast<int64_t>(tokens.size() - keep);
+    std::this_thread::sleep_for(n * kPositionCost);
+    cached.assign(tokens.begin(), tokens.end());
+    return n;
+  }
+
+  std::map<int64_t, std::vector<int32_t>> cached_;
+  int64_t prefilled_ = 0, scored_ = 0;
+  double last_prefill_end_ = 0.0;
+};
+
+// The prompt pass is not decoding: every engine runs it first, timed per request, and starts the
+// decode clock after it, so a long prompt changes neither the positions decoding computes nor the
+// time it is charged (speclab run once timed a 206-token prompt as decoding: 1.41× for 3.28×).
+TEST(DecodeEngine, PromptPassIsTimedApartFromDecoding) {
+  const MarkovModel target_table = random_markov("target", 5, 2, 81);
+  const MarkovModel draft_table = random_markov("draft", 5, 2, 82);
+  const std::vector<std::vector<int32_t>> short_prompts = {{1, 2}, {3, 4}};
+  std::vector<std::vector<int32_t>> long_prompts;
+  for (const auto& p : short_prompts) {
+    std::vector<int32_t> prompt(38);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(i % 5);
+    prompt.insert(prompt.end(), p.begin(), p.end());  // the same last two tokens: the same rows
+    long_prompts.push_back(prompt);
+  }
+  using Engine = std::function<DecodeResult(LanguageModel&, LanguageModel&,
+                                            std::span<const std::vector<int32_t>>)>;
+  const DecodeConfig plain_config{.max_new_tokens = 9, .seed = 4};
+  DecodeConfig chain_config{.max_new_tokens = 9, .seed = 4, .gamma = 3};
+  DecodeConfig tree_config{
+      .max_new_tokens = 9, .seed = 4, .verifier = make_verifier("tree-iid", {2, 2})};
+  const std::vector<std::tuple<std::string, int, Engine>> engines = {
+      {"plain", 1, [&](auto& t, auto&, auto ps) { return plain_decode(t, ps, plain_config); }},
+      {"chain", 2,
+       [&](auto& t, auto& d, auto ps) { return speculative_decode(t, d, ps, chain_config); }},
+      {"tree", 2,
+       [&](auto& t, auto& d, auto ps) { return speculative_decode(t, d, ps, tree_config); }}};
+  for (const auto& [name, n_models, engine] : engines) {
+    SlowPromptModel short_target(target_table), short_draft(draft_table);
+    const DecodeResult short_run = engine(short_target, short_draft, short_prompts);
+    SlowPromptModel target(target_table), draft(draft_table);
+    const DecodeResult run = engine(target, draft, long_prompts);
+    const double end = now();
+    const DecodeMetrics& m = run.metrics;
+
+    // The prompt pass: each prompt's first L - 1 = 39 positions, timed per request.
+    EXPECT_EQ(target.prefilled_positions(), 2 * 39) << name;
+    EXPECT_EQ(m.prompt_tokens, 2 * 40) << name;
+    ASSERT_EQ(m.request_prefill_seconds.size(), 2u) << name;
+    const double prompt_cost =
+        n_models * 39 * std::chrono::duration<double>(SlowPromptModel::kPositionCost).count();
+    for (double seconds : m.request_prefill_seconds) EXPECT_GE(seconds, prompt_cost) << name;
+    EXPECT_DOUBLE_EQ(m.prefill_seconds, m.request_prefill_seconds[0] + m.request_prefill_seconds[1])
+        << name;
+
+    // Decoding computes the same positions, and emits the same tokens, after either prompt.
+    EXPECT_EQ(run.tokens, short_run.tokens) << name;
+    EXPECT_EQ(target.scored_positions(), short_target.scored_positions()) << name;
+    EXPECT_EQ(draft.scored_positions(), short_draft.scored_positions()) << name;
+
+    // The decode clock starts after the last prompt pass and stops before the engine returns.
+    const double prefill_end = std::max(target.last_prefill_end(), draft.last_prefill_end());
+    EXPECT_LE(m.decode_seconds, end - prefill_end) << name;
+    EXPECT_GT(m.decode_seconds, 0.0) << name;
+    EXPECT_DOUBLE_EQ(m.seconds(), m.prefill_seconds + m.decode_seconds) << name;
+    ASSERT_EQ(m.request_decode_seconds.size(), 2u) << name;
+    for (double seconds : m.request_decode_seconds) {
+      EXPECT_GT(seconds, 0.0) << name;
+      EXPECT_LE(seconds, m.decode_seconds) << name;
+    }
+  }
 }
 
 TEST(DecodeEngine, GreedySpeculativeEqualsPlainGreedy) {

@@ -85,7 +85,7 @@ TEST(Results, PointFileHoldsStepLogsCurvesAndAttributes) {
   const SweepPoint& point = sweep.points[3];  // gamma 3, temperature 1.0
   const Hdf5Reader file(point_path(dir / "out", point));
   EXPECT_EQ(file.read_string_attribute("schema"), "speclab.run");
-  EXPECT_EQ(file.read_attribute<int64_t>("schema_version"), 2);
+  EXPECT_EQ(file.read_attribute<int64_t>("schema_version"), 3);
   EXPECT_EQ(file.read_string_attribute("id"), point.id);
   EXPECT_EQ(file.read_string_attribute("config_toml"), point.config_toml);
   EXPECT_EQ(file.read_attribute<uint64_t>("seed"), 5u);
@@ -266,15 +266,17 @@ TEST(Results, EveryRootAttributeIsInTheSchemaTables) {
   for (const AttributeSpec& a : run_attributes()) table.emplace_back(a.name);
   for (const MetricSpec& m : summary_metrics()) table.emplace_back(m.name);
   for (const std::string& name : names) {
-    const std::string entry = name.starts_with("param.") ? "param.KEY" : name;
+    const std::string entry = name.starts_with("param.")   ? "param.KEY"
+                              : name.starts_with("units.") ? "units.METRIC"
+                                                           : name;
     EXPECT_NE(std::find(table.begin(), table.end(), entry), table.end())
         << name << " is written but not in the schema tables";
   }
   for (const std::string& entry : table) {
     const bool written =
-        entry == "param.KEY"
+        entry == "param.KEY" || entry == "units.METRIC"
             ? std::any_of(names.begin(), names.end(),
-                          [](const std::string& n) { return n.starts_with("param."); })
+                          [&](const std::string& n) { return n.starts_with(entry.substr(0, 6)); })
             : std::find(names.begin(), names.end(), entry) != names.end();
     EXPECT_TRUE(written) << entry << " is in the schema tables but never written";
   }
@@ -391,6 +393,63 @@ TEST(Results, SpeedupIsRecordedBesideThePlannersPrediction) {
     EXPECT_DOUBLE_EQ(file.read_attribute<double>("predicted_speedup"), expected) << p.id;
   }
   EXPECT_FALSE(linear_softmax_pair_on_this_machine(*target, *make_model("ngram-2")).has_value());
+}
+
+// The rates of a point are decode rates: a batch whose prompt pass took 10 s and its decoding 1 s
+// beside a baseline of 10 s + 2 s has speedup (4 / 1) / (4 / 2) = 2, and end to end
+// (4 / 11) / (4 / 12) = 12/11. Timing the prompt pass as decoding would give 12/11 for both.
+TEST(Results, SpeedupIsOnDecodeTimeAndEndToEndIncludesThePromptPass) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  const SweepPoint& point = sweep.points[0];
+  ASSERT_TRUE(point.settings.baseline);
+  const auto metrics = [](double prefill, double decode) {
+    DecodeResult r;
+    r.tokens = {{1, 2, 3, 4}};
+    DecodeMetrics& m = r.metrics;
+    m.requests = 1;
+    m.steps = 2;
+    m.tokens = 4;
+    m.step_accepted = {1, 1};
+    m.step_emitted = {2, 2};
+    m.step_drafted = {1, 1};
+    m.prompt_tokens = 3;
+    m.prefill_seconds = prefill;
+    m.decode_seconds = decode;
+    m.request_prefill_seconds = {prefill};
+    m.request_decode_seconds = {decode};
+    return r;
+  };
+  fs::create_directories(dir / "out");
+  const fs::path path = point_path(dir / "out", point);
+  {
+    PointWriter writer(path, point, 1);
+    const std::vector<std::vector<int32_t>> prompts = {{5, 6, 7}};
+    writer.add_batch(0, 1, prompts, metrics(10.0, 1.0));
+    writer.add_baseline_batch(metrics(10.0, 2.0));
+    writer.commit();
+  }
+  const Hdf5Reader file(path);
+  EXPECT_EQ(file.read_attribute<int64_t>("prompt_tokens"), 3);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("prefill_seconds"), 10.0);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("decode_seconds"), 1.0);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("seconds"), 11.0);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("baseline_seconds"), 12.0);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("tokens_per_second"), 4.0);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("baseline_tokens_per_second"), 2.0);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("speedup"), 2.0);
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("end_to_end_speedup"), 12.0 / 11.0);
+  // Every metric carries its units beside it.
+  EXPECT_EQ(file.read_string_attribute("units.speedup"), "ratio");
+  EXPECT_EQ(file.read_string_attribute("units.tokens_per_second"), "tokens/s");
+  EXPECT_EQ(file.read_string_attribute("units.decode_seconds"), "s");
+  for (const MetricSpec& m : summary_metrics()) {
+    EXPECT_FALSE(file.read_string_attribute(fmt::format("units.{}", m.name)).empty()) << m.name;
+  }
+  EXPECT_EQ(file.read<double>("sequences/prefill_seconds").values, std::vector<double>{10.0});
+  EXPECT_EQ(file.read<double>("sequences/decode_seconds").values, std::vector<double>{1.0});
+  EXPECT_EQ(file.read<double>("batches/seconds").values, std::vector<double>{11.0});
+  EXPECT_EQ(file.read<double>("baseline/batches/decode_seconds").values, std::vector<double>{2.0});
 }
 
 TEST(Results, PlainDecodingRunHasNoCurvesAndNoAcceptance) {
