@@ -121,8 +121,7 @@ void setup_bench(CLI::App& app) {
   document_exit_statuses(
       *gpu, {{0,
               "measured, or nothing to measure (no CUDA device, or a build without CUDA: it "
-              "says so)"},
-             {1, "a failure, e.g. a kernel that reports an error"}});
+              "says so)"}});
   gpu->callback([g] {
     const QuietStdout quiet_stdout(g->json);
     run_bench_gpu(*g);

@@ -48,9 +48,17 @@ struct ExitMeaning {
   std::string_view meaning;
 };
 
+/// What exit status 1 means for every command that gives it no meaning of its own: main's mapping
+/// of an error that is not InvalidInput (cli/main.cpp).
+inline constexpr std::string_view kInternalError =
+    "an internal error, never bad input: a bug (e.g. a fast path that disagrees with the "
+    "reference, a device kernel that reports an error) or a system call that failed after the "
+    "checks passed; the message says what failed";
+
 /// Sets the --help footer that lists the command's exit statuses: 0, 1 and 2 with their general
-/// meanings (done; a failure that is not bad input; bad input or usage) unless `specific` gives
-/// them its own words, and every other status `specific` names (e.g. 3).
+/// meanings (done; kInternalError; bad input or usage, an unwritable output included) unless
+/// `specific` gives them its own words, and every other status `specific` names (e.g. 3). Each
+/// status a command names is one it returns: tests/cli/conventions_cli_test.cpp reaches every one.
 void document_exit_statuses(CLI::App& command, std::initializer_list<ExitMeaning> specific = {});
 
 /// Registers a subcommand at static-initialisation time:

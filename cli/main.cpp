@@ -41,8 +41,11 @@ void require_results_directory(const std::string& results) {
 void document_exit_statuses(CLI::App& command, std::initializer_list<ExitMeaning> specific) {
   std::map<int, std::string> meanings = {
       {0, "done"},
-      {1, "a failure that is not bad input (e.g. a file that cannot be written)"},
-      {2, "bad input or usage; the message names what was wrong and where"}};
+      {1, std::string(kInternalError)},
+      {2,
+       "bad input or usage: a bad option or config, a missing or unreadable input, an "
+       "unwritable output; the message names what was wrong and where, and nothing already "
+       "written is lost"}};
   for (const ExitMeaning& m : specific) meanings[m.code] = std::string(m.meaning);
   std::string footer = "Exit status:";
   for (const auto& [code, meaning] : meanings) footer += fmt::format("\n  {}  {}", code, meaning);

