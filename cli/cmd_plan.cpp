@@ -31,7 +31,7 @@ constexpr double kGB = 1e9;
 
 struct PlanOptions {
   std::string gpu, target, draft;
-  std::string target_config;
+  std::string target_config, draft_config;
   int64_t tensor_parallel = 1;
   std::optional<double> alpha;
   std::string alpha_from;
@@ -115,12 +115,17 @@ std::vector<int64_t> parse_gammas(const std::string& text) {
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
 void check_plan_options(const PlanOptions& o) {
-  if (o.gpu.empty() || (o.target.empty() && o.target_config.empty()) || o.draft.empty()) {
+  if (o.gpu.empty() || (o.target.empty() && o.target_config.empty()) ||
+      (o.draft.empty() && o.draft_config.empty())) {
     throw InvalidInput(
-        "plan needs --gpu, --target (or --target-config) and --draft (or --validate); see --help");
+        "plan needs --gpu, --target (or --target-config) and --draft (or --draft-config), or "
+        "--validate; see --help");
   }
   if (!o.target.empty() && !o.target_config.empty()) {
     throw InvalidInput("plan takes one of --target PRESET and --target-config config.json");
+  }
+  if (!o.draft.empty() && !o.draft_config.empty()) {
+    throw InvalidInput("plan takes one of --draft PRESET and --draft-config config.json");
   }
   if (o.alpha.has_value() == !o.alpha_from.empty()) {
     throw InvalidInput("plan needs exactly one of --alpha A and --alpha-from RESULTS.h5");
@@ -147,6 +152,9 @@ PlanRequest plan_request(const PlanOptions& o, const Alpha& alpha) {
       .target_model = o.target_config.empty()
                           ? std::nullopt
                           : std::optional<ModelSpec>(read_hf_config(o.target_config)),
+      .draft_model = o.draft_config.empty()
+                         ? std::nullopt
+                         : std::optional<ModelSpec>(read_hf_config(o.draft_config)),
       .tensor_parallel = o.tensor_parallel,
       .alpha = alpha.value,
       .gammas = parse_gammas(o.gamma),
@@ -201,6 +209,10 @@ void write_plan_attributes(Hdf5Writer& out, const PlanOptions& o, const Alpha& a
   out.write_attribute("gamma_mode", plan.auto_gamma ? "auto" : "list");
   out.write_attribute<int64_t>("break_even_batch",
                                plan.break_even_batch ? *plan.break_even_batch : -1);
+  out.write_attribute<int64_t>(
+      "break_even_batch_ignoring_memory",
+      plan.break_even_batch_ignoring_memory ? *plan.break_even_batch_ignoring_memory : -1);
+  out.write_attribute("break_even_limit", break_even_limit_name(plan.break_even_limit));
   out.write_attribute<double>("target_weights_gb", mem.target_weight_bytes / kGB);
   out.write_attribute<double>("draft_weights_gb", mem.draft_weight_bytes / kGB);
   out.write_attribute<int64_t>("target_kv_bytes_per_token", mem.target_kv_bytes_per_token);
@@ -261,12 +273,17 @@ void print_plan_json(const PlanOptions& o, const Alpha& alpha, const PlanResult&
       "\"alpha\": {}, "
       "\"alpha_source\": \"{}\", \"context\": {}, \"memory_utilization\": {}, "
       "\"gamma_mode\": \"{}\", \"rows\": [{}], \"break_even_batch\": {}, "
+      "\"break_even_limit\": \"{}\", \"break_even_batch_ignoring_memory\": {}, "
       "\"leviathan_batch1\": {{\"c\": {}, \"gamma\": {}, \"gain\": {}}}, \"vram\": {}}}",
       plan.gpu.name, plan.target.name, plan.draft.name, plan.memory.tensor_parallel,
       plan.gpu.interconnect, json_number(plan.gpu.interconnect_gbps), json_number(alpha.value),
       alpha.source, o.context, json_number(o.memory_utilization), plan.auto_gamma ? "auto" : "list",
       plan_json_rows(plan),
       plan.break_even_batch ? fmt::format("{}", *plan.break_even_batch) : "null",
+      break_even_limit_name(plan.break_even_limit),
+      plan.break_even_batch_ignoring_memory
+          ? fmt::format("{}", *plan.break_even_batch_ignoring_memory)
+          : "null",
       json_number(plan.batch1.c), plan.leviathan.gamma, json_number(plan.leviathan.gain),
       plan_json_vram(plan.memory));
   std::printf("%s\n", s.c_str());
@@ -316,10 +333,27 @@ void print_best_steps(const PlanResult& plan) {
                 r.target_compute_bound ? "compute" : "memory",
                 plan.fits_memory(r.batch) ? "yes" : "no");
   }
-  const std::string even = plan.break_even_batch
-                               ? fmt::format("{}", *plan.break_even_batch)
-                               : fmt::format("none up to {}", kPlanMaxBreakEvenBatch);
-  std::printf("\n  break-even batch (smallest batch whose best speedup ≤ 1): %s\n", even.c_str());
+  std::string even;
+  const auto& ignoring = plan.break_even_batch_ignoring_memory;
+  switch (plan.break_even_limit) {
+    case PlanResult::BreakEvenLimit::kSpeedup:
+      even = fmt::format("{} (the speedup binds: it falls to 1 before memory runs out)",
+                         *plan.break_even_batch);
+      break;
+    case PlanResult::BreakEvenLimit::kMemory:
+      even = fmt::format(
+          "none\n    memory binds first: every batch that fits beside the draft ({} sequences) "
+          "gains{}",
+          plan.memory.max_sequences_with_draft,
+          ignoring ? fmt::format(";\n    the speedup alone would fall to 1 at batch {}", *ignoring)
+                   : std::string());
+      break;
+    case PlanResult::BreakEvenLimit::kSearch:
+      even = fmt::format("none up to {}", kPlanMaxBreakEvenBatch);
+      break;
+  }
+  std::printf("\n  break-even batch (smallest batch that fits and whose best speedup ≤ 1): %s\n",
+              even.c_str());
   if (plan.auto_gamma) {
     std::printf("  Leviathan at batch 1 (c = %.3f, verification = one step): γ = %lld, %.2fx\n",
                 plan.batch1.c, static_cast<long long>(plan.leviathan.gamma), plan.leviathan.gain);
@@ -382,6 +416,9 @@ void setup_plan(CLI::App& app) {
   plan->add_option("--target-config", o->target_config,
                    "the target from a Hugging Face config.json (instead of --target)");
   plan->add_option("--draft", o->draft, "draft model preset (same names)");
+  plan->add_option("--draft-config", o->draft_config,
+                   "the draft from a Hugging Face config.json (instead of --draft), e.g. for a "
+                   "target of a family the presets lack");
   plan->add_option("--tensor-parallel-size", o->tensor_parallel,
                    "GPUs both models are split over, as vLLM's option (all-reduces at the GPU "
                    "preset's NVLink or PCIe bandwidth)")

@@ -29,6 +29,18 @@ void fill_speedups(const PlanRequest& request, PlanResult& plan) {
 
 }  // namespace
 
+std::string_view break_even_limit_name(PlanResult::BreakEvenLimit limit) {
+  switch (limit) {
+    case PlanResult::BreakEvenLimit::kSpeedup:
+      return "speedup";
+    case PlanResult::BreakEvenLimit::kMemory:
+      return "memory";
+    case PlanResult::BreakEvenLimit::kSearch:
+      break;
+  }
+  return "search";
+}
+
 PlanResult compute_plan(const PlanRequest& request) {
   PlanResult plan;
   plan.gpu = request.gpu;
@@ -36,7 +48,7 @@ PlanResult compute_plan(const PlanRequest& request) {
     plan.gpu.launch_overhead_seconds = *request.launch_overhead_seconds;
   }
   plan.target = request.target_model ? *request.target_model : find_llm(request.target);
-  plan.draft = find_llm(request.draft);
+  plan.draft = request.draft_model ? *request.draft_model : find_llm(request.draft);
   check_same_vocabulary(plan.target, plan.draft);
   const int64_t n = request.tensor_parallel;
   check_tensor_parallel(plan.target, n);
@@ -74,8 +86,18 @@ PlanResult compute_plan(const PlanRequest& request) {
   plan.auto_gamma = request.gammas.empty();
   plan.columns = plan.auto_gamma ? kPlanAutoGammas : request.gammas;
   fill_speedups(request, plan);
-  plan.break_even_batch =
+  plan.break_even_batch_ignoring_memory =
       break_even_batch(plan.model, plan.alpha, request.gammas, kPlanMaxBreakEvenBatch);
+  // Speculation runs only at batches whose KV caches fit beside the draft's: past that the plan's
+  // batch cannot be served with a draft at all, whatever the speedup would be.
+  const int64_t fits = plan.memory.max_sequences_with_draft;
+  const auto& even = plan.break_even_batch_ignoring_memory;
+  if (even && *even <= fits) {
+    plan.break_even_batch = even;
+    plan.break_even_limit = PlanResult::BreakEvenLimit::kSpeedup;
+  } else if (fits < kPlanMaxBreakEvenBatch) {
+    plan.break_even_limit = PlanResult::BreakEvenLimit::kMemory;
+  }
   plan.batch1 = step_cost(plan.model, plan.alpha, 1, 1);
   if (plan.auto_gamma) plan.leviathan = optimal_gamma(plan.alpha, plan.batch1.c, kPlanMaxGamma);
   return plan;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/plan/cost_model.hpp"
@@ -25,8 +26,9 @@ struct PlanRequest {
   /// The GPU (find_gpu, or find_hardware of core/probe/this_machine.hpp for this host).
   HardwareSpec gpu;
   std::string target, draft;  ///< model preset names (find_llm)
-  /// The target itself (e.g. read_hf_config of --target-config), instead of a preset name.
-  std::optional<ModelSpec> target_model;
+  /// The target and the draft themselves (e.g. read_hf_config of --target-config and
+  /// --draft-config), instead of preset names.
+  std::optional<ModelSpec> target_model, draft_model;
   int64_t tensor_parallel = 1;  ///< GPUs both models are split over (vLLM --tensor-parallel-size)
   double alpha = 0.0;           ///< acceptance rate, 0 < α < 1
   std::vector<int64_t> gammas;  ///< empty: the best γ per batch (automatic)
@@ -47,13 +49,28 @@ struct PlanResult {
   std::vector<int64_t> columns;               ///< γ of the grid's columns
   std::vector<StepCost> best;                 ///< per batch: the step at the best γ
   std::vector<std::vector<double>> speedups;  ///< [batch][column]
-  std::optional<int64_t> break_even_batch;    ///< nullopt: none up to kPlanMaxBreakEvenBatch
+  /// The smallest batch whose best speedup is ≤ 1 among those that fit in VRAM beside the draft
+  /// (memory.max_sequences_with_draft); nullopt: every batch that fits gains.
+  std::optional<int64_t> break_even_batch;
+  /// The same search without the memory limit (nullopt: none up to kPlanMaxBreakEvenBatch).
+  std::optional<int64_t> break_even_batch_ignoring_memory;
+  /// Which limit ends the batches speculation pays at: kSpeedup (break_even_batch), kMemory (no
+  /// more sequences fit beside the draft before the speedup falls to 1) or kSearch (neither
+  /// within kPlanMaxBreakEvenBatch).
+  enum class BreakEvenLimit {
+    kSpeedup,
+    kMemory,
+    kSearch
+  } break_even_limit = BreakEvenLimit::kSearch;
   StepCost batch1;        ///< batch 1, γ = 1: Leviathan's c from the batch-1 passes
   GammaChoice leviathan;  ///< his optimal γ at that c (automatic γ only)
 
   /// Whether `batch` sequences of the plan's context fit in VRAM beside the draft.
   bool fits_memory(int64_t batch) const { return batch <= memory.max_sequences_with_draft; }
 };
+
+/// "speedup", "memory" or "search".
+std::string_view break_even_limit_name(PlanResult::BreakEvenLimit limit);
 
 /// The plan of `request`. Throws InvalidInput for an unknown preset, a draft whose vocabulary
 /// differs from the target's, a tensor-parallel size the models cannot split into or on hardware

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -178,6 +179,67 @@ TEST(PlanCli, TargetConfigReadsAHuggingFaceConfigAndNamesBadKeys) {
   const CliRun both = run_cli("plan " + args + "x.json --target llama3-8b");
   EXPECT_EQ(both.status, 2) << both.output;
   EXPECT_THAT(both.output, HasSubstr("one of --target PRESET and --target-config"));
+}
+
+// A number after "KEY": in one line of JSON (-1 for null).
+double json_value(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) return std::nan("");
+  const std::string rest = json.substr(at + key.size() + 4);
+  return rest.starts_with("null") ? -1.0 : std::stod(rest);
+}
+
+// At context 2048 on an RTX 3090 only 11 sequences fit beside the draft, while the speedup alone
+// stays above 1 to a batch in the thousands: the break-even batch is "none", memory binding. At
+// α = 0.5 and context 256 the speedup falls to 1 at a batch that fits, and the speedup binds.
+TEST(PlanCli, BreakEvenBatchIsCappedByWhatFitsInMemory) {
+  const CliRun memory = run_cli(kSeed + "--alpha 0.8 --batch 1 --json");
+  ASSERT_EQ(memory.status, 0) << memory.output;
+  const double fits = json_value(memory.output, "max_sequences_with_draft");
+  const double ignoring = json_value(memory.output, "break_even_batch_ignoring_memory");
+  EXPECT_GT(ignoring, fits) << memory.output;
+  EXPECT_EQ(json_value(memory.output, "break_even_batch"), -1.0) << memory.output;
+  EXPECT_THAT(memory.output, HasSubstr("\"break_even_limit\": \"memory\""));
+  const CliRun table = run_cli(kSeed + "--alpha 0.8");
+  EXPECT_THAT(table.output, HasSubstr("none\n    memory binds first"));
+
+  const CliRun speed = run_cli(kSeed + "--alpha 0.5 --context 256 --batch 1 --json");
+  ASSERT_EQ(speed.status, 0) << speed.output;
+  const double even = json_value(speed.output, "break_even_batch");
+  EXPECT_GT(even, 0.0) << speed.output;
+  EXPECT_LE(even, json_value(speed.output, "max_sequences_with_draft")) << speed.output;
+  EXPECT_EQ(even, json_value(speed.output, "break_even_batch_ignoring_memory"));
+  EXPECT_THAT(speed.output, HasSubstr("\"break_even_limit\": \"speedup\""));
+}
+
+// A target of a family the presets lack gets its draft from a config.json too: the Qwen2.5-1.5B
+// layout (28 layers, d = 1536, 2 KV heads of 128, tied 151936-token embedding) with the
+// Qwen2.5-0.5B one (24 layers, d = 896): 1543714304 and 494032768 bf16 parameters, i.e. 3.087 and
+// 0.988 GB of weights.
+TEST(PlanCli, DraftConfigReadsAHuggingFaceConfig) {
+  const auto dir = fresh_dir("plan_draft_config");
+  std::ofstream(dir / "target.json") << R"({"hidden_size": 1536, "num_hidden_layers": 28,
+    "num_attention_heads": 12, "num_key_value_heads": 2, "intermediate_size": 8960,
+    "vocab_size": 151936, "torch_dtype": "bfloat16", "tie_word_embeddings": true})";
+  std::ofstream(dir / "draft.json") << R"({"hidden_size": 896, "num_hidden_layers": 24,
+    "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864,
+    "vocab_size": 151936, "torch_dtype": "bfloat16", "tie_word_embeddings": true})";
+  const std::string configs = " --target-config '" + (dir / "target.json").string() +
+                              "' --draft-config '" + (dir / "draft.json").string() + "'";
+  const CliRun r = run_cli("plan --gpu rtx4090 --alpha 0.8 --batch 1 --json" + configs);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NEAR(json_value(r.output, "target_weights_gb"), 3.087, 0.001) << r.output;
+  EXPECT_NEAR(json_value(r.output, "draft_weights_gb"), 0.988, 0.001) << r.output;
+  const CliRun both =
+      run_cli("plan --gpu rtx4090 --alpha 0.8 --draft llama3.2-1b --json" + configs);
+  EXPECT_EQ(both.status, 2) << both.output;
+  EXPECT_THAT(both.output, HasSubstr("one of --draft PRESET and --draft-config"));
+  const CliRun other_vocab = run_cli(
+      "plan --gpu rtx4090 --alpha 0.8 --target llama3-8b "
+      "--draft-config '" +
+      (dir / "draft.json").string() + "'");
+  EXPECT_EQ(other_vocab.status, 2) << other_vocab.output;
+  EXPECT_THAT(other_vocab.output, HasSubstr("needs the same vocabulary"));
 }
 
 }  // namespace
