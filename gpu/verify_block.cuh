@@ -286,15 +286,18 @@ __device__ void block_gather_weights(const BlockRows<kLogits>& rows, const int32
     const int64_t n_draft = state->n_draft;
     uint32_t status = state->status;
     if (status == kChainOk) {
-      int invalid = 0;
+      int invalid = 0, impossible = 0;
       for (int64_t i = lane; i < n_draft; i += kWarpSize) {
         const int32_t x = tokens[i];
         const float pv = rows.target(i)(x), qv = rows.draft(i)(x);
-        invalid |= !valid_gathered(pv) || !valid_gathered(qv);
+        const bool bad_value = !valid_gathered(pv) || !valid_gathered(qv);
+        invalid |= bad_value;
+        impossible |= !bad_value && !drafted_from(qv);
         sm.gathered_p[i] = pv;
         sm.gathered_q[i] = qv;
       }
       if (__any_sync(kFullMask, invalid)) status |= kChainBadValue;
+      if (__any_sync(kFullMask, impossible)) status |= kChainImpossibleDraft;
     }
     __syncwarp(kFullMask);
     if (lane == 0) {

@@ -552,19 +552,22 @@ __device__ inline void chain_accept_phase(const ChainKernelArgs& a, const ChainR
   if (!greedy && status == kChainOk) {
     for (int64_t base = 0; base < n_draft; base += kWarpSize) {
       const int64_t i = base + lane;
-      int stop = 0, invalid = 0;
+      int stop = 0, invalid = 0, impossible = 0;
       if (i < n_draft) {
         const int32_t x = q.tokens[i];
         const float pv = q.target_rows[i * v + x], qv = q.draft_rows[i * v + x];
         invalid = !valid_gathered(pv) || !valid_gathered(qv);
+        impossible = !invalid && !drafted_from(qv);
         const RandomAddress address{
             q.seed, q.request, q.step, static_cast<uint32_t>(i + 1), Purpose::kAcceptTest, 0};
-        stop = invalid || !lenient_accepts(philox_uniform(address), a.leniency, qv, pv);
+        stop =
+            invalid || impossible || !lenient_accepts(philox_uniform(address), a.leniency, qv, pv);
       }
       const unsigned stops = __ballot_sync(kFullMask, stop);
       if (stops != 0) {
         const int first = __ffs(static_cast<int>(stops)) - 1;
         if (__shfl_sync(kFullMask, invalid, first) != 0) status |= kChainBadValue;
+        if (__shfl_sync(kFullMask, impossible, first) != 0) status |= kChainImpossibleDraft;
         n = base + first;
         break;
       }

@@ -17,11 +17,12 @@ namespace speclab::gpu {
 /// n_accepted = 0, every emitted token -1, accept_mask 0: a bad value never becomes a token.
 enum ChainStatus : uint32_t {
   kChainOk = 0,
-  kChainBadValue = 1u << 0,       ///< NaN, inf, negative (or a gathered value > 1 + 1e-4)
-  kChainBadSum = 1u << 1,         ///< a scanned row does not sum to 1 ± 1e-4
-  kChainBadToken = 1u << 2,       ///< a draft token outside [0, V)
-  kChainBadDraftCount = 1u << 3,  ///< n_draft[b] outside [0, γ]
-  kChainInternal = 1u << 4,       ///< the sampled token was not found (never expected)
+  kChainBadValue = 1u << 0,         ///< NaN, inf, negative (or a gathered value > 1 + 1e-4)
+  kChainBadSum = 1u << 1,           ///< a scanned row does not sum to 1 ± 1e-4
+  kChainBadToken = 1u << 2,         ///< a draft token outside [0, V)
+  kChainBadDraftCount = 1u << 3,    ///< n_draft[b] outside [0, γ]
+  kChainInternal = 1u << 4,         ///< the sampled token was not found (never expected)
+  kChainImpossibleDraft = 1u << 5,  ///< a draft token x with q(x) = 0 (drafted_from, rules.hpp)
 };
 
 /// Device scratch that lets the verifiers spread a request over several CTAs when the batch is too

@@ -118,9 +118,12 @@ __device__ inline int64_t logits_accept_tests(const LogitsChainKernelArgs& a,
         const float qv = prob_row(a.draft, logits_row(a.draft, r * g + i, v), sq)(x);
         const RandomAddress address{
             seed, request, step, static_cast<uint32_t>(i + 1), Purpose::kAcceptTest, 0};
-        stop = !valid_gathered(pv) || !valid_gathered(qv) ||
-               !lenient_accepts(philox_uniform(address), a.leniency, qv, pv);
-        if (!valid_gathered(pv) || !valid_gathered(qv)) state->status |= kChainBadValue;
+        const bool invalid = !valid_gathered(pv) || !valid_gathered(qv);
+        const bool impossible = !invalid && !drafted_from(qv);
+        stop =
+            invalid || impossible || !lenient_accepts(philox_uniform(address), a.leniency, qv, pv);
+        if (invalid) state->status |= kChainBadValue;
+        if (impossible) state->status |= kChainImpossibleDraft;
       }
       *stop_flag = stop;
     }

@@ -41,6 +41,11 @@ static_assert(kNormaliserBlockTokens % kNormaliserLanes == 0);
 /// Largest drafted token tree (nodes, root excluded) a tree verifier accepts: Σ_d Π_{e≤d} k_e.
 inline constexpr int64_t kMaxTreeNodes = 4096;
 
+/// Whether a draft token x can have been drawn from its row q: q(x) > 0. A token with q(x) = 0
+/// means the q given is not the draft's law (another temperature or filter, raw logits); every
+/// verifier reports it as bad input rather than rejecting x, which the accept tests below would do.
+SPECLAB_HD inline bool drafted_from(float prob_draft) { return prob_draft > 0.0f; }
+
 /// V1 accept test: accept x iff q(x) > 0 and u * q(x) <= p(x), in double.
 SPECLAB_HD inline bool token_accepts(double u, float prob_draft, float prob_target) {
   return prob_draft > 0.0f &&

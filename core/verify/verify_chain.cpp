@@ -107,6 +107,20 @@ void validate_chain_shapes(const ChainBatch& batch, const ChainParams& params) {
   }
 }
 
+namespace detail {
+
+void check_drafted_from_q(float prob_draft, int32_t token, int64_t r, int64_t i, int64_t gamma) {
+  if (drafted_from(prob_draft)) return;
+  throw InvalidInput(fmt::format(
+      "draft_tokens[{}, {}] (request {}, position {}) is {}, which has probability 0 in its own "
+      "probs_draft row {}; a draft token must be drawn from the q it is verified against (is "
+      "probs_draft the distribution the draft sampled from, after the same temperature and "
+      "filters?)",
+      r, i, r, i + 1, token, r * gamma + i));
+}
+
+}  // namespace detail
+
 void validate_chain_batch(const ChainBatch& batch, const ChainParams& params) {
   validate_chain_shapes(batch, params);
   const int64_t g = batch.gamma;
@@ -120,6 +134,8 @@ void validate_chain_batch(const ChainBatch& batch, const ChainParams& params) {
     for (int64_t i = 0; i < n; ++i) {
       validate_probability_row(detail::draft_row(batch, r, i),
                                {"probs_draft", r * g + i, r, i + 1});
+      const int32_t x = batch.draft_tokens[r * g + i];
+      detail::check_drafted_from_q(detail::draft_row(batch, r, i)[x], x, r, i, g);
     }
   }
 }

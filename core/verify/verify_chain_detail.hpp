@@ -30,6 +30,11 @@ inline std::span<const float> draft_row(const ChainBatch& batch, int64_t r, int6
   return batch.probs_draft.subspan((r * batch.gamma + i) * batch.vocab, batch.vocab);
 }
 
+/// A draft token must have been drawn from the row it is verified against: q(x) = 0 means the
+/// caller's q is not the draft's law (another temperature or filter, raw logits), and a test
+/// would reject x whatever p says. Throws InvalidInput naming the token, request and position.
+void check_drafted_from_q(float prob_draft, int32_t token, int64_t r, int64_t i, int64_t gamma);
+
 ChainResult make_result(const ChainBatch& batch, const ChainParams& params);
 void finish_result(ChainResult& result);
 

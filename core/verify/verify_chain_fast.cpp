@@ -165,6 +165,7 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
       const float pv = p[x], qv = detail::draft_row(batch, r, n)[x];
       validate_probability_value(pv, x, target_where(n));
       validate_probability_value(qv, x, draft_where(n));
+      detail::check_drafted_from_q(qv, x, r, n, g);
       address.position = mutant(Mutant::kReusedUniform) ? 1u : static_cast<uint32_t>(n + 1);
       const double u = philox_uniform(address);
       accepted = lenient_accepts(u, leniency, qv, pv);  // l = 1 is bit-for-bit V1's test

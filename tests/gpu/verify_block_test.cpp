@@ -153,13 +153,20 @@ TEST(VerifyBlock, BadValuesSetStatus) {
   batch.draft_row(1, 0)[batch.draft_tokens[1 * 3 + 0]] = std::numeric_limits<float>::quiet_NaN();
   // Request 2: a draft token out of range.
   batch.draft_tokens[2 * 3 + 1] = 100;
+  // Request 3: a draft token its own q gives probability 0 (the row still sums to 1), at the last
+  // position, which V5 reads however the tests go.
+  const int32_t x = batch.draft_tokens[3 * 3 + 2];
+  float* q = batch.draft_row(3, 2);
+  q[(x + 1) % 100] += q[x];
+  q[x] = 0.0f;
   const testing::GpuChainResult gpu = run_gpu_block(batch, {91, 0});
   ASSERT_EQ(gpu.launch, cudaSuccess);
   ASSERT_EQ(gpu.sync, cudaSuccess);
   EXPECT_EQ(gpu.status[0], 0u);
   EXPECT_EQ(gpu.status[1], gpu::kChainBadValue);
   EXPECT_EQ(gpu.status[2], gpu::kChainBadToken);
-  for (const int64_t r : {1, 2}) {
+  EXPECT_EQ(gpu.status[3], gpu::kChainImpossibleDraft);
+  for (const int64_t r : {1, 2, 3}) {
     EXPECT_EQ(gpu.n_accepted[r], 0);
     for (int64_t i = 0; i <= 3; ++i) EXPECT_EQ(gpu.emitted_tokens[r * 4 + i], -1);
   }
@@ -223,6 +230,11 @@ TEST(VerifyBlockSplit, BadRowsSetTheOneCtaStatus) {
     for (const int64_t r : {0, 11}) {
       for (int64_t j = 0; j + 1 < g; ++j) {
         std::copy_n(batch.target_row(r, j), v, batch.draft_row(r, j));
+        // A token drawn from the old q may have no mass under the new one: the row's mode has.
+        const float* q = batch.draft_row(r, j);
+        if (q[batch.token(r, j)] == 0.0f) {
+          batch.token(r, j) = static_cast<int32_t>(std::max_element(q, q + v) - q);
+        }
       }
     }
     const BlockParams params{seed, 6};

@@ -208,6 +208,32 @@ void expect_flags_invalid_rows_it_reads(int64_t v, const testing::ChainLauncher&
   }
 }
 
+// A draft token whose own q gives it probability 0 cannot have been drawn from that q: the
+// reference refuses the batch, the kernel flags the request (kChainImpossibleDraft) and emits
+// nothing for it, where both used to reject the token as if p had decided.
+TEST(VerifyChain, GpuFlagsADraftTokenItsQCannotHaveDrawn) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  const int64_t g = 3, v = 50;
+  OwnedChainBatch batch = random_batch(95, 4, g, v, {RowKind::kDense}, false, false);
+  const int32_t x = batch.token(1, 0);
+  float* q = batch.draft_row(1, 0);
+  q[(x + 1) % v] += q[x];  // the row stays a distribution
+  q[x] = 0.0f;
+  const ChainParams params{ChainMethod::kToken, 1.0, 95, 2};
+  EXPECT_THAT(testing::error_of([&] { verify_chain_reference(batch.view(), params); }),
+              ::testing::HasSubstr("draft_tokens[1, 0] (request 1, position 1) is " +
+                                   std::to_string(x) + ", which has probability 0"));
+  EXPECT_THAT(testing::error_of([&] { verify_chain(batch.view(), params); }),
+              ::testing::HasSubstr("which has probability 0 in its own probs_draft row 3"));
+  const testing::GpuChainResult gpu = testing::run_gpu_chain(batch, params);
+  ASSERT_EQ(gpu.launch, cudaSuccess);
+  ASSERT_EQ(gpu.sync, cudaSuccess);
+  EXPECT_EQ(gpu.status[1], gpu::kChainImpossibleDraft);
+  EXPECT_EQ(gpu.n_accepted[1], 0);
+  for (int64_t i = 0; i <= g; ++i) EXPECT_EQ(gpu.emitted_tokens[1 * (g + 1) + i], -1);
+  for (const int64_t r : {0, 2, 3}) EXPECT_EQ(gpu.status[r], 0u) << "request " << r;
+}
+
 TEST(VerifyChain, GpuFlagsInvalidRowsItReads) {
   SPECLAB_SKIP_WITHOUT_GPU();
   expect_flags_invalid_rows_it_reads(300, testing::verify_chain_probs);
