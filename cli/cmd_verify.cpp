@@ -42,13 +42,13 @@ void print_json(const experiments::SweepPoint& point, const VerifyReport& r,
       "{\"point\": \"%s\", \"pass\": %s, \"p_value\": %.6g, \"samples\": %lld, "
       "\"bins\": %lld, \"length\": %lld, \"epsilon_detectable\": %.6g, \"tv_estimate\": "
       "%.6g, \"tv_upper_99\": %.6g, \"plain_p_value\": %.6g, \"support\": %lld, "
-      "\"draft_exercised\": %s, \"tested_positions\": %lld, \"seconds\": %.3f, "
+      "\"outcomes\": %lld, \"draft_exercised\": %s, \"tested_positions\": %lld, \"seconds\": %.3f, "
       "\"report\": \"%s\"}\n",
       point.id.c_str(), r.pass ? "true" : "false", r.p_value, static_cast<long long>(r.samples),
       static_cast<long long>(r.bins), static_cast<long long>(r.length), r.epsilon_detectable,
       r.tv_estimate, r.tv_upper, r.plain_p_value, static_cast<long long>(r.support),
-      r.draft_exercised ? "true" : "false", static_cast<long long>(r.tested_positions), r.seconds,
-      report_path.string().c_str());
+      static_cast<long long>(r.outcomes), r.draft_exercised ? "true" : "false",
+      static_cast<long long>(r.tested_positions), r.seconds, report_path.string().c_str());
 }
 
 void print_text(const experiments::SweepPoint& point, const VerifyReport& r,

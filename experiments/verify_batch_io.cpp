@@ -139,6 +139,19 @@ std::span<const std::string_view> verify_batch_input_datasets() { return kDatase
 VerifyBatchInput read_verify_batch_input(const fs::path& path) {
   const Hdf5Reader reader(path);
   const std::string file = reader.path().string();
+  // Another speclab file (a run, a report, an output of verify-batch itself) has a schema
+  // attribute and dozens of names of its own: say what it is rather than list them all.
+  if (reader.has_attribute("schema") &&
+      reader.attribute_kind("schema") == Hdf5AttributeKind::kString) {
+    const std::string schema = reader.read_string_attribute("schema");
+    throw InvalidInput(fmt::format(
+        "{}: this is a \"{}\" file{}, not a verify-batch input; expected a file with only the "
+        "datasets {} and the root attributes {} (docs/hdf5.md \"speclab verify-batch input\")",
+        file, schema,
+        schema == kVerifyBatchSchema ? " (what verify-batch writes: pass the --in it was made from)"
+                                     : "",
+        fmt::join(kDatasets, ", "), fmt::join(kAttributes, ", ")));
+  }
   refuse_unknown(file, "root attribute(s)", reader.attribute_names(), kAttributes);
   refuse_unknown(file, "dataset(s)", reader.root_names(), kDatasets);
   VerifyBatchInput input = read_arrays(reader, read_params(reader));

@@ -303,6 +303,30 @@ TEST(VerifyBatchCli, MisspeltAttributeIsRefusedWithASuggestion) {
                           "\"leniency\"?); expected only method, seed, leniency, step"});
 }
 
+// A run file (or any speclab file) passed as the input is named for what it is, not answered with
+// a list of its dozens of attributes as "unknown".
+TEST(VerifyBatchCli, AnotherSpeclabFileIsNamedForWhatItIs) {
+  const fs::path dir = test_dir();
+  {
+    Hdf5Writer run(dir / "run.h5");
+    run.write_attribute("schema", "speclab.run");
+    run.write_attribute<int64_t>("schema_version", 3);
+    run.write_attribute<double>("speedup", 1.5);
+    const std::vector<int32_t> accepted = {1, 2};
+    const int64_t shape[] = {2};
+    run.write("steps/accepted", std::span<const int32_t>(accepted), shape);
+    run.commit();
+  }
+  const CliRun run = run_verify_batch(dir / "run.h5", dir / "OUT.h5");
+  EXPECT_EQ(run.status, 2) << run.output;
+  EXPECT_TRUE(contains(run.output,
+                       "run.h5: this is a \"speclab.run\" file, not a verify-batch "
+                       "input; expected a file with only the datasets probs_target"))
+      << run.output;
+  EXPECT_FALSE(contains(run.output, "unknown")) << run.output;
+  EXPECT_FALSE(fs::exists(dir / "OUT.h5"));
+}
+
 TEST(VerifyBatchCli, MisspeltDatasetIsRefusedWithASuggestion) {
   Input input = make_input();
   input.n_draft.clear();

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "core/io/hdf5_file.hpp"
@@ -36,6 +37,19 @@ TEST(VerifyCli, LosslessConfigPasses) {
        {"\"pass\": true", "\"p_value\"", "\"samples\": 60000", "\"epsilon_detectable\""}) {
     EXPECT_THAT(r.output, HasSubstr(key));
   }
+}
+
+// The shipped config's comment says what `speclab verify` does with it by default: the tokens per
+// sample and the outcomes it tests (a few samples suffice to see both).
+TEST(VerifyCli, ShippedConfigCommentStatesTheDefaultLengthAndOutcomes) {
+  const auto r = run_cli("verify " + config() + " --samples 20000 --json" + out("comment.h5"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"length\": 3"));
+  EXPECT_THAT(r.output, HasSubstr("\"outcomes\": 4096"));
+  std::ifstream in(std::string(SPECLAB_SOURCE_DIR) + "/experiments/configs/verify_token.toml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("the first three tokens"));
+  EXPECT_THAT(text, HasSubstr("(4096 outcomes)"));
 }
 
 TEST(VerifyCli, OneReportIntoANewDirectoryMakesIt) {
