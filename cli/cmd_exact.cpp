@@ -281,7 +281,7 @@ void run_exact(const ExactOptions& options) {
   if (tree) json += fmt::format("  \"branches\": {},\n", branches);
   if (choice.family == VerifierFamily::kTree && choice.tree_method == TreeMethod::kKseq) {
     // ρ is irrational in general; the enumeration uses a dyadic ρ ≥ ρ* (core/exact/exact_tree.hpp).
-    json += fmt::format("  \"rho\": \"{:.17g}\",\n",
+    json += fmt::format("  \"rho\": \"{}\",\n",
                         exact::kseq_rho(probs_target, probs_draft, branches).convert_to<double>());
   }
   if (choice.family == VerifierFamily::kChain && method.method == ChainMethod::kLenient) {

@@ -26,8 +26,9 @@ inline std::string json_string(std::string_view text) {
   return s + "\"";
 }
 
+/// The shortest text that reads back as the same double: 0.3, not 0.29999999999999999.
 inline std::string json_number(double v) {
-  return std::isfinite(v) ? fmt::format("{:.17g}", v) : "null";
+  return std::isfinite(v) ? fmt::format("{}", v) : "null";
 }
 
 inline const char* json_bool(bool v) { return v ? "true" : "false"; }

@@ -626,9 +626,50 @@ toml::table settings_to_toml(const RunSettings& s, bool include_name) {
   return root;
 }
 
-std::string settings_to_toml_text(const RunSettings& settings, bool include_name) {
+namespace {
+
+// A value as TOML text: floats as fmt's shortest round trip (with ".0" where that looks like an
+// integer), arrays element by element, everything else as toml++ writes it.
+std::string toml_value_text(const toml::node& node) {
+  if (const auto* f = node.as_floating_point()) {
+    std::string text = fmt::format("{}", f->get());
+    if (text.find_first_of(".eEn") == std::string::npos) text += ".0";  // "n": inf, nan
+    return text;
+  }
+  if (const auto* array = node.as_array()) {
+    std::vector<std::string> parts;
+    for (const toml::node& element : *array) parts.push_back(toml_value_text(element));
+    return parts.empty() ? "[]" : fmt::format("[ {} ]", fmt::join(parts, ", "));  // as toml++
+  }
   std::ostringstream out;
-  out << toml::toml_formatter{settings_to_toml(settings, include_name)} << "\n";
+  node.visit([&](const auto& n) { out << toml::toml_formatter{n}; });
+  return out.str();
+}
+
+}  // namespace
+
+std::string settings_to_toml_text(const RunSettings& settings, bool include_name) {
+  // The layout toml++'s formatter gives this table (root values, then one [table] each, keys in
+  // order), written here for the floats' sake.
+  const toml::table root = settings_to_toml(settings, include_name);
+  std::string text;
+  for (const auto& [key, node] : root) {
+    if (!node.is_table()) text += fmt::format("{} = {}\n", key.str(), toml_value_text(node));
+  }
+  for (const auto& [key, node] : root) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) continue;
+    text += fmt::format("\n[{}]\n", key.str());
+    for (const auto& [sub_key, value] : *table) {
+      text += fmt::format("{} = {}\n", sub_key.str(), toml_value_text(value));
+    }
+  }
+  return text + "\n";
+}
+
+std::string settings_id_text(const RunSettings& settings) {
+  std::ostringstream out;
+  out << toml::toml_formatter{settings_to_toml(settings, false)} << "\n";
   return out.str();
 }
 

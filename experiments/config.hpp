@@ -118,10 +118,14 @@ std::optional<RunSettings> resolve_settings(const LeafValues& values, std::strin
                                             std::string_view fallback_location,
                                             Diagnostics& diagnostics);
 
-/// The resolved config as a TOML table with every default filled in (the `config_toml` of a
-/// result file). `include_name` = false gives the text a point's id hashes.
+/// The resolved config as a TOML table with every default filled in, and as text (the
+/// `config_toml` of a result file), each float the shortest text that reads back as it (0.3,
+/// where toml++ writes 0.29999999999999999).
 toml::table settings_to_toml(const RunSettings& settings, bool include_name = true);
 std::string settings_to_toml_text(const RunSettings& settings, bool include_name = true);
+/// What a point's id hashes: toml++'s text of the config without its name. Kept as it was when
+/// the ids were introduced, so that the ids of existing results (--resume, merge) stay valid.
+std::string settings_id_text(const RunSettings& settings);
 
 /// Leaves of a TOML table as dotted key -> node, in key order.
 std::vector<std::pair<std::string, const toml::node*>> flatten_table(const toml::table& table);

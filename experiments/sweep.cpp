@@ -463,7 +463,7 @@ Sweep parse_sweep(std::string_view text, const fs::path& config_path,
     point.settings = std::move(*settings);
     point.config_toml = settings_to_toml_text(point.settings);
     point.id = fmt::format("{}-{:012x}", readable_prefix(swept, point.settings.name),
-                           fnv1a64(settings_to_toml_text(point.settings, false)) >> 16);
+                           fnv1a64(settings_id_text(point.settings)) >> 16);
     point.swept = std::move(swept);
     const auto [it, inserted] = ids.emplace(point.id, index);
     if (!inserted) {

@@ -32,6 +32,7 @@ using speclab::testing::run_cli;
 using speclab::testing::tiny_sweep_toml;
 using speclab::testing::write_text;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const fs::path kConfigs = fs::path(SPECLAB_SOURCE_DIR) / "experiments" / "configs";
 
@@ -115,6 +116,19 @@ TEST(RunCli, EveryShippedConfigValidatesAndExpands) {
   EXPECT_GE(configs, 5);
 }
 
+// Numbers in JSON are the shortest text that reads back as the same double: a swept 0.3 is 0.3,
+// not 0.29999999999999999 (the 17 significant digits that print every double exactly).
+TEST(RunCli, JsonNumbersAreShortestRoundTrips) {
+  const CliRun expand = run_cli(
+      "expand " + quoted(kConfigs / "acceptance_vs_gamma.toml") +
+      " --set 'sweep.sampling.temperature=[0.3,0.7]' --set 'sweep.decode.gamma=[1]' --json");
+  ASSERT_EQ(expand.status, 0) << expand.output;
+  EXPECT_THAT(expand.output, HasSubstr("\"sampling.temperature\": 0.3,"));
+  EXPECT_THAT(expand.output, HasSubstr("\"sampling.temperature\": 0.7,"));
+  EXPECT_THAT(expand.output, Not(HasSubstr("0.2999")));
+  EXPECT_THAT(expand.output, Not(HasSubstr("0.6999")));
+}
+
 TEST(RunCli, SmallSweepRunsEndToEndAndInspects) {
   const fs::path dir = fresh_test_dir();
   const fs::path config = write_text(dir / "tiny.toml", tiny_sweep_toml());
@@ -129,7 +143,7 @@ TEST(RunCli, SmallSweepRunsEndToEndAndInspects) {
   const fs::path file = with_suffix(dir / "out", ".h5").front();
   const CliRun inspect = run_cli("inspect " + quoted(file));
   ASSERT_EQ(inspect.status, 0) << inspect.output;
-  EXPECT_THAT(inspect.output, HasSubstr("schema \"speclab.run\" version 2"));
+  EXPECT_THAT(inspect.output, HasSubstr("schema \"speclab.run\" version 3"));
   EXPECT_THAT(inspect.output, HasSubstr("steps/accepted"));
   EXPECT_THAT(inspect.output, HasSubstr("chunked deflate extendable"));
   EXPECT_THAT(inspect.output, HasSubstr("max_new_tokens = 10"));
@@ -223,7 +237,7 @@ TEST(RunCli, InterruptedRunStopsCleanlyAndSaysHowToResume) {
 
 TEST(RunCli, FullDiskFailsWithExitTwoAndKeepsFinishedPoints) {
   const fs::path dir = fresh_test_dir();
-  // The second point's file outgrows a 90 KiB file-size limit, which fails writes with EFBIG
+  // The second point's file outgrows a 160 KiB file-size limit, which fails writes with EFBIG
   // as a full disk fails them with ENOSPC.
   const fs::path config = write_text(dir / "big.toml", R"([target]
 model = "lsm-tiny-target"
@@ -236,7 +250,7 @@ sequences = 64
 decode.max_new_tokens = [4, 4096]
 )");
   const fs::path out = dir / "out";
-  const std::string command = "bash -c \"ulimit -f 90; trap '' XFSZ; exec '" +
+  const std::string command = "bash -c \"ulimit -f 160; trap '' XFSZ; exec '" +
                               std::string(SPECLAB_CLI) + "' run " + quoted(config) + " --out " +
                               quoted(out) + "\" 2>&1";
   FILE* pipe = popen(command.c_str(), "r");

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -241,6 +242,38 @@ model = "lsm-tiny-draft"
     if (spec.key == "decode.branches") continue;  // tree verifiers only
     EXPECT_NE(std::find(keys.begin(), keys.end(), spec.key), keys.end()) << spec.key;
   }
+}
+
+// The resolved config writes each float as the shortest text that reads back as the same double
+// (0.3, not toml++'s 0.29999999999999999), and reads back as the table it was written from; the
+// point ids keep hashing toml++'s text, so that the ids of existing results stay valid.
+TEST(Config, ResolvedTomlWritesFloatsAsShortestRoundTrips) {
+  const Sweep sweep = load(R"([target]
+model = "lsm-tiny-target"
+[draft]
+model = "lsm-tiny-draft"
+[sampling]
+temperature = 0.7
+top_p = 0.9
+[verifier]
+method = "tree-iid"
+[decode]
+branches = [2, 1]
+)");
+  const SweepPoint& point = sweep.points[0];
+  EXPECT_THAT(point.config_toml, HasSubstr("temperature = 0.7\n"));
+  EXPECT_THAT(point.config_toml, HasSubstr("top_p = 0.9\n"));
+  EXPECT_THAT(point.config_toml, HasSubstr("typical_delta = 0.3\n"));
+  EXPECT_THAT(point.config_toml, HasSubstr("leniency = 1.0\n"));  // still a TOML float
+  EXPECT_THAT(point.config_toml, HasSubstr("branches = [ 2, 1 ]\n"));
+  EXPECT_THAT(point.config_toml, Not(HasSubstr("99999")));
+  std::ostringstream written;
+  written << toml::toml_formatter{settings_to_toml(point.settings)};
+  std::ostringstream reread;
+  reread << toml::toml_formatter{toml::parse(point.config_toml)};
+  EXPECT_EQ(reread.str(), written.str());
+  EXPECT_THAT(point.id, ::testing::EndsWith(fmt::format(
+                            "{:012x}", fnv1a64(settings_id_text(point.settings)) >> 16)));
 }
 
 TEST(Config, BatchSeedsDifferPerBatchAndAreDeterministic) {
