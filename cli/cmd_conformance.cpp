@@ -1,7 +1,7 @@
 // `speclab conformance ...`: is a speculative sampler speclab did not write lossless? Runs the
 // Python package's conformance test (python/speclab/conformance.py, docs/python.md) with the
 // build's package on the path, passing every argument through and returning its exit status
-// (0 conforms, 1 does not, 2 bad usage or a sampler that crashes).
+// (0 conforms, 1 does not, 2 bad usage, a sampler that crashes or one that breaks the interface).
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -62,8 +62,8 @@ void setup_conformance(CLI::App& app) {
       "conformance",
       "Test a speculative sampler speclab did not write for losslessness against the exact law "
       "of token-level speculative sampling (python3 -m speclab.conformance; every argument, "
-      "--help included, goes to it). Exit 0 conforms, 1 does not, 2 bad usage or a crashing "
-      "sampler");
+      "--help included, goes to it). Exit 0 conforms, 1 does not, 2 bad usage, a crashing "
+      "sampler or one that breaks the interface (returns None, or no integer array [B, γ+1])");
   command->prefix_command();
   command->set_help_flag();
   command->callback([command] { run_conformance(command->remaining()); });

@@ -82,7 +82,7 @@ def conformance_goal():
     start = time.perf_counter()
     # ε = 0.01 at this instance (check() scales its ε per instance); α = 1e-6 for it alone.
     report = speclab.conformance.check(samplers.correct, epsilon=0.01 / scale, alpha=1e-6,
-                                       names=[name])
+                                       instances=[name])
     seconds = time.perf_counter() - start
     r = report.instances[0]
     print(f"conformance of a numpy sampler, ε = 0.01, α = 1e-6, V = 8, γ = 3 "

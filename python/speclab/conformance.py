@@ -17,9 +17,11 @@ law (over the test's bins) is detected with power 0.99, plus structural checks o
     import speclab.conformance as c
     report = c.check(my_sampler)        # my_sampler(p, q, x, n_draft, seed) -> emitted [B, γ+1]
     print(report.text()); report.passed
+    c.check(my_sampler, instances=["ragged", "narrow"])   # some instances (c.instance_names())
 
 Command line: python3 -m speclab.conformance (--callable MODULE:FUNCTION | --command CMD) ...
-(exit 0 conforms, 1 does not, 2 bad usage or a sampler that crashes).
+(exit 0 conforms, 1 does not, 2 bad usage or a sampler that crashes or breaks the interface:
+returns None, or no integer array [B, γ+1]; the message names the instance).
 """
 
 import argparse
@@ -32,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -43,10 +46,15 @@ DEFAULT_ALPHA = 1e-6
 POWER = 0.99
 # The sampler sees at most this many float32 probabilities per call (64 MB).
 MAX_BATCH_FLOATS = 1 << 24
+# What a sampler returns, as its errors say.
+EMITTED = ("emitted_tokens, an integer array [B, γ+1] (a numpy array, a torch tensor or an "
+           "object with an emitted_tokens attribute)")
 
 
 class SamplerError(RuntimeError):
-    """The sampler raised, exited non-zero, or returned no array."""
+    """The sampler crashed (raised, exited non-zero, wrote no output) or broke the interface
+    (returned None, or no integer array [B, γ+1]): no verdict, the command line exits 2. The
+    message names the instance it happened on."""
 
 
 @dataclasses.dataclass
@@ -176,6 +184,10 @@ def instance_names():
     return [i.name for i in instances()]
 
 
+# check() takes the instance names as its keyword `instances`, which hides the function there.
+_instance_family = instances
+
+
 # The exact law --------------------------------------------------------------------------------
 
 
@@ -239,9 +251,15 @@ def callable_runner(sampler):
             raise SamplerError(f"the sampler raised {type(e).__name__}: {e}") from e
         if hasattr(out, "emitted_tokens"):
             out = out.emitted_tokens
+        if out is None:
+            raise SamplerError(f"the sampler returned None; expected {EMITTED}")
         if hasattr(out, "detach"):
             out = out.detach().cpu().numpy()
-        return np.asarray(out)
+        try:
+            return np.asarray(out)
+        except (TypeError, ValueError) as e:  # ragged nested lists, say
+            raise SamplerError(f"the sampler returned a {type(out).__name__} that is not an "
+                               f"array ({e}); expected {EMITTED}") from e
 
     return run
 
@@ -299,15 +317,24 @@ def verifier_sampler(method="token", **options):
     return sampler
 
 
+def _check_interface(emitted, b, width):
+    """Raises SamplerError unless the sampler's output is an integer array [b, width]: another
+    shape or type is a misuse of the interface, not a law to test."""
+    if not isinstance(emitted, np.ndarray):
+        raise SamplerError(f"the sampler returned {type(emitted).__name__}; expected {EMITTED}")
+    if emitted.shape != (b, width):
+        raise SamplerError(f"the sampler returned an array of shape {list(emitted.shape)}; "
+                           f"expected emitted_tokens [B, γ+1] = {[b, width]}")
+    if emitted.dtype.kind not in "iu":
+        raise SamplerError(f"the sampler returned an array of dtype {emitted.dtype}; expected "
+                           "emitted_tokens of an integer type (-1 after the last token)")
+
+
 def _structure(emitted, x, n, vocab, p_rows):
     """Structural defects of emitted rows, as a list of messages (empty when well-formed).
-    p_rows: float64 [B, γ+1, V] target rows per request, n: int [B]."""
+    emitted: int [B, γ+1] (_check_interface passed), p_rows: float64 [B, γ+1, V] target rows per
+    request, n: int [B]."""
     b, width = x.shape[0], x.shape[1] + 1
-    if emitted.shape != (b, width):
-        return [f"emitted_tokens has shape {list(emitted.shape)}; expected [B, γ+1] = "
-                f"{[b, width]}"]
-    if emitted.dtype.kind not in "iu":
-        return [f"emitted_tokens has dtype {emitted.dtype}; expected an integer type"]
     e = emitted.astype(np.int64)
     problems = []
 
@@ -452,10 +479,12 @@ def _run_instance(runner, inst, epsilon, alpha, samples, rng, max_batch):
         x = _drafts(rng, inst, classes)
         n = inst.n_draft[classes].astype(np.int32)
         p, q = p32[classes], q32[classes]  # fresh copies: a sampler may write into them
-        emitted = runner(p, q, x, n, int(rng.integers(0, 2**63)))
-        if not isinstance(emitted, np.ndarray):
-            raise SamplerError(f"the sampler returned {type(emitted).__name__}; expected an "
-                               "array of emitted tokens")
+        try:
+            emitted = runner(p, q, x, n, int(rng.integers(0, 2**63)))
+            _check_interface(emitted, b, g + 1)
+        except SamplerError as e:
+            raise SamplerError(f"instance {inst.name} ({inst.description}), call "
+                               f"{done // batch + 1} (B = {b}): {e}") from e
         problems = _structure(emitted, x, n, v, inst.probs_target[classes])
         if problems:
             break
@@ -499,7 +528,7 @@ def _run_instance(runner, inst, epsilon, alpha, samples, rng, max_batch):
 
 
 def check(sampler=None, *, command=None, epsilon=DEFAULT_EPSILON, alpha=DEFAULT_ALPHA,
-          samples=None, seed=0, names=None, max_batch=None):
+          samples=None, seed=0, instances=None, max_batch=None, names=None):
     """Tests a sampler against the exact law of token-level speculative sampling.
 
     Args:
@@ -515,16 +544,25 @@ def check(sampler=None, *, command=None, epsilon=DEFAULT_EPSILON, alpha=DEFAULT_
         alpha: the false-failure rate of the whole run, split over the instances.
         samples: requests per instance instead of the size ε calls for.
         seed: seeds the drafts and the seeds handed to the sampler.
-        names: instance names to run (default all, instance_names()).
+        instances: the instances to run, as names (a list, or a comma-separated string as the
+            command line's --instances takes; default all, instance_names()).
         max_batch: requests per sampler call (default: as many as 64 MB of rows allow).
+        names: the former name of `instances`, deprecated (DeprecationWarning).
 
     Returns:
         Report (passed, instances, text(), to_json(), junit_xml()).
 
     Raises:
-        SamplerError: the sampler raised, exited non-zero or returned no array.
+        SamplerError: the sampler crashed or returned no integer array [B, γ+1]; the message
+            names the instance.
         ValueError: bad arguments.
     """
+    if names is not None:
+        warnings.warn("speclab.conformance.check(names=...) is deprecated; use instances=... "
+                      "(the command line's --instances)", DeprecationWarning, stacklevel=2)
+        if instances is not None:
+            raise ValueError("pass instances= alone (names= is its deprecated former name)")
+        instances = names
     if (sampler is None) == (command is None):
         raise ValueError("pass exactly one of sampler (a callable) and command")
     if not 0 < epsilon < 1:
@@ -533,14 +571,17 @@ def check(sampler=None, *, command=None, epsilon=DEFAULT_EPSILON, alpha=DEFAULT_
         raise ValueError(f"alpha is {alpha}; expected a value in (0, 1)")
     if samples is not None and samples < 1:
         raise ValueError(f"samples is {samples}; expected a positive count")
-    chosen = instances()
-    if names is not None:
+    chosen = _instance_family()
+    if instances is not None:
+        wanted = ([n.strip() for n in instances.split(",") if n.strip()]
+                  if isinstance(instances, str) else list(instances))
         known = {i.name for i in chosen}
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise ValueError(f"unknown instance {', '.join(unknown)}; expected some of "
-                             f"{', '.join(sorted(known))}")
-        chosen = [i for i in chosen if i.name in names]
+        unknown = [n for n in wanted if n not in known]
+        if unknown or not wanted:
+            what = (f"unknown instance {', '.join(map(str, unknown))}" if unknown
+                    else "no instance named")
+            raise ValueError(f"{what}; expected some of {', '.join(sorted(known))}")
+        chosen = [i for i in chosen if i.name in wanted]
     runner = callable_runner(sampler) if sampler is not None else command_runner(command)
     level = stats.bonferroni_level(alpha, len(chosen))
     rng = np.random.default_rng(seed)
@@ -566,13 +607,14 @@ def _load_callable(spec):
 
 def main(argv=None):
     """`python3 -m speclab.conformance`: exit 0 conforms, 1 does not, 2 bad usage or a sampler
-    that crashes."""
+    that crashes or breaks the interface (SamplerError)."""
     parser = argparse.ArgumentParser(
         prog="speclab conformance",
         description="Test a speculative sampler for losslessness against the exact law of "
                     "token-level speculative sampling.",
         epilog="Exit status: 0 conforms; 1 does not; 2 bad input or usage, or a sampler that "
-               "crashes (the message says which).")
+               "crashes or breaks the interface (returns None, or no integer array [B, γ+1]; "
+               "the message says which, on which instance).")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--callable", metavar="MODULE:FUNCTION",
                        help="a Python callable (probs_target, probs_draft, draft_tokens, "
@@ -603,7 +645,7 @@ def main(argv=None):
         sampler = _load_callable(args.callable) if args.callable else None
         report = check(sampler, command=args.command, epsilon=args.epsilon, alpha=args.alpha,
                        samples=args.samples, seed=args.seed, max_batch=args.max_batch,
-                       names=args.instances.split(",") if args.instances else None)
+                       instances=args.instances or None)
     except (ValueError, ImportError, AttributeError, SamplerError) as e:
         print(f"speclab conformance: {e}", file=sys.stderr)
         return 2

@@ -20,8 +20,11 @@ import numpy as np
 
 SCHEMA = "speclab.run"
 # 2: steps/request; position/acceptance_conditional (version 1: position/acceptance_rate) and
-# position/acceptance_marginal. Version 1 files are read with the version 2 names.
-SCHEMA_VERSION = 2
+# position/acceptance_marginal. 3: the prompt pass timed apart (prefill_seconds and
+# decode_seconds per point, batch and request, prompt_tokens, end_to_end_speedup); speedup and
+# tokens_per_second on decode time. Version 1 files are read with the version 2 names; versions 2
+# and 3 as they are.
+SCHEMA_VERSION = 3
 STEP_COLUMNS = ("accepted", "emitted", "drafted")
 
 
@@ -121,17 +124,57 @@ def request_trajectories(run):
             for r in range(n)]
 
 
+# The columns every summary speclab writes has and the readers index by (read_summary_row in
+# experiments/results.hpp writes id, index, name, the config keys, the metrics, file).
+SUMMARY_COLUMNS = ("id", "index", "name", "file")
+SUMMARY_LAYOUT = ("a summary written by `speclab run` or `speclab merge` (columns id, index, name, "
+                  "the config keys, the metrics, file)")
+
+
+class SummaryError(ValueError):
+    """A summary file that is not one speclab wrote whole (empty, its header or rows cut short,
+    another tool's CSV): the message names the file and says what is wrong with it."""
+
+
+def read_summary_csv(path, required=SUMMARY_COLUMNS):
+    """One summary CSV file as a DataFrame, checked for the columns in `required` and for rows
+    that name their result file. Raises SummaryError naming PATH."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path)
+    except pd.errors.EmptyDataError as e:
+        raise SummaryError(f"{path}: empty (no header line); expected {SUMMARY_LAYOUT}") from e
+    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise SummaryError(f"{path}: not a CSV table ({str(e).strip()}); expected "
+                           f"{SUMMARY_LAYOUT}") from e
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        what = ", ".join(repr(c) for c in missing)
+        raise SummaryError(f"{path}: no {what} column{'s' if len(missing) > 1 else ''}; expected "
+                           f"{SUMMARY_LAYOUT}")
+    if "file" in required:
+        # A row cut short (a copy interrupted mid-line) leaves the last columns empty.
+        unnamed = frame.index[frame["file"].isna()]
+        if len(unnamed):
+            raise SummaryError(f"{path}: row {int(unnamed[0]) + 1} of {len(frame)} has no file "
+                               f"(cut short); expected {SUMMARY_LAYOUT}")
+    return frame
+
+
 def load_summary(directory):
     """The summary of a run directory as a DataFrame with one row per sweep point: summary.csv,
-    or the shards' summary.shard-*-of-*.csv files concatenated when there is no merged one."""
+    or the shards' summary.shard-*-of-*.csv files concatenated when there is no merged one.
+    Raises FileNotFoundError when there is none, SummaryError (a ValueError naming the file) when
+    one lacks the columns id, index, name, file or a row has no file."""
     import pandas as pd
 
     merged = os.path.join(directory, "summary.csv")
     if os.path.exists(merged):
-        return pd.read_csv(merged)
+        return read_summary_csv(merged)
     shards = sorted(glob.glob(os.path.join(directory, "summary.shard-*-of-*.csv")))
     if not shards:
         raise FileNotFoundError(
             f"{directory}: no summary.csv (run `speclab run` or `speclab merge` first)")
-    frame = pd.concat([pd.read_csv(s) for s in shards], ignore_index=True)
+    frame = pd.concat([read_summary_csv(s) for s in shards], ignore_index=True)
     return frame.drop_duplicates("id").sort_values(["name", "index"]).reset_index(drop=True)

@@ -62,7 +62,7 @@ def run_dir(root, name):
     if has_summary(root / name):
         return root / name
     if has_summary(root):
-        df = speclab_io.load_summary(root)
+        df = load_summary(root)
         if len(df) and (df["name"] == name).all():
             return root
     return None
@@ -78,8 +78,10 @@ def run_dirs(root):
     return found
 
 
-def verify_reports(root):
-    """Paths of `speclab verify` reports at ROOT, ROOT/verify and ROOT's subdirectories."""
+def verify_reports(root, unreadable=None):
+    """Paths of `speclab verify` reports at ROOT, ROOT/verify and ROOT's subdirectories. The .h5
+    files there that HDF5 cannot open (cut short, not HDF5) are appended to `unreadable` when it
+    is a list: any of them may be a report."""
     root = Path(root)
     candidates = sorted(set(glob.glob(str(root / "*.h5")) + glob.glob(str(root / "*" / "*.h5"))))
     out = []
@@ -88,6 +90,8 @@ def verify_reports(root):
             with h5py.File(path, "r") as f:
                 schema = f.attrs.get("schema")
         except OSError:
+            if unreadable is not None:
+                unreadable.append(Path(path))
             continue
         if isinstance(schema, bytes):
             schema = schema.decode()
@@ -96,12 +100,24 @@ def verify_reports(root):
     return out
 
 
+# The attributes of a verify report that the figure and the report's table read.
+VERIFY_ATTRIBUTES = ("pass", "p_value", "plain_p_value", "statistic", "bins", "samples", "length",
+                     "tv_estimate", "tv_upper_99", "epsilon_detectable")
+
+
 def load_verify(path):
-    """A `speclab verify` report: observed and expected counts plus its attributes."""
+    """A `speclab verify` report: observed and expected counts plus its attributes. Raises
+    ValueError naming PATH when it is of another schema or lacks a dataset or attribute the
+    figure reads."""
     with h5py.File(path, "r") as f:
         rep = {k: speclab_io._decode(v) for k, v in f.attrs.items()}
         if rep.get("schema") != VERIFY_SCHEMA:
             raise ValueError(f"{path}: schema is {rep.get('schema')!r}; expected {VERIFY_SCHEMA!r}")
+        missing = [f"dataset {d}" for d in ("observed", "expected") if d not in f]
+        missing += [f"attribute {a}" for a in VERIFY_ATTRIBUTES if a not in rep]
+        if missing:
+            raise ValueError(f"{path}: no {', '.join(missing)}; expected a `speclab verify` "
+                             "report written whole (`speclab schema` lists its layout)")
         rep["observed"] = f["observed"][()].astype(np.int64)
         rep["expected"] = f["expected"][()].astype(np.float64)
     # `expected` holds the exact law (probabilities); the figures compare counts.
@@ -114,12 +130,17 @@ def load_verify(path):
 
 
 def load_plan(directory):
-    """plan_validate.json (the output of `speclab plan --validate --json`) in DIRECTORY, or None."""
+    """plan_validate.json (the output of `speclab plan --validate --json`) in DIRECTORY, or None.
+    Raises ResultError naming the file when it is not JSON."""
     path = Path(directory) / "plan_validate.json"
     if not path.exists() or path.stat().st_size == 0:
         return None
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise ResultError(f"{path}: cannot be read as the JSON of `speclab plan --validate "
+                          f"--json` ({e}); write it again or delete it") from e
 
 
 def _given_dir(directory, repo):
@@ -171,23 +192,53 @@ class ResultError(Exception):
     `speclab plot` prints the message, which names the file, and exits with status 2."""
 
 
+# The summary columns the figures read besides speclab.io.SUMMARY_COLUMNS: config keys every
+# resolved config has and the metric every speclab summary carries (empty without a baseline).
+PLOT_COLUMNS = ("verifier.method", "decode.gamma", "decode.batch_size", "sampling.temperature",
+                "target.model", "draft.model", "speedup")
+
+
+def _summary_name(directory):
+    merged = os.path.join(directory, "summary.csv")
+    if os.path.exists(merged):
+        return merged
+    return os.path.join(directory, "summary.shard-*-of-*.csv")
+
+
+def load_summary(directory):
+    """The summary of a run directory (speclab.io.load_summary) checked for the columns the
+    figures read (PLOT_COLUMNS). Raises ResultError naming the file and what is wrong with it."""
+    try:
+        df = speclab_io.load_summary(directory)
+    except speclab_io.SummaryError as e:
+        raise ResultError(str(e)) from e
+    except (OSError, ValueError) as e:
+        raise ResultError(f"{_summary_name(directory)}: cannot be read as a summary ({e})") from e
+    missing = [c for c in PLOT_COLUMNS if c not in df.columns]
+    if missing:
+        what = ", ".join(repr(c) for c in missing)
+        raise ResultError(f"{_summary_name(directory)}: no {what} column"
+                          f"{'s' if len(missing) > 1 else ''}; expected "
+                          f"{speclab_io.SUMMARY_LAYOUT}")
+    return df
+
+
+def load_result(path):
+    """One point's result file (speclab.io.load_run); raises ResultError naming PATH when it is
+    truncated, corrupt or of another schema."""
+    try:
+        return speclab_io.load_run(path)
+    except (OSError, KeyError, ValueError) as e:
+        raise ResultError(f"{path}: cannot be read as a speclab result ({e}); rerun its "
+                          f"point (`speclab run ... --resume` after deleting it)") from e
+
+
 def load_runs(directory, df=None):
     """Every point of a run directory: (summary DataFrame, list of load_run dicts in row order).
     Raises ResultError naming the file that cannot be read."""
     if df is None:
-        try:
-            df = speclab_io.load_summary(directory)
-        except (OSError, ValueError) as e:
-            raise ResultError(f"{directory}: cannot read its summary ({e})") from e
-    runs = []
-    for f in df["file"]:
-        path = os.path.join(directory, f)
-        try:
-            runs.append(speclab_io.load_run(path))
-        except (OSError, KeyError, ValueError) as e:
-            raise ResultError(f"{path}: cannot be read as a speclab result ({e}); rerun its "
-                              f"point (`speclab run ... --resume` after deleting it)") from e
-    return df, runs
+        df = load_summary(directory)
+    return df, [load_result(os.path.join(directory, f)) for f in df["file"]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -430,11 +481,15 @@ def fig_alpha_vs_temperature(df):
 
 
 def batch_speedups(run):
-    """Per-batch measured speedup (speculative tokens/s ÷ plain tokens/s on the same prompts)."""
+    """Per-batch measured speedup (speculative tokens/s ÷ plain tokens/s on the same prompts): on
+    decode time where the file times the prompt pass apart (schema version 3), as its `speedup`
+    is, else on the batches' whole wall time."""
     if "baseline/batches/seconds" not in run:
         return np.array([])
-    spec = run["batches/tokens"] / run["batches/seconds"]
-    plain = run["baseline/batches/tokens"] / run["baseline/batches/seconds"]
+    timed = ("batches/decode_seconds" if "batches/decode_seconds" in run
+             and "baseline/batches/decode_seconds" in run else "batches/seconds")
+    spec = run["batches/tokens"] / run[timed]
+    plain = run["baseline/batches/tokens"] / run["baseline/" + timed]
     return spec / plain
 
 
@@ -461,8 +516,10 @@ def speedup_table(df, runs, plan=None):
         # Plain decoding makes one target call per token of its longest request in each batch.
         lengths = r["baseline/sequences/length"]
         plain_calls = sum(int(lengths[j:j + b].max()) for j in range(0, lengths.size, b))
-        t1 = float(a["baseline_seconds"]) / max(plain_calls, 1)
-        rows.append(dict(batch=b, gamma=g, speedup=float(a["speedup"]), ci95=half,
+        # Plain decoding's time per call, the prompt pass left out where it is timed apart.
+        t1 = float(a.get("baseline_decode_seconds", a["baseline_seconds"])) / max(plain_calls, 1)
+        rows.append(dict(batch=b, gamma=g, temperature=float(df["sampling.temperature"].iloc[i]),
+                         speedup=float(a["speedup"]), ci95=half,
                          batches=int(per_batch.size),
                          r=float(a["target_seconds"]) / float(a["target_calls"]) / t1,
                          c=float(a["draft_seconds"]) / max(float(a["draft_calls"]), 1) / t1,
@@ -504,6 +561,41 @@ def fig_speedup_vs_batch(df, runs, plan=None):
     ax_r.set_ylabel("r = T(b, γ+1) / T(b, 1)  (verification call ÷ plain call)")
     ax_r.set_title("Measured cost of scoring γ+1 positions", fontsize=9)
     ax_r.legend(fontsize=7)
+    return fig
+
+
+def fig_speedup_vs_gamma(df, runs, plan=None):
+    """Measured speedup against γ, one series per batch size and temperature: the whole point's
+    speedup with the 95% interval over its batches where it has several, beside the planner's
+    prediction (plan_validate.json's, else each point's predicted_speedup; dashed) where there
+    is one."""
+    plt = _plt()
+    table = speedup_table(df, runs, plan)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), constrained_layout=True)
+    series = sorted(set(zip(table["batch"], table["temperature"])))
+    several_b = table["batch"].nunique() > 1
+    several_t = table["temperature"].nunique() > 1
+    for color, (b, t) in zip(_colors(len(series)), series):
+        s = table[(table["batch"] == b) & (table["temperature"] == t)].sort_values("gamma")
+        name = ", ".join(([f"b = {b}"] if several_b else []) + ([f"T = {t:g}"] if several_t
+                                                                 else []))
+        prefix = f"{name}: " if name else ""
+        ax.errorbar(s["gamma"], s["speedup"], yerr=s["ci95"], fmt="o-", color=color, capsize=3,
+                    ms=5, label=f"{prefix}measured (95% CI over batches)")
+        if s["predicted"].notna().any():
+            ax.plot(s["gamma"], s["predicted"], "s--", color=color, ms=4, mfc="none",
+                    label=f"{prefix}planner (this machine)")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(sorted(table["gamma"].unique()))
+    ax.set_xlabel("draft length γ (tokens per step)")
+    ax.set_ylabel("speedup over plain decoding (× tokens/s)")
+    model = f"{df['target.model'].iloc[0]} / {df['draft.model'].iloc[0]}"
+    source = ("planner: plan_validate.json" if plan else
+              "planner: each point's predicted_speedup at its measured α"
+              if table["predicted"].notna().any() else "no planner prediction: measurement only")
+    ax.set_title(f"Speedup against γ ({model})\n{source}", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
     return fig
 
 
@@ -665,10 +757,68 @@ def fig_verification(reports):
 # ---------------------------------------------------------------------------------------------
 # `speclab plot`: every standard figure of a results directory
 
+def sweep_figures(name, df, runs, plan=None):
+    """The figures `speclab plot` considers for one sweep, in the order it draws them: a list of
+    (figure name, make, reason) with make a callable returning the Figure, or None and the reason
+    the sweep's axes cannot give it."""
+    spec = [i for i, r in enumerate(runs) if "position/reached" in r]
+    if not spec:
+        return [(f"{name}_*", None, "no speculative points (plain decoding only: acceptance "
+                 "figures need a [draft] model)")]
+    sdf = df.iloc[spec].reset_index(drop=True)
+    sruns = [runs[i] for i in spec]
+    chain = [i for i in range(len(sdf)) if not is_tree_method(sdf["verifier.method"].iloc[i])]
+    several_methods = sdf["verifier.method"].nunique() > 1
+    has_speedup = bool(sdf["speedup"].notna().any())
+    no_speedup = "no speedup: set decode.baseline = true"
+    out = []
+
+    def add(figure, make, reason=None):
+        out.append((f"{name}_{figure}", make, None if make else reason))
+
+    if several_methods:
+        add("method_comparison", (lambda: fig_method_comparison(sdf, sruns)) if has_speedup
+            else None, no_speedup)
+    else:
+        add("method_comparison", None, "one verifier method in the sweep (sweep verifier.method)")
+    # The acceptance figures pool a sweep's points, which only means something for one chain
+    # verifier; a method sweep gets the comparison instead.
+    per_method = (f"several verifier methods (compared in {name}_method_comparison)"
+                  if several_methods else None if chain
+                  else "tree verifiers only (per-depth curves are in the files)")
+    varies_gamma = sdf["decode.gamma"].nunique() > 1
+    if per_method:
+        for figure in ("position_acceptance", "accepted_length", "emitted_vs_gamma",
+                       "alpha_vs_temperature"):
+            add(figure, None, per_method)
+    else:
+        add("position_acceptance", lambda: fig_position_acceptance(sdf, sruns))
+        add("accepted_length", lambda: fig_accepted_length(sdf, sruns))
+        add("emitted_vs_gamma", (lambda: fig_emitted_vs_gamma(sdf, sruns)) if varies_gamma
+            else None, "one γ in the sweep (sweep decode.gamma)")
+        add("alpha_vs_temperature", (lambda: fig_alpha_vs_temperature(sdf))
+            if sdf["sampling.temperature"].nunique() > 1 else None,
+            "one temperature in the sweep (sweep sampling.temperature)")
+    if sdf["decode.batch_size"].nunique() <= 1:
+        add("speedup_vs_batch", None, "one batch size in the sweep (sweep decode.batch_size)")
+    else:
+        add("speedup_vs_batch", (lambda: fig_speedup_vs_batch(sdf, sruns, plan)) if has_speedup
+            else None, no_speedup)
+    if per_method:
+        add("speedup_vs_gamma", None, per_method)
+    elif not varies_gamma:
+        add("speedup_vs_gamma", None, "the sweep does not vary decode.gamma")
+    else:
+        add("speedup_vs_gamma", (lambda: fig_speedup_vs_gamma(sdf, sruns, plan)) if has_speedup
+            else None, no_speedup)
+    return out
+
+
 def render(results_dir, figdir, log=print):
     """Writes the standard figures of RESULTS_DIR (a run directory or a root of run directories,
-    plus any `speclab verify` reports) as PNG into FIGDIR; returns the paths written. Each figure
-    the sweep's axes cannot give is logged as `not drawn` with the reason."""
+    plus any `speclab verify` reports) as PNG into FIGDIR; returns the paths written. Every figure
+    considered and not drawn is logged as `not drawn: NAME: reason`. Raises ResultError naming
+    the file when a summary, result file or report cannot be read."""
     plt = _plt()
     figdir = Path(figdir)
     figdir.mkdir(parents=True, exist_ok=True)
@@ -687,43 +837,35 @@ def render(results_dir, figdir, log=print):
     for d in run_dirs(results_dir):
         df, runs = load_runs(d)
         name = str(df["name"].iloc[0]) if len(df) else d.name
-        spec = [i for i, r in enumerate(runs) if "position/reached" in r]
-        if not spec:
-            skip(f"{name}_*", "no speculative points (plain decoding only: acceptance figures "
-                 "need a [draft] model)")
-        if spec:
-            sdf = df.iloc[spec].reset_index(drop=True)
-            sruns = [runs[i] for i in spec]
-            chain = [i for i in range(len(sdf)) if not is_tree_method(sdf["verifier.method"].iloc[i])]
-            if sdf["verifier.method"].nunique() > 1:
-                if sdf["speedup"].notna().any():
-                    save(fig_method_comparison(sdf, sruns), f"{name}_method_comparison")
-                else:
-                    skip(f"{name}_method_comparison", "no speedup: set decode.baseline = true")
-            elif chain:
-                save(fig_position_acceptance(sdf, sruns), f"{name}_position_acceptance")
-                save(fig_accepted_length(sdf, sruns), f"{name}_accepted_length")
-                if sdf["decode.gamma"].nunique() > 1:
-                    save(fig_emitted_vs_gamma(sdf, sruns), f"{name}_emitted_vs_gamma")
-                else:
-                    skip(f"{name}_emitted_vs_gamma", "one γ in the sweep (sweep decode.gamma)")
-                if sdf["sampling.temperature"].nunique() > 1:
-                    save(fig_alpha_vs_temperature(sdf), f"{name}_alpha_vs_temperature")
-            elif not chain:
-                skip(f"{name}_position_acceptance", "tree verifiers only (per-depth curves are in "
-                     "the files)")
-            if sdf["decode.batch_size"].nunique() > 1 and sdf["speedup"].notna().any():
-                save(fig_speedup_vs_batch(sdf, sruns, load_plan(d)), f"{name}_speedup_vs_batch")
-            elif sdf["decode.batch_size"].nunique() > 1:
-                skip(f"{name}_speedup_vs_batch", "no speedup: set decode.baseline = true")
+        for figure, make, reason in sweep_figures(name, df, runs, load_plan(d)):
+            if make is None:
+                skip(figure, reason)
+                continue
+            try:
+                fig = make()
+            except KeyError as e:
+                # A summary column or result attribute that speclab always writes is missing.
+                plt.close("all")
+                raise ResultError(f"{d}: {figure} needs {e.args[0]!r}, which its summary or a "
+                                  f"result file lacks; expected the output of `speclab run`") from e
+            save(fig, figure)
+    unreadable = []
     reports = []
-    for p in verify_reports(results_dir):
+    for p in verify_reports(results_dir, unreadable):
         try:
             reports.append(load_verify(p))
-        except (OSError, KeyError, ValueError) as e:
+        except ValueError as e:  # its message names the file
+            raise ResultError(str(e)) from e
+        except (OSError, KeyError) as e:
             raise ResultError(f"{p}: cannot be read as a `speclab verify` report ({e})") from e
     if reports:
         save(fig_verification(reports), "verification")
+    else:
+        reason = f"no `speclab verify` report in {results_dir} or its subdirectories"
+        if unreadable:
+            reason += (f" ({', '.join(str(u) for u in unreadable)}: not readable as HDF5, cut "
+                       f"short or another format)")
+        skip("verification", reason)
     return written
 
 

@@ -1,13 +1,16 @@
 """`speclab report RESULTS_DIR -o report.html`: one self-contained HTML page of a results
 directory (a `speclab run` --out directory, or a root of such directories and `speclab verify`
 reports): the standard figures inline as base64 PNG (drawn by speclab.plot.render, the same figures
-`speclab plot` writes, and for each one the results cannot give, why), each sweep's summary table,
-its resolved config, the machine and instruction sets it ran on, and the verify verdicts. The page
-loads nothing from anywhere else.
+`speclab plot` writes, and for each one the results cannot give, why), each shown at its natural
+width (shrunk only to fit a narrower window) and a link that opens it at full size; each sweep's
+summary table (the key metrics first), its resolved config, the machine and instruction sets it
+ran on, and the verify verdicts. The page loads nothing from anywhere else.
 
     PYTHONPATH=python /usr/bin/python3 -m speclab.report RESULTS_DIR -o report.html [--json] [--quiet]
 
-Exit status: 0 written; 1 a failure (no matplotlib); 2 bad input (no results, an unusable -o).
+Exit status: 0 written; 1 a failure (no matplotlib); 2 bad input (no results, an unusable -o, a
+summary or result file cut short or of another tool: the message names it and says what is
+wrong).
 """
 
 import base64
@@ -18,7 +21,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from speclab import io as speclab_io
 from speclab import plot as speclab_plot
 
 # Root attributes of a run file that say where and how it was measured (`speclab schema`).
@@ -30,16 +32,42 @@ SUMMARY_META = ("id", "index", "name", "file")
 VERIFY_COLUMNS = ("pass", "p_value", "samples", "length", "support", "tv_estimate", "tv_upper_99",
                   "epsilon_detectable", "draft_exercised", "plain_p_value")
 
+# Figures at their natural size (matplotlib's pixels, wide for multi-panel figures), shrunk only
+# to fit a narrower window, where the link around each opens it whole; the text keeps a readable
+# measure.
 STYLE = """
-body { font-family: sans-serif; margin: 2em; max-width: 80em; color: #222; }
+body { font-family: sans-serif; margin: 2em; color: #222; }
+h1, h2, h3, p, ul { max-width: 80em; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
 th, td { border: 1px solid #bbb; padding: 0.2em 0.5em; text-align: right; }
 th { background: #eee; } td.text { text-align: left; }
 div.wide { overflow-x: auto; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
-figure { display: inline-block; margin: 0.5em; } figure img { max-width: 38em; }
+figure { display: block; margin: 1em 0 1.5em; }
+figure a.full { display: inline-block; max-width: 100%; }
+figure img { display: block; max-width: 100%; height: auto; }
+figcaption { font-size: 0.85em; color: #555; }
 .pass { color: #060; font-weight: bold; } .fail { color: #a00; font-weight: bold; }
 """
+# Browsers refuse to open a link to a data: URL as a page (Chromium since 60, for any type), so a
+# click on a figure opens a blob: URL of the same bytes; without script the link is followed as
+# written (Firefox opens data: images).
+SCRIPT = """
+document.addEventListener("click", event => {
+  const link = event.target.closest && event.target.closest("a.full");
+  if (!link || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+  const href = link.getAttribute("href");
+  const comma = href.indexOf(",");
+  const type = href.slice(5, href.indexOf(";"));
+  const bytes = Uint8Array.from(atob(href.slice(comma + 1)), c => c.charCodeAt(0));
+  const url = URL.createObjectURL(new Blob([bytes], {type: type}));
+  if (window.open(url, "_blank")) event.preventDefault();
+});
+"""
+# The summary columns shown first, after the point's id and swept keys: what a reader compares
+# across points. end_to_end_speedup is absent from older summaries.
+KEY_METRICS = ("speedup", "predicted_speedup", "end_to_end_speedup", "tokens_per_second",
+               "acceptance_rate", "alpha_estimate", "emitted_per_step")
 
 
 class ReportError(Exception):
@@ -87,12 +115,16 @@ def _figures(results, log):
 
 
 def _sweep_section(directory):
-    df = speclab_io.load_summary(directory)
-    first = speclab_io.load_run(os.path.join(directory, df["file"].iloc[0]))
+    """(sweep name, HTML section): the summary table (id, swept keys, KEY_METRICS, then the
+    other metrics in summary.csv's order), the machine, the resolved config of the first point."""
+    df = speclab_plot.load_summary(directory)
+    first = speclab_plot.load_result(os.path.join(directory, df["file"].iloc[0]))
     attrs = first["attrs"]
     name = str(df["name"].iloc[0]) if len(df) else directory.name
     swept = [k for k in str(attrs.get("swept_keys", "")).split(",") if k]
     metrics = [c for c in df.columns if "." not in c and c not in SUMMARY_META]
+    metrics = ([c for c in KEY_METRICS if c in metrics]
+               + [c for c in metrics if c not in KEY_METRICS])
     columns = ["id"] + [k for k in swept if k in df.columns] + metrics
     rows = [[row[c] for c in columns] for _, row in df.iterrows()]
     machine = [(k, attrs[k]) for k in MACHINE_ATTRIBUTES if k in attrs]
@@ -136,12 +168,18 @@ def build_report(results, log=print):
         figures, not_drawn = _figures(results, log)
         sweeps = [_sweep_section(d) for d in dirs]
         reports = [speclab_plot.load_verify(p) for p in report_paths]
-    except (speclab_plot.ResultError, OSError, KeyError, ValueError) as e:
+    except KeyError as e:
+        raise ReportError(f"{results}: a summary or result file lacks {e.args[0]!r}; expected "
+                          "the output of `speclab run` (`speclab schema` lists its layout)") from e
+    except (speclab_plot.ResultError, OSError, ValueError) as e:
         raise ReportError(str(e)) from e
     body = [f"<h1>speclab report: {html.escape(str(results))}</h1>"]
     body.append("<h2>Figures</h2>")
-    body += [f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
-             f"<figcaption>{html.escape(name)}</figcaption></figure>" for name, data in figures]
+    body += [f'<figure><a class="full" href="data:image/png;base64,'
+             f'{data}" target="_blank" title="{html.escape(name)} at full size">'
+             f'<img alt="{html.escape(name)}" src="data:image/png;base64,{data}"></a>'
+             f"<figcaption>{html.escape(name)} (click to open at full size)</figcaption>"
+             f"</figure>" for name, data in figures]
     if not figures:
         body.append("<p>No figure fits these results.</p>")
     if not_drawn:
@@ -152,7 +190,8 @@ def build_report(results, log=print):
         body.append(_verify_section(reports))
     page = ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             f"<title>speclab report: {html.escape(results.name)}</title>"
-            f"<style>{STYLE}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+            f"<style>{STYLE}</style></head><body>\n" + "\n".join(body)
+            + f"\n<script>{SCRIPT}</script>\n</body></html>\n")
     summary = {"figures": [name for name, _ in figures], "not_drawn": not_drawn,
                "sweeps": [name for name, _ in sweeps], "verify_reports": len(reports)}
     return page, summary

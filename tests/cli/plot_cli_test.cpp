@@ -1,7 +1,8 @@
-// `speclab plot RESULTS_DIR -o FIGDIR`, run as a user runs it: the figures of a fresh run, and
-// exit 2, never a Python traceback, for a missing directory, one without runs, a truncated result
-// file, or -o naming a file. Skips where /usr/bin/python3 or its
-// matplotlib is missing (the command needs them; scripts/install-deps.sh installs them).
+// `speclab plot RESULTS_DIR -o FIGDIR`, run as a user runs it: the figures of a fresh run, with
+// --json every figure not drawn named with why, and exit 2, never a Python traceback, for a
+// missing directory, one without runs, a truncated result file or summary, or -o naming a file.
+// Skips where /usr/bin/python3 or its matplotlib is missing (the command needs them;
+// scripts/install-deps.sh installs them).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -91,6 +92,23 @@ TEST(PlotCli, TruncatedResultFileExitsTwoNamingIt) {
   EXPECT_THAT(r.output, Not(HasSubstr("Traceback")));
 }
 
+TEST(PlotCli, TruncatedSummaryExitsTwoNamingIt) {
+  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
+  const auto dir = fresh_dir("plot-truncated-summary");
+  run_quickstart(dir);
+  const fs::path summary = dir / "results" / "summary.csv";
+  ASSERT_TRUE(fs::exists(summary));
+  fs::resize_file(summary, 20);  // "id,index,name,..." and no `file` column
+  for (const char* json : {"", " --json"}) {
+    const CliRun r = run_cli("plot '" + (dir / "results").string() + "' -o '" +
+                             (dir / "figs").string() + "'" + json);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(summary.string() + ": no 'file' column")) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("expected a summary written by `speclab run`"));
+    EXPECT_THAT(r.output, Not(HasSubstr("Traceback")));
+  }
+}
+
 TEST(PlotCli, RendersTheStandardFiguresOfARun) {
   if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
   const auto dir = fresh_dir("plot-run");
@@ -99,11 +117,31 @@ TEST(PlotCli, RendersTheStandardFiguresOfARun) {
       run_cli("plot '" + (dir / "results").string() + "' -o '" + (dir / "figs").string() + "'");
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* name : {"quickstart_position_acceptance.png", "quickstart_accepted_length.png",
-                           "quickstart_emitted_vs_gamma.png"}) {
+                           "quickstart_emitted_vs_gamma.png", "quickstart_speedup_vs_batch.png",
+                           "quickstart_speedup_vs_gamma.png"}) {
     const fs::path png = dir / "figs" / name;
     ASSERT_TRUE(fs::exists(png)) << png << "\n" << r.output;
     EXPECT_GT(fs::file_size(png), 10000u) << png;
   }
+}
+
+// --json: the figures written, and every figure considered and not drawn with its reason (the
+// quickstart sweep varies batch size and γ over one temperature and one verifier, with a
+// baseline, and there is no `speclab verify` report).
+TEST(PlotCli, JsonNamesEveryFigureNotDrawnWithWhy) {
+  if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 with matplotlib not available";
+  const auto dir = fresh_dir("plot-json");
+  run_quickstart(dir);
+  const CliRun r = run_cli(
+      "plot '" + (dir / "results").string() + "' -o '" + (dir / "figs").string() + "' --json",
+      /*stdout_only=*/true);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr((dir / "figs" / "quickstart_speedup_vs_gamma.png").string()));
+  EXPECT_THAT(r.output, HasSubstr("\"not_drawn\": [\"quickstart_method_comparison: one verifier "
+                                  "method in the sweep (sweep verifier.method)\""));
+  EXPECT_THAT(r.output, HasSubstr("\"quickstart_alpha_vs_temperature: one temperature in the "
+                                  "sweep (sweep sampling.temperature)\""));
+  EXPECT_THAT(r.output, HasSubstr("\"verification: no `speclab verify` report in "));
 }
 
 // A sweep whose axes give no figure (plain decoding only, one point) is not "0 figures, exit 0":

@@ -34,7 +34,8 @@ foreach(file bin/speclab share/speclab/python/speclab/plot.py share/speclab/pyth
 endforeach()
 run(0 ignored ${prefix}/bin/speclab run tiny.toml --out run)
 run(0 output ${prefix}/bin/speclab plot run -o figures)
-foreach(figure tiny_position_acceptance tiny_emitted_vs_gamma tiny_alpha_vs_temperature)
+foreach(figure tiny_position_acceptance tiny_emitted_vs_gamma tiny_alpha_vs_temperature
+               tiny_speedup_vs_gamma)
   if(NOT EXISTS ${work}/user/figures/${figure}.png)
     file(REMOVE_RECURSE ${work})
     message(FATAL_ERROR "installed tool: speclab plot wrote no ${figure}.png:\n${output}")
@@ -45,9 +46,9 @@ file(READ ${work}/user/report.html page)
 # (The match stops before the ';' of "data:image/png;base64,", which a CMake list would split.)
 string(REGEX MATCHALL "<img [^>]*src=\"data:image/png" images "${page}")
 list(LENGTH images n_images)
-if(NOT n_images EQUAL 4 OR NOT page MATCHES "decode.gamma" OR NOT page MATCHES "cpu_isa")
+if(NOT n_images EQUAL 5 OR NOT page MATCHES "decode.gamma" OR NOT page MATCHES "cpu_isa")
   file(REMOVE_RECURSE ${work})
-  message(FATAL_ERROR "installed tool: report.html holds ${n_images} inline figures (expected 4), "
+  message(FATAL_ERROR "installed tool: report.html holds ${n_images} inline figures (expected 5), "
                       "or lacks the summary table or the machine:\n${output}")
 endif()
 file(REMOVE_RECURSE ${prefix}/share/speclab/python)

@@ -57,7 +57,7 @@ BUGS = {
 
 @pytest.mark.parametrize("bug", sorted(BUGS))
 def test_each_classic_bug_fails(bug):
-    report = conformance.check(getattr(samplers, bug), names=BUGS[bug])
+    report = conformance.check(getattr(samplers, bug), instances=BUGS[bug])
     assert not report.passed
     assert all(not r.passed for r in report.instances), report.text()
 
@@ -66,7 +66,7 @@ def test_each_classic_bug_fails(bug):
                                              ("typical", {})])
 def test_lossy_verifiers_fail(method, options):
     report = conformance.check(conformance.verifier_sampler(method, **options),
-                               names=["position-dependent", "ragged", "zero-tail"])
+                               instances=["position-dependent", "ragged", "zero-tail"])
     assert not report.passed and not any(r.passed for r in report.instances), report.text()
 
 
@@ -81,22 +81,22 @@ def test_structural_defects_are_named():
         out[:, 0] = 7  # the disjoint instance's target puts its mass on 0-3, q on 4-7
         return out
 
-    r = conformance.check(out_of_range, names=["one-hot"]).instances[0]
+    r = conformance.check(out_of_range, instances=["one-hot"]).instances[0]
     assert not r.passed and "token id ≥ V" in r.structural[0]
-    r = conformance.check(forbidden, names=["disjoint"]).instances[0]
+    r = conformance.check(forbidden, instances=["disjoint"]).instances[0]
     assert not r.passed and "target probability 0" in r.structural[0]
     with pytest.raises(conformance.SamplerError, match="ZeroDivisionError"):
-        conformance.check(lambda *a: 1 / 0, names=["narrow"])
+        conformance.check(lambda *a: 1 / 0, instances=["narrow"])
     with pytest.raises(ValueError, match="unknown instance"):
-        conformance.check(samplers.correct, names=["nope"])
+        conformance.check(samplers.correct, instances=["nope"])
 
 
 def test_command_interface_passes_verify_batch(speclab_cli):
     report = conformance.check(command=f"{speclab_cli} verify-batch",
-                               names=["position-dependent", "ragged", "one-hot", "zero-tail"])
+                               instances=["position-dependent", "ragged", "one-hot", "zero-tail"])
     assert report.passed, report.text()
     with pytest.raises(conformance.SamplerError, match="exited with status"):
-        conformance.check(command=f"{speclab_cli} no-such-command", names=["narrow"])
+        conformance.check(command=f"{speclab_cli} no-such-command", instances=["narrow"])
 
 
 def _cli(*args):
@@ -140,3 +140,72 @@ def test_speclab_conformance_command_finds_the_package_and_passes_the_status(spe
     assert run("--callable", "samplers:nope").returncode == 2
     helped = run("--help")
     assert helped.returncode == 0 and "--callable" in helped.stdout
+
+
+def test_a_crash_names_the_instance_it_happened_on():
+    with pytest.raises(conformance.SamplerError,
+                       match=r"^instance ragged \(.*\), call 1 \(B = \d+\): the sampler raised "
+                             r"ZeroDivisionError"):
+        conformance.check(lambda *a: 1 / 0, instances=["ragged"], samples=400)
+    failing = f"{sys.executable} -c 'import sys; sys.exit(3)'"
+    with pytest.raises(conformance.SamplerError,
+                       match=r"^instance narrow \(.*\): .* exited with status 3"):
+        conformance.check(command=failing, instances=["narrow"], samples=400)
+
+
+def _wrong_outputs():
+    def none(p, q, x, n, seed):
+        return None
+
+    def short(p, q, x, n, seed):
+        return samplers.correct(p, q, x, n, seed)[:, :-1]
+
+    def floats(p, q, x, n, seed):
+        return samplers.correct(p, q, x, n, seed).astype(np.float32)
+
+    def ragged(p, q, x, n, seed):
+        return [[0], [0, 1]]
+
+    class Result:
+        emitted_tokens = None
+
+    return {"none": (none, "returned None"), "short": (short, r"shape \[\d+, 3\]; expected"),
+            "floats": (floats, "dtype float32; expected"),
+            "ragged": (ragged, "returned a list that is not an array"),
+            "attribute": (lambda *a: Result(), "returned None")}
+
+
+@pytest.mark.parametrize("kind", sorted(_wrong_outputs()))
+def test_output_that_breaks_the_interface_is_a_sampler_error(kind):
+    sampler, message = _wrong_outputs()[kind]
+    with pytest.raises(conformance.SamplerError, match=f"^instance narrow .*{message}"):
+        conformance.check(sampler, instances=["narrow"], samples=400)
+
+
+def test_cli_exits_two_for_a_crash_or_an_output_that_breaks_the_interface(tmp_path):
+    module = tmp_path / "bad_samplers.py"
+    module.write_text("import numpy as np\n\n"
+                      "def returns_none(p, q, x, n, seed):\n    return None\n\n"
+                      "def returns_floats(p, q, x, n, seed):\n"
+                      "    return np.zeros((len(x), x.shape[1] + 1))\n\n"
+                      "def crashes(p, q, x, n, seed):\n    raise RuntimeError('out of memory')\n")
+    for name, message in (("returns_none", "the sampler returned None"),
+                          ("returns_floats", "dtype float64"),
+                          ("crashes", "the sampler raised RuntimeError: out of memory")):
+        done = _cli("--callable", f"{module}:{name}", "--instances", "narrow", "--samples", "400")
+        assert done.returncode == 2, (name, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr
+        line = done.stderr.strip().splitlines()[-1]
+        assert line.startswith("speclab conformance: instance narrow (") and message in line, line
+
+
+def test_instances_keyword_and_the_deprecated_names():
+    report = conformance.check(samplers.correct, instances="narrow, one-hot", samples=400)
+    assert [r.name for r in report.instances] == ["one-hot", "narrow"]  # the family's order
+    with pytest.warns(DeprecationWarning, match=r"names=.*deprecated; use instances="):
+        report = conformance.check(samplers.correct, names=["narrow"], samples=400)
+    assert [r.name for r in report.instances] == ["narrow"]
+    with pytest.raises(ValueError, match="instances= alone"), pytest.warns(DeprecationWarning):
+        conformance.check(samplers.correct, instances=["narrow"], names=["narrow"])
+    with pytest.raises(ValueError, match="no instance named; expected some of"):
+        conformance.check(samplers.correct, instances=[])

@@ -76,14 +76,14 @@ def test_every_mutant_is_listed():
 def test_without_a_mutant_the_mutant_build_conforms(mutant_library):
     mutant_library("none")
     names = sorted(set(itertools.chain.from_iterable(CHAIN_MUTANTS.values())))
-    report = conformance.check(engine_sampler(), names=names, max_batch=MAX_BATCH)
+    report = conformance.check(engine_sampler(), instances=names, max_batch=MAX_BATCH)
     assert report.passed, report.text()
 
 
 @pytest.mark.parametrize("mutant", sorted(CHAIN_MUTANTS))
 def test_conformance_fails_each_chain_mutant(mutant_library, mutant):
     mutant_library(mutant)
-    report = conformance.check(engine_sampler(), names=CHAIN_MUTANTS[mutant],
+    report = conformance.check(engine_sampler(), instances=CHAIN_MUTANTS[mutant],
                                max_batch=MAX_BATCH)
     failed = [r.name for r in report.instances if not r.passed]
     print(f"{mutant}: fails {failed} of {CHAIN_MUTANTS[mutant]}")

@@ -44,7 +44,7 @@ assert df["mean_accepted"].between(0, 3).all()
 assert (df["speedup"] > 0).all()
 run = speclab_io.load_run(sys.argv[2] + "/" + df["file"][0])
 attrs = run["attrs"]
-assert attrs["schema"] == "speclab.run" and attrs["schema_version"] == 2
+assert attrs["schema"] == "speclab.run" and attrs["schema_version"] == 3
 assert attrs["id"] == df["id"][0]
 steps = run["steps/accepted"]
 assert len(steps) == attrs["steps"] == len(run["steps/emitted"])
