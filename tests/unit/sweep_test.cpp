@@ -7,6 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -172,6 +175,36 @@ TEST(Sweep, TextLoadsLikeItsFile) {
   }
   EXPECT_THAT(invalid_input_message([] { parse_sweep("[decode]\ngamma = 0\n", "x/y.toml"); }),
               HasSubstr("x/y.toml:2:9: decode.gamma is 0"));
+}
+
+// experiments/README.md's table of shipped configs lists exactly the files of experiments/configs/,
+// each with the number of points its sweep expands to, so that the table cannot go stale.
+TEST(Sweep, ShippedConfigsTableMatchesTheConfigsDirectory) {
+  const std::filesystem::path source(SPECLAB_SOURCE_DIR);
+  const std::string readme = speclab::testing::read_text(source / "experiments" / "README.md");
+  const size_t section = readme.find("## Shipped configs");
+  ASSERT_NE(section, std::string::npos);
+  const size_t next = readme.find("\n## ", section + 1);
+  const std::string table = readme.substr(section, next - section);
+  std::map<std::string, int64_t> listed;
+  const std::regex row(R"(\| `([a-z0-9_]+\.toml)` \|[^|]*\| ([0-9]+) \|)");
+  for (auto it = std::sregex_iterator(table.begin(), table.end(), row);
+       it != std::sregex_iterator(); ++it) {
+    listed[(*it)[1]] = std::stoll((*it)[2]);
+  }
+  std::set<std::string> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(source / "experiments" / "configs")) {
+    if (entry.path().extension() == ".toml") files.insert(entry.path().filename().string());
+  }
+  std::set<std::string> names;
+  for (const auto& [name, points] : listed) names.insert(name);
+  EXPECT_EQ(names, files) << "experiments/README.md \"Shipped configs\" and experiments/configs/";
+  for (const auto& [name, points] : listed) {
+    if (!files.contains(name)) continue;
+    const Sweep sweep = load_sweep(source / "experiments" / "configs" / name);
+    EXPECT_EQ(static_cast<int64_t>(sweep.points.size()), points) << name;
+  }
 }
 
 }  // namespace
