@@ -552,16 +552,21 @@ def fig_speedup_vs_batch(df, runs, plan=None):
         a.set_xlabel("batch size b (requests per model call)")
         a.grid(alpha=0.3, which="both")
     ax.set_ylabel("speedup over plain decoding (× tokens/s)")
-    model = f"{df['target.model'].iloc[0]} / {df['draft.model'].iloc[0]}"
-    source = ("planner: plan_validate.json" if plan else
-              "planner: each point's predicted_speedup at its measured α"
-              if table["predicted"].notna().any() else "no planner prediction: measurement only")
-    ax.set_title(f"Speedup against batch size ({model})\n{source}", fontsize=9)
+    ax.set_title(_speedup_title("batch size", df, table, plan), fontsize=9)
     ax.legend(fontsize=7)
     ax_r.set_ylabel("r = T(b, γ+1) / T(b, 1)  (verification call ÷ plain call)")
     ax_r.set_title("Measured cost of scoring γ+1 positions", fontsize=9)
     ax_r.legend(fontsize=7)
     return fig
+
+
+def _speedup_title(axis, df, table, plan):
+    """The title of a speedup figure: the pair, and where its prediction comes from."""
+    model = f"{df['target.model'].iloc[0]} / {df['draft.model'].iloc[0]}"
+    source = ("planner: plan_validate.json" if plan else
+              "planner: each point's predicted_speedup at its measured α"
+              if table["predicted"].notna().any() else "no planner prediction: measurement only")
+    return f"Speedup against {axis} ({model})\n{source}"
 
 
 def fig_speedup_vs_gamma(df, runs, plan=None):
@@ -589,11 +594,7 @@ def fig_speedup_vs_gamma(df, runs, plan=None):
     ax.set_xticks(sorted(table["gamma"].unique()))
     ax.set_xlabel("draft length γ (tokens per step)")
     ax.set_ylabel("speedup over plain decoding (× tokens/s)")
-    model = f"{df['target.model'].iloc[0]} / {df['draft.model'].iloc[0]}"
-    source = ("planner: plan_validate.json" if plan else
-              "planner: each point's predicted_speedup at its measured α"
-              if table["predicted"].notna().any() else "no planner prediction: measurement only")
-    ax.set_title(f"Speedup against γ ({model})\n{source}", fontsize=9)
+    ax.set_title(_speedup_title("γ", df, table, plan), fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return fig
