@@ -87,7 +87,14 @@ void inspect(const InspectArgs& args) {
   std::printf("attributes:\n");
   for (const std::string& name : reader.attribute_names()) {
     if (name == "config_toml" || name == "schema" || name == "schema_version") continue;
-    std::printf("  %-28s %s\n", name.c_str(), attribute_text(reader, name).c_str());
+    // A metric's units (units.NAME, a run file's) go beside its value rather than on a line of
+    // their own.
+    if (name.starts_with("units.") && reader.has_attribute(name.substr(6))) continue;
+    const std::string units = "units." + name;
+    std::printf("  %-28s %s%s\n", name.c_str(), attribute_text(reader, name).c_str(),
+                reader.has_attribute(units)
+                    ? fmt::format("  {}", reader.read_string_attribute(units)).c_str()
+                    : "");
   }
   std::printf("datasets:\n");
   for (const std::string& name : reader.dataset_names()) {
