@@ -42,13 +42,13 @@ static_assert(kNormaliserBlockTokens % kNormaliserLanes == 0);
 inline constexpr int64_t kMaxTreeNodes = 4096;
 
 /// Whether a draft token x can have been drawn from its row q: q(x) > 0. A token with q(x) = 0
-/// means the q given is not the draft's law (another temperature or filter, raw logits); every
-/// verifier reports it as bad input rather than rejecting x, which the accept tests below would do.
+/// means the q given is not the draft's law (another temperature or filter, raw logits); the chain
+/// and block verifiers report it as bad input rather than let the accept tests below reject x.
 SPECLAB_HD inline bool drafted_from(float prob_draft) { return prob_draft > 0.0f; }
 
 /// V1 accept test: accept x iff q(x) > 0 and u * q(x) <= p(x), in double.
 SPECLAB_HD inline bool token_accepts(double u, float prob_draft, float prob_target) {
-  return prob_draft > 0.0f &&
+  return drafted_from(prob_draft) &&
          u * static_cast<double>(prob_draft) <= static_cast<double>(prob_target);
 }
 
@@ -56,7 +56,7 @@ SPECLAB_HD inline bool token_accepts(double u, float prob_draft, float prob_targ
 /// l is a float, the same value the residual uses; with l = 1 it is bit-for-bit the V1 test.
 SPECLAB_HD inline bool lenient_accepts(double u, float leniency, float prob_draft,
                                        float prob_target) {
-  return prob_draft > 0.0f &&
+  return drafted_from(prob_draft) &&
          (u * static_cast<double>(leniency)) * static_cast<double>(prob_draft) <=
              static_cast<double>(prob_target);
 }
