@@ -208,11 +208,11 @@ void write_plan_attributes(Hdf5Writer& out, const PlanOptions& o, const Alpha& a
   out.write_attribute<double>("memory_utilization", o.memory_utilization);
   out.write_attribute("gamma_mode", plan.auto_gamma ? "auto" : "list");
   out.write_attribute<int64_t>("break_even_batch",
-                               plan.break_even_batch ? *plan.break_even_batch : -1);
+                               plan.break_even_batch() ? *plan.break_even_batch() : -1);
   out.write_attribute<int64_t>(
       "break_even_batch_ignoring_memory",
       plan.break_even_batch_ignoring_memory ? *plan.break_even_batch_ignoring_memory : -1);
-  out.write_attribute("break_even_limit", break_even_limit_name(plan.break_even_limit));
+  out.write_attribute("break_even_limit", break_even_limit_name(plan.break_even_limit()));
   out.write_attribute<double>("target_weights_gb", mem.target_weight_bytes / kGB);
   out.write_attribute<double>("draft_weights_gb", mem.draft_weight_bytes / kGB);
   out.write_attribute<int64_t>("target_kv_bytes_per_token", mem.target_kv_bytes_per_token);
@@ -279,8 +279,8 @@ void print_plan_json(const PlanOptions& o, const Alpha& alpha, const PlanResult&
       plan.gpu.interconnect, json_number(plan.gpu.interconnect_gbps), json_number(alpha.value),
       alpha.source, o.context, json_number(o.memory_utilization), plan.auto_gamma ? "auto" : "list",
       plan_json_rows(plan),
-      plan.break_even_batch ? fmt::format("{}", *plan.break_even_batch) : "null",
-      break_even_limit_name(plan.break_even_limit),
+      plan.break_even_batch() ? fmt::format("{}", *plan.break_even_batch()) : "null",
+      break_even_limit_name(plan.break_even_limit()),
       plan.break_even_batch_ignoring_memory
           ? fmt::format("{}", *plan.break_even_batch_ignoring_memory)
           : "null",
@@ -335,10 +335,10 @@ void print_best_steps(const PlanResult& plan) {
   }
   std::string even;
   const auto& ignoring = plan.break_even_batch_ignoring_memory;
-  switch (plan.break_even_limit) {
+  switch (plan.break_even_limit()) {
     case PlanResult::BreakEvenLimit::kSpeedup:
       even = fmt::format("{} (the speedup binds: it falls to 1 before memory runs out)",
-                         *plan.break_even_batch);
+                         *plan.break_even_batch());
       break;
     case PlanResult::BreakEvenLimit::kMemory:
       even = fmt::format(

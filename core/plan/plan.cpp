@@ -88,16 +88,6 @@ PlanResult compute_plan(const PlanRequest& request) {
   fill_speedups(request, plan);
   plan.break_even_batch_ignoring_memory =
       break_even_batch(plan.model, plan.alpha, request.gammas, kPlanMaxBreakEvenBatch);
-  // Speculation runs only at batches whose KV caches fit beside the draft's: past that the plan's
-  // batch cannot be served with a draft at all, whatever the speedup would be.
-  const int64_t fits = plan.memory.max_sequences_with_draft;
-  const auto& even = plan.break_even_batch_ignoring_memory;
-  if (even && *even <= fits) {
-    plan.break_even_batch = even;
-    plan.break_even_limit = PlanResult::BreakEvenLimit::kSpeedup;
-  } else if (fits < kPlanMaxBreakEvenBatch) {
-    plan.break_even_limit = PlanResult::BreakEvenLimit::kMemory;
-  }
   plan.batch1 = step_cost(plan.model, plan.alpha, 1, 1);
   if (plan.auto_gamma) plan.leviathan = optimal_gamma(plan.alpha, plan.batch1.c, kPlanMaxGamma);
   return plan;

@@ -49,24 +49,32 @@ struct PlanResult {
   std::vector<int64_t> columns;               ///< γ of the grid's columns
   std::vector<StepCost> best;                 ///< per batch: the step at the best γ
   std::vector<std::vector<double>> speedups;  ///< [batch][column]
-  /// The smallest batch whose best speedup is ≤ 1 among those that fit in VRAM beside the draft
-  /// (memory.max_sequences_with_draft); nullopt: every batch that fits gains.
-  std::optional<int64_t> break_even_batch;
-  /// The same search without the memory limit (nullopt: none up to kPlanMaxBreakEvenBatch).
+  /// The smallest batch whose best speedup is ≤ 1, memory aside (nullopt: none up to
+  /// kPlanMaxBreakEvenBatch).
   std::optional<int64_t> break_even_batch_ignoring_memory;
-  /// Which limit ends the batches speculation pays at: kSpeedup (break_even_batch), kMemory (no
-  /// more sequences fit beside the draft before the speedup falls to 1) or kSearch (neither
-  /// within kPlanMaxBreakEvenBatch).
-  enum class BreakEvenLimit {
-    kSpeedup,
-    kMemory,
-    kSearch
-  } break_even_limit = BreakEvenLimit::kSearch;
   StepCost batch1;        ///< batch 1, γ = 1: Leviathan's c from the batch-1 passes
   GammaChoice leviathan;  ///< his optimal γ at that c (automatic γ only)
 
   /// Whether `batch` sequences of the plan's context fit in VRAM beside the draft.
   bool fits_memory(int64_t batch) const { return batch <= memory.max_sequences_with_draft; }
+
+  /// Which limit ends the batches speculation pays at: kSpeedup (the speedup falls to 1 at a
+  /// batch that fits), kMemory (no more sequences fit beside the draft before it does: past that a
+  /// batch cannot be served with a draft at all) or kSearch (neither within
+  /// kPlanMaxBreakEvenBatch).
+  enum class BreakEvenLimit { kSpeedup, kMemory, kSearch };
+  BreakEvenLimit break_even_limit() const {
+    const auto& even = break_even_batch_ignoring_memory;
+    if (even && fits_memory(*even)) return BreakEvenLimit::kSpeedup;
+    return memory.max_sequences_with_draft < kPlanMaxBreakEvenBatch ? BreakEvenLimit::kMemory
+                                                                    : BreakEvenLimit::kSearch;
+  }
+  /// The smallest batch that fits beside the draft and whose best speedup is ≤ 1; nullopt: every
+  /// batch that fits gains.
+  std::optional<int64_t> break_even_batch() const {
+    return break_even_limit() == BreakEvenLimit::kSpeedup ? break_even_batch_ignoring_memory
+                                                          : std::nullopt;
+  }
 };
 
 /// "speedup", "memory" or "search".

@@ -42,8 +42,8 @@ TEST(Plan, GridAndBestStepsComeFromTheStepModel) {
             break_even_batch(plan.model, 0.8, {}, kPlanMaxBreakEvenBatch));
   ASSERT_TRUE(plan.break_even_batch_ignoring_memory.has_value());
   EXPECT_GT(*plan.break_even_batch_ignoring_memory, plan.memory.max_sequences_with_draft);
-  EXPECT_EQ(plan.break_even_batch, std::nullopt);
-  EXPECT_EQ(plan.break_even_limit, PlanResult::BreakEvenLimit::kMemory);
+  EXPECT_EQ(plan.break_even_batch(), std::nullopt);
+  EXPECT_EQ(plan.break_even_limit(), PlanResult::BreakEvenLimit::kMemory);
   EXPECT_EQ(plan.leviathan.gamma, optimal_gamma(0.8, plan.batch1.c, kPlanMaxGamma).gamma);
   EXPECT_TRUE(plan.fits_memory(1));
   EXPECT_FALSE(plan.fits_memory(plan.memory.max_sequences_with_draft + 1));
