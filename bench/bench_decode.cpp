@@ -138,10 +138,11 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   // Every engine runs the prompt pass before its decode clock starts (DecodeMetrics), as
   // llama.cpp's decode rate leaves the prompt out; the prompt rate is reported apart.
   const DecodeResult plain = plain_decode(*target, prompts, config);
-  // A target without per-sequence state (LinearSoftmax) has no prompt pass to time: NaN.
-  const double prompt_rate = plain.metrics.prefill_seconds > 1e-4
-                                 ? plain.metrics.prompt_tokens / plain.metrics.prefill_seconds
-                                 : std::nan("");
+  // Positions the prompt pass computed per second; a target without per-sequence state
+  // (LinearSoftmax) computes none: NaN.
+  const DecodeMetrics& p = plain.metrics;
+  const double prompt_rate =
+      p.prefill_positions > 0 ? p.prefill_positions / p.prefill_seconds() : std::nan("");
   const double plain_seconds = plain.metrics.decode_seconds;
   const double plain_rate = plain.metrics.tokens / plain_seconds;
   const double target_step = per_call(plain.metrics.target);

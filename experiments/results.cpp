@@ -359,13 +359,13 @@ void PointTotals::add(const DecodeMetrics& m) {
     into->seconds += from->seconds;
   }
   verify_seconds += m.verify_seconds;
-  prefill_seconds += m.prefill_seconds;
+  prefill_seconds += m.prefill_seconds();
   decode_seconds += m.decode_seconds;
 }
 
 void PointTotals::add_baseline(const DecodeMetrics& m) {
   baseline_tokens += m.tokens;
-  baseline_prefill_seconds += m.prefill_seconds;
+  baseline_prefill_seconds += m.prefill_seconds();
   baseline_decode_seconds += m.decode_seconds;
 }
 
@@ -460,7 +460,7 @@ void PointWriter::add_batch(int64_t batch, uint64_t seed,
   one("batches/target_calls", m.target.calls);
   one("batches/draft_calls", m.draft.calls);
   one("batches/alpha_sum_min", m.alpha_sum_min);
-  one("batches/prefill_seconds", m.prefill_seconds);
+  one("batches/prefill_seconds", m.prefill_seconds());
   one("batches/decode_seconds", m.decode_seconds);
   one("batches/seconds", m.seconds());
   one("batches/target_seconds", m.target.seconds);
@@ -482,7 +482,7 @@ void PointWriter::add_baseline_batch(const DecodeResult& result) {
   const int64_t n[] = {m.tokens};
   f.append("baseline/batches/tokens", std::span<const int64_t>(n));
   for (const auto& [name, value] :
-       {std::pair{"baseline/batches/prefill_seconds", m.prefill_seconds},
+       {std::pair{"baseline/batches/prefill_seconds", m.prefill_seconds()},
         std::pair{"baseline/batches/decode_seconds", m.decode_seconds},
         std::pair{"baseline/batches/seconds", m.seconds()}}) {
     const double values[] = {value};

@@ -544,8 +544,7 @@ DecodeResult speculative_decode(LinearSoftmaxDevice& target, LinearSoftmaxDevice
   }
   DecodeMetrics& m = result.metrics;
   m.decode_seconds = now() - decode_start;
-  m.prefill_seconds = decode_start - start;
-  m.request_prefill_seconds.assign(prompts.size(), m.prefill_seconds / prompts.size());
+  m.request_prefill_seconds.assign(prompts.size(), (decode_start - start) / prompts.size());
   // Requests finish inside the graph, unseen by the host: each is charged the whole decode.
   m.request_decode_seconds.assign(prompts.size(), m.decode_seconds);
   for (const auto& p : prompts) m.prompt_tokens += static_cast<int64_t>(p.size());

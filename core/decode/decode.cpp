@@ -98,9 +98,9 @@ void prefill_prompts(std::span<LanguageModel* const> models,
   for (size_t b = 0; b < prompts.size(); ++b) {
     const ScoreRequest request{prompts[b], 1, static_cast<int64_t>(b)};
     const double start = now_seconds();
-    for (LanguageModel* model : models) model->prefill(std::span(&request, 1));
+    for (LanguageModel* model : models)
+      m.prefill_positions += model->prefill(std::span(&request, 1));
     m.request_prefill_seconds[b] = now_seconds() - start;
-    m.prefill_seconds += m.request_prefill_seconds[b];
     m.prompt_tokens += static_cast<int64_t>(prompts[b].size());
   }
 }

@@ -49,13 +49,18 @@ struct DecodeMetrics {
   /// The prompt pass (LanguageModel::prefill of every model over every request) and the decoding
   /// after it: tokens per second and speedups are rates of decode_seconds, as a serving engine's
   /// decode rate is; a workload's long prompts would otherwise hide the decoding speed.
-  int64_t prompt_tokens = 0;  ///< Σ prompt lengths
-  double prefill_seconds = 0.0;
+  int64_t prompt_tokens = 0;      ///< Σ prompt lengths
+  int64_t prefill_positions = 0;  ///< positions the prompt pass computed, over every model
   double decode_seconds = 0.0;
   /// Per request: its prompt pass, and the decoding time until its last token.
   std::vector<double> request_prefill_seconds, request_decode_seconds;
 
-  double seconds() const { return prefill_seconds + decode_seconds; }  ///< wall time, both phases
+  double prefill_seconds() const {
+    double total = 0.0;
+    for (double s : request_prefill_seconds) total += s;
+    return total;
+  }
+  double seconds() const { return prefill_seconds() + decode_seconds; }  ///< both phases
 
   double alpha_estimate() const {
     return tested_positions ? alpha_sum_min / tested_positions : 0.0;

@@ -18,7 +18,7 @@ int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tok
 /// Work done between two snapshots of a model's counters.
 ModelStats stats_since(ModelStats after, const ModelStats& before);
 /// The prompt pass of every engine: each model's prefill over each request in turn, timed per
-/// request into m (prompt_tokens, prefill_seconds, request_prefill_seconds); sizes
+/// request into m (prompt_tokens, prefill_positions, request_prefill_seconds); sizes
 /// request_decode_seconds.
 void prefill_prompts(std::span<LanguageModel* const> models,
                      std::span<const std::vector<int32_t>> prompts, DecodeMetrics& m);

@@ -292,9 +292,9 @@ std::vector<float> LlamaModel::logits(std::span<const ScoreRequest> requests) {
 
 // Runs the positions of `tokens` that the sequence's cache does not hold, keeping the longest
 // matching cached prefix but at most `reuse_limit` tokens of it, and writes the logits of the last
-// m positions to `out`.
-void LlamaModel::extend(int64_t sequence_id, std::span<const int32_t> tokens, int64_t reuse_limit,
-                        int64_t m, std::span<float> out) {
+// m positions to `out`; returns the positions it ran.
+int64_t LlamaModel::extend(int64_t sequence_id, std::span<const int32_t> tokens,
+                           int64_t reuse_limit, int64_t m, std::span<float> out) {
   const auto length = static_cast<int64_t>(tokens.size());
   if (length > config_.context_length) {
     throw InvalidInput(fmt::format("{}: sequence {} has {} tokens; the model's context is {}",
@@ -312,8 +312,9 @@ void LlamaModel::extend(int64_t sequence_id, std::span<const int32_t> tokens, in
     ++start;
   }
   truncate(sequence_id, start);
-  if (start == length) return;  // a prompt pass over a prefix the cache already holds
+  if (start == length) return 0;  // a prompt pass over a prefix the cache already holds
   forward(cache, tokens, start, m, out);
+  return length - start;
 }
 
 void LlamaModel::score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) {
@@ -328,13 +329,15 @@ void LlamaModel::score_logits(std::span<const ScoreRequest> requests, std::span<
   }
 }
 
-void LlamaModel::prefill_state(std::span<const ScoreRequest> requests) {
+int64_t LlamaModel::prefill_state(std::span<const ScoreRequest> requests) {
+  int64_t computed = 0;
   for (const ScoreRequest& q : requests) {
     // The first L - 1 tokens: the first decoding step recomputes the last one for its first row.
     if (q.tokens.size() < 2) continue;
     const std::span<const int32_t> prefix = q.tokens.first(q.tokens.size() - 1);
-    extend(q.sequence_id, prefix, static_cast<int64_t>(prefix.size()), 0, {});
+    computed += extend(q.sequence_id, prefix, static_cast<int64_t>(prefix.size()), 0, {});
   }
+  return computed;
 }
 
 void LlamaModel::forward(Cache& cache, std::span<const int32_t> tokens, int64_t start, int64_t m,

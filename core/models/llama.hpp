@@ -83,7 +83,7 @@ class LlamaModel : public LanguageModel {
 
  protected:
   void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) override;
-  void prefill_state(std::span<const ScoreRequest> requests) override;
+  int64_t prefill_state(std::span<const ScoreRequest> requests) override;
 
  private:
   struct Layer {
@@ -111,8 +111,8 @@ class LlamaModel : public LanguageModel {
   // logits of the last m positions to `out` [m × vocab].
   void forward(Cache& cache, std::span<const int32_t> tokens, int64_t start, int64_t m,
                std::span<float> out) const;
-  void extend(int64_t sequence_id, std::span<const int32_t> tokens, int64_t reuse_limit, int64_t m,
-              std::span<float> out);
+  int64_t extend(int64_t sequence_id, std::span<const int32_t> tokens, int64_t reuse_limit,
+                 int64_t m, std::span<float> out);
 
   // The weights of `gguf_path`, shared with any live model that loaded the same file in the same
   // storage.

@@ -33,9 +33,9 @@ void check_tokens(const LanguageModel& model, std::span<const ScoreRequest> requ
 
 }  // namespace
 
-void LanguageModel::prefill(std::span<const ScoreRequest> requests) {
+int64_t LanguageModel::prefill(std::span<const ScoreRequest> requests) {
   check_tokens(*this, requests);
-  prefill_state(requests);
+  return prefill_state(requests);
 }
 
 void LanguageModel::score(std::span<const ScoreRequest> requests, const SamplingParams& sampling,

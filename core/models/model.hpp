@@ -50,8 +50,9 @@ class LanguageModel {
   /// request's first L - 1 tokens, so that the first score() of a decode computes only the
   /// positions a decoding step computes (the last prompt token and the drafts). Outputs nothing
   /// and counts in neither stats() nor score()'s time; the engines time it as prefill. Validates
-  /// token ids like score(). n_positions is ignored.
-  void prefill(std::span<const ScoreRequest> requests);
+  /// token ids like score(). n_positions is ignored. Returns the positions it computed (0 for a
+  /// model without per-sequence state).
+  int64_t prefill(std::span<const ScoreRequest> requests);
 
   /// Forgets everything past the first `length` tokens of a sequence (the accepted prefix).
   /// Stateless models ignore it; stateful ones (a KV cache) must roll back. The engines promise
@@ -76,7 +77,10 @@ class LanguageModel {
   virtual void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) = 0;
   /// prefill()'s work on validated requests. A model without per-sequence state has nothing to
   /// prepare: every position it scores is computed when asked.
-  virtual void prefill_state(std::span<const ScoreRequest> requests) { (void)requests; }
+  virtual int64_t prefill_state(std::span<const ScoreRequest> requests) {
+    (void)requests;
+    return 0;
+  }
 
  private:
   ModelStats stats_;

@@ -69,8 +69,8 @@ class SyntheticDraft : public LanguageModel {
  protected:
   void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) override;
   /// The prompt pass of the target instance it scores with.
-  void prefill_state(std::span<const ScoreRequest> requests) override {
-    target_->prefill(requests);
+  int64_t prefill_state(std::span<const ScoreRequest> requests) override {
+    return target_->prefill(requests);
   }
 
  private:

@@ -60,12 +60,15 @@ class SlowPromptModel : public MarkovModel {
   double last_prefill_end() const { return last_prefill_end_; }
 
  protected:
-  void prefill_state(std::span<const ScoreRequest> requests) override {
+  int64_t prefill_state(std::span<const ScoreRequest> requests) override {
+    int64_t computed = 0;
     for (const ScoreRequest& r : requests) {
       if (r.tokens.size() < 2) continue;
-      prefilled_ += compute(r.sequence_id, r.tokens.first(r.tokens.size() - 1), r.tokens.size());
+      computed += compute(r.sequence_id, r.tokens.first(r.tokens.size() - 1), r.tokens.size());
     }
+    prefilled_ += computed;
     last_prefill_end_ = now();
+    return computed;
   }
   void score_logits(std::span<const ScoreRequest> requests, std::span<float> logits) override {
     for (const ScoreRequest& r : requests) {
@@ -131,8 +134,10 @@ TEST(DecodeEngine, PromptPassIsTimedApartFromDecoding) {
     const double prompt_cost =
         n_models * 39 * std::chrono::duration<double>(SlowPromptModel::kPositionCost).count();
     for (double seconds : m.request_prefill_seconds) EXPECT_GE(seconds, prompt_cost) << name;
-    EXPECT_DOUBLE_EQ(m.prefill_seconds, m.request_prefill_seconds[0] + m.request_prefill_seconds[1])
+    EXPECT_DOUBLE_EQ(m.prefill_seconds(),
+                     m.request_prefill_seconds[0] + m.request_prefill_seconds[1])
         << name;
+    EXPECT_EQ(m.prefill_positions, n_models * 2 * 39) << name;
 
     // Decoding computes the same positions, and emits the same tokens, after either prompt.
     EXPECT_EQ(run.tokens, short_run.tokens) << name;
@@ -143,7 +148,7 @@ TEST(DecodeEngine, PromptPassIsTimedApartFromDecoding) {
     const double prefill_end = std::max(target.last_prefill_end(), draft.last_prefill_end());
     EXPECT_LE(m.decode_seconds, end - prefill_end) << name;
     EXPECT_GT(m.decode_seconds, 0.0) << name;
-    EXPECT_DOUBLE_EQ(m.seconds(), m.prefill_seconds + m.decode_seconds) << name;
+    EXPECT_DOUBLE_EQ(m.seconds(), m.prefill_seconds() + m.decode_seconds) << name;
     ASSERT_EQ(m.request_decode_seconds.size(), 2u) << name;
     for (double seconds : m.request_decode_seconds) {
       EXPECT_GT(seconds, 0.0) << name;

@@ -414,7 +414,6 @@ TEST(Results, SpeedupIsOnDecodeTimeAndEndToEndIncludesThePromptPass) {
     m.step_emitted = {2, 2};
     m.step_drafted = {1, 1};
     m.prompt_tokens = 3;
-    m.prefill_seconds = prefill;
     m.decode_seconds = decode;
     m.request_prefill_seconds = {prefill};
     m.request_decode_seconds = {decode};
