@@ -28,7 +28,7 @@ struct ExitStatus {
   int code = 0;
 };
 
-/// The conventions every command follows (README.md "Command line"):
+/// The conventions every command follows (README.md "Commands"):
 ///   -q, --quiet  on every command (main adds it): no progress and no human-readable report;
 ///                errors and warnings still go to stderr, and what --json, -o or a listing asks
 ///                for is still written, so that the exit status and those are the whole answer;

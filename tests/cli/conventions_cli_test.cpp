@@ -1,4 +1,4 @@
-// The command-line conventions (README.md "Command line", cli/command.hpp), walked over every
+// The command-line conventions (README.md "Commands", cli/command.hpp), walked over every
 // command `speclab --help` lists (and every subcommand of those that have them), so that a command
 // added without them fails here: its --help shows --quiet, --json, -o/--out when it writes, and its
 // exit statuses; run on a small input, --json prints one JSON document on stdout, --quiet prints
