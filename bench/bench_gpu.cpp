@@ -22,14 +22,14 @@
 #if defined(SPECLAB_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 
-#include "gpu/cuda_check.hpp"
-#include "gpu/logits.hpp"
+#include "gpu/base/cuda_check.hpp"
+#include "gpu/sampling/logits.hpp"
 #include "gpu/models/linear_softmax.hpp"
-#include "gpu/sampling.hpp"
-#include "gpu/speculative_decode.hpp"
-#include "gpu/synthetic_logits.hpp"
-#include "gpu/verify_block.hpp"
-#include "gpu/verify_chain.hpp"
+#include "gpu/sampling/sampling.hpp"
+#include "gpu/decode/speculative_decode.hpp"
+#include "gpu/models/synthetic_logits.hpp"
+#include "gpu/verify/verify_block.hpp"
+#include "gpu/verify/verify_chain.hpp"
 #endif
 
 namespace speclab::cli {

@@ -109,7 +109,7 @@ def self_test():
     cases = {
         "core/verify/a.cpp": ('#include "core/models/model.hpp"', True),
         "core/base/b.hpp": ('#include "core/sampling/sampling.hpp"', True),
-        "core/decode/c.cpp": ('#include "gpu/verify_chain.hpp"', True),
+        "core/decode/c.cpp": ('#include "gpu/verify/verify_chain.hpp"', True),
         "gpu/d.cu": ('#include "core/verify/verify_chain_detail.hpp"', True),
         "core/exact/e.cpp": ('#include "experiments/config.hpp"', True),
         "core/verify/f.cpp": ('#include "core/sampling/sampling.hpp"', False),

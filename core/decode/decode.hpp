@@ -78,7 +78,7 @@ struct DecodeResult {
 
 /// Checks the prompts (non-empty, token ids in [0, vocab)), the token budget, γ (speculative
 /// only) and both sampling pipelines; throws InvalidInput naming what is wrong. Every engine,
-/// including the device loop (gpu/speculative_decode.hpp), starts with it.
+/// including the device loop (gpu/decode/speculative_decode.hpp), starts with it.
 void validate_decode_config(const DecodeConfig& config,
                             std::span<const std::vector<int32_t>> prompts, int64_t vocab,
                             bool speculative);

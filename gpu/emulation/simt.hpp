@@ -29,7 +29,7 @@
 #define __noinline__
 #define __launch_bounds__(...)
 // `__shared__` is not defined here: kernels declare static shared variables with
-// SPECLAB_STATIC_SHARED (gpu/simt.cuh), which the emulation allocates per launch and fills with
+// SPECLAB_STATIC_SHARED (gpu/base/simt.cuh), which the emulation allocates per launch and fills with
 // poison (0xFF bytes) before every block, as it does dynamic shared memory.
 
 namespace speclab::emulation {

@@ -11,11 +11,11 @@
 
 #include "core/base/error.hpp"
 #include "core/models/linear_softmax_embedding.hpp"
-#include "gpu/cublas_check.hpp"
-#include "gpu/cuda_check.hpp"
-#include "gpu/logits.hpp"
+#include "gpu/base/cublas_check.hpp"
+#include "gpu/base/cuda_check.hpp"
+#include "gpu/sampling/logits.hpp"
 #include "gpu/models/linear_softmax.hpp"
-#include "gpu/simt.cuh"
+#include "gpu/base/simt.cuh"
 
 namespace speclab::gpu {
 namespace {

@@ -40,8 +40,8 @@
 #include "core/sampling/sampling.hpp"
 #include "core/verify/verify_block.hpp"
 #include "core/verify/verify_chain.hpp"
-#include "gpu/cuda_check.hpp"
-#include "gpu/logits.hpp"
+#include "gpu/base/cuda_check.hpp"
+#include "gpu/sampling/logits.hpp"
 #include "tests/gpu/bit_sweep.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
@@ -89,7 +89,7 @@ std::vector<uint64_t> core_results(const BitSweep& s, uint64_t begin, uint64_t e
       break;
     case BitRule::kBFloat16ToFloat:
       // bf16 is the upper half of a float; core has no converter of its own, so the host form
-      // of gpu/logits.hpp (what the softmax tests feed core with) is the reference.
+      // of gpu/sampling/logits.hpp (what the softmax tests feed core with) is the reference.
       for (size_t i = 0; i < n; ++i) {
         out[i] = canonical(gpu::bfloat16_bits_to_float(static_cast<uint16_t>(p_bits[i])));
       }

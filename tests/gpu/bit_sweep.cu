@@ -10,8 +10,8 @@
 #endif
 
 #include "core/base/rules.hpp"
-#include "gpu/logits.hpp"
-#include "gpu/simt.cuh"
+#include "gpu/sampling/logits.hpp"
+#include "gpu/base/simt.cuh"
 
 namespace speclab::testing {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 constexpr unsigned kThreads = 1024;
 
 // How the softmax kernel turns stored half bits into a float: the intrinsics on the device, the
-// software form (gpu/logits.hpp) in the emulation.
+// software form (gpu/sampling/logits.hpp) in the emulation.
 __device__ inline float device_half_to_float(uint16_t bits) {
 #if defined(SPECLAB_SIMT_EMULATION)
   return gpu::half_bits_to_float(bits);

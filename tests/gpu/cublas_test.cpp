@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "gpu/cublas_check.hpp"
+#include "gpu/base/cublas_check.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 

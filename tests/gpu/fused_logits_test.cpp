@@ -1,4 +1,4 @@
-// The softmax fused into the logits verifiers (gpu/fused_logits.cuh) against core: the facts
+// The softmax fused into the logits verifiers (gpu/sampling/fused_logits.cuh) against core: the facts
 // about exp_nonpositive its V2 relies on, and every probability and V2 token it computes (written
 // out by gpu::fused_logits_rows) bitwise core::probs_from_logits' and argmax_lowest's. Built for
 // the device (label gpu) and for the SIMT emulation (gpu-emu).
@@ -15,9 +15,9 @@
 #include "core/sampling/sampling.hpp"
 #include "core/verify/verify_block.hpp"
 #include "core/verify/verify_chain.hpp"
-#include "gpu/logits.hpp"
-#include "gpu/verify_block.hpp"
-#include "gpu/verify_chain.hpp"
+#include "gpu/sampling/logits.hpp"
+#include "gpu/verify/verify_block.hpp"
+#include "gpu/verify/verify_chain.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/logits_case.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
@@ -41,7 +41,7 @@ using testing::OwnedChainBatch;
 using testing::random_logit_row;
 
 TEST(FusedLogits, ExpNonpositiveFactsForGreedy) {
-  // The facts gpu/fused_logits.cuh's V2 relies on, over every float where they are not obvious:
+  // The facts gpu/sampling/fused_logits.cuh's V2 relies on, over every float where they are not obvious:
   // (1) exp_nonpositive(x) ≤ 1 for x ≤ 0 (and = 1 at 0); (3) exp_nonpositive(x) < 1 for
   // x < -2^-22. Every float in [-2^-16, -2^-32] is checked. For x in (-2^-32, 0] the reduction
   // gives r = x and poly·r² is below half an ulp of r, so 1 + r rounds to 1: fact (1) with

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gpu/cuda_check.hpp"
+#include "gpu/base/cuda_check.hpp"
 
 #define SPECLAB_SKIP_WITHOUT_GPU()                                                \
   do {                                                                            \

@@ -15,8 +15,8 @@
 
 #include "core/base/error.hpp"
 #include "core/sampling/sampling.hpp"
-#include "gpu/logits.hpp"
-#include "gpu/verify_chain.hpp"
+#include "gpu/sampling/logits.hpp"
+#include "gpu/verify/verify_chain.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 
 namespace speclab::testing {

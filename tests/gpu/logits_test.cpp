@@ -1,8 +1,8 @@
 // gpu::probs_from_logits against core::probs_from_logits (no filters): bitwise equal
-// probabilities for fp32, fp16 and bf16 logits (gpu/logits.hpp: the same float exp and core's
+// probabilities for fp32, fp16 and bf16 logits (gpu/sampling/logits.hpp: the same float exp and core's
 // summation order for the normaliser), and the verifiers fed with the device probabilities give
 // core's tokens. Built for the device (label gpu) and for the SIMT emulation (gpu-emu).
-#include "gpu/logits.hpp"
+#include "gpu/sampling/logits.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include "core/base/error.hpp"
 #include "core/sampling/sampling.hpp"
 #include "core/verify/verify_block.hpp"
-#include "gpu/verify_block.hpp"
+#include "gpu/verify/verify_block.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "gpu/philox_uniforms.hpp"
+#include "gpu/base/philox_uniforms.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace speclab {

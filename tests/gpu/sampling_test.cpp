@@ -5,7 +5,7 @@
 // kSampleZeroRow. gpu::sample_logits_rows against gpu::probs_from_logits followed by sample_rows:
 // the same tokens, sequence appends, status bits and copied logits, bit for bit. Built for the
 // device (label gpu) and for the SIMT emulation (gpu-emu).
-#include "gpu/sampling.hpp"
+#include "gpu/sampling/sampling.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include "core/base/error.hpp"
 #include "core/base/philox.hpp"
 #include "core/sampling/sampling.hpp"
-#include "gpu/logits.hpp"
+#include "gpu/sampling/logits.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 

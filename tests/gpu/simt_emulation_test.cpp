@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/simt.cuh"
+#include "gpu/base/simt.cuh"
 #include "tests/gpu/verify_chain_harness.hpp"
 
 namespace speclab {

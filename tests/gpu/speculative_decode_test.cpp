@@ -24,7 +24,7 @@
 // The loop's own variants (DeviceDecodeOptions: a step replayed from a CUDA graph or issued from
 // the host, the softmax fused into the sampler and verifiers or probabilities first) are compared
 // with each other exactly: the same tokens and the same metrics, with no tolerance.
-#include "gpu/speculative_decode.hpp"
+#include "gpu/decode/speculative_decode.hpp"
 
 #include <gtest/gtest.h>
 

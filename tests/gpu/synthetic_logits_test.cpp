@@ -3,7 +3,7 @@
 // same values and another seed others, the values are finite with roughly the asked scale, and
 // bf16 output is the fp32 output rounded to nearest even.
 // Built for the device (label gpu) and for the SIMT emulation (gpu-emu).
-#include "gpu/synthetic_logits.hpp"
+#include "gpu/models/synthetic_logits.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // gpu::verify_block (docs/verifiers.md V5) against core::verify_block, token for token. The
 // fixed-point residual makes the last token order-independent, and the kernel re-decides every
-// near-tie of η_i ≤ h_i with core's serial Z_i (gpu/verify_block.hpp "Exactness"), so equality is
+// near-tie of η_i ≤ h_i with core's serial Z_i (gpu/verify/verify_block.hpp "Exactness"), so equality is
 // exact: no near-tie exemptions. Built for the device (label gpu) and for the SIMT emulation
 // (gpu-emu).
-#include "gpu/verify_block.hpp"
+#include "gpu/verify/verify_block.hpp"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/verify/verify_chain.hpp"
-#include "gpu/cuda_check.hpp"
-#include "gpu/verify_chain.hpp"
+#include "gpu/base/cuda_check.hpp"
+#include "gpu/verify/verify_chain.hpp"
 #include "tests/support/chain_fixture.hpp"
 
 namespace speclab::testing {

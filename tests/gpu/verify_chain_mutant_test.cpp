@@ -1,5 +1,5 @@
 // The GPU cross-check must catch broken kernels (docs/testing.md "Mutants"): each mutant of
-// gpu/verify_chain.cuh runs under the SIMT emulation and must fail the comparison with core,
+// gpu/verify/verify_chain.cuh runs under the SIMT emulation and must fail the comparison with core,
 // by a token mismatch, a status where core has none, or a launch failure the emulation reports.
 // Emulation only (label gpu-emu): the mutants are not built into the device library.
 #if defined(SPECLAB_SIMT_EMULATION)
@@ -11,7 +11,7 @@
 
 #include "core/verify/verify_chain.hpp"
 #include "gpu/emulation/simt.hpp"
-#include "gpu/verify_chain.hpp"
+#include "gpu/verify/verify_chain.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
 
 namespace speclab {

@@ -1,7 +1,7 @@
 // gpu::verify_chain (docs/verifiers.md V1-V3) against core::verify_chain_reference, token for
 // token: the fixed-point rule makes the token independent of reduction order, so equality is exact
 // (no near-tie exemptions). Built for the device (label gpu) and for the SIMT emulation (gpu-emu).
-#include "gpu/verify_chain.hpp"
+#include "gpu/verify/verify_chain.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,12 +1,12 @@
-// Host side of the chain verifier kernels (gpu/verify_chain.cuh): shape checks and the launch.
+// Host side of the chain verifier kernels (gpu/verify/verify_chain.cuh): shape checks and the launch.
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "core/base/error.hpp"
-#include "gpu/fused_logits.cuh"
-#include "gpu/verify_chain.cuh"
-#include "gpu/verify_chain_logits.cuh"
+#include "gpu/sampling/fused_logits.cuh"
+#include "gpu/verify/verify_chain.cuh"
+#include "gpu/verify/verify_chain_logits.cuh"
 
 namespace speclab::gpu {
 namespace detail {

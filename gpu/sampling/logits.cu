@@ -1,10 +1,10 @@
-// Host side of the logits kernel (gpu/logits.cuh): checks and the launch.
+// Host side of the logits kernel (gpu/sampling/logits.cuh): checks and the launch.
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "core/base/error.hpp"
-#include "gpu/logits.cuh"
+#include "gpu/sampling/logits.cuh"
 
 namespace speclab::gpu {
 

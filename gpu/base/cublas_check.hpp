@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "gpu/cuda_check.hpp"
+#include "gpu/base/cuda_check.hpp"
 
 namespace speclab::gpu {
 

@@ -12,7 +12,7 @@
 #include <span>
 
 #include "core/base/philox.hpp"
-#include "gpu/verify_chain.hpp"
+#include "gpu/verify/verify_chain.hpp"
 
 namespace speclab::gpu {
 
@@ -67,7 +67,7 @@ struct SampleLogitsArgs {
 };
 
 /// sample_rows on core::probs_from_logits's rows without writing them: per row (one CTA) the
-/// fused softmax's statistics (gpu/fused_logits.cuh: max, argmax, core's block-ordered
+/// fused softmax's statistics (gpu/sampling/fused_logits.cuh: max, argmax, core's block-ordered
 /// normaliser), then the chain verifier's fixed-point weight pass and inverse-CDF locate over
 /// p(t) computed from each logit. The token is bit for bit that of probs_from_logits followed by
 /// sample_rows; a row with a NaN or +inf logit or every logit -inf (probs_from_logits: a zero row)

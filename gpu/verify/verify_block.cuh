@@ -1,4 +1,4 @@
-// Block verification kernel, docs/verifiers.md V5 (header gpu/verify_block.hpp), one CTA per
+// Block verification kernel, docs/verifiers.md V5 (header gpu/verify/verify_block.hpp), one CTA per
 // request:
 //  1. warp 0 checks n_draft and the draft tokens, gathers p_i(x_i), q_i(x_i) (a ballot of bad
 //     values), and lane 0 forms w_0..w_{γ_b} serially in double, exactly as core::block_weights;
@@ -16,10 +16,10 @@
 
 #include "core/base/philox.hpp"
 #include "core/base/rules.hpp"
-#include "gpu/fused_logits.cuh"
-#include "gpu/simt.cuh"
-#include "gpu/verify_block.hpp"
-#include "gpu/verify_chain.cuh"
+#include "gpu/sampling/fused_logits.cuh"
+#include "gpu/base/simt.cuh"
+#include "gpu/verify/verify_block.hpp"
+#include "gpu/verify/verify_chain.cuh"
 
 namespace speclab::gpu::detail {
 

@@ -1,12 +1,12 @@
-// gpu::synthetic_logits (gpu/synthetic_logits.hpp): a grid-stride loop, one hashed normal per
+// gpu::synthetic_logits (gpu/models/synthetic_logits.hpp): a grid-stride loop, one hashed normal per
 // entry (Box–Muller from two 24-bit uniforms of one splitmix64 hash).
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "core/base/error.hpp"
-#include "gpu/simt.cuh"
-#include "gpu/synthetic_logits.hpp"
+#include "gpu/base/simt.cuh"
+#include "gpu/models/synthetic_logits.hpp"
 
 namespace speclab::gpu {
 namespace {

@@ -1,6 +1,6 @@
 // Device-side Philox bits from core/base/philox.hpp (the one header shared with the CPU reference).
-#include "gpu/philox_uniforms.hpp"
-#include "gpu/simt.cuh"
+#include "gpu/base/philox_uniforms.hpp"
+#include "gpu/base/simt.cuh"
 
 namespace speclab::gpu {
 namespace {

@@ -9,7 +9,7 @@
 #include <span>
 
 #include "core/verify/verify_chain.hpp"
-#include "gpu/logits.hpp"
+#include "gpu/sampling/logits.hpp"
 
 namespace speclab::gpu {
 
@@ -110,7 +110,7 @@ cudaError_t verify_chain(const ChainBatch& batch, const ChainParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream,
                          const DeviceSeedStep* seed_step);
 
-/// verify_chain on logits with the temperature softmax fused (gpu/verify_chain_logits.cuh): the
+/// verify_chain on logits with the temperature softmax fused (gpu/verify/verify_chain_logits.cuh): the
 /// tokens of core::probs_from_logits on every row followed by core::verify_chain_reference, bit
 /// for bit, reading per tested row only its logits (never a probability array). A row with a
 /// NaN or +inf logit gives kChainBadValue, a row with every logit -inf kChainBadSum, for the
@@ -120,7 +120,7 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
                          const DeviceSeedStep* seed_step = nullptr);
 
 /// Test hook for the fused softmax: the probabilities p(t) and the V2 token of each of `rows`
-/// logits rows exactly as the logits verifiers compute them (gpu/fused_logits.cuh), written out
+/// logits rows exactly as the logits verifiers compute them (gpu/sampling/fused_logits.cuh), written out
 /// (probs [rows, V], greedy_tokens [rows], status [rows] as ChainStatus bits; a bad row gets
 /// zeros and token -1). The verifiers themselves never write probabilities; this lets a test
 /// compare every value with core::probs_from_logits bit for bit. All spans are device memory.
@@ -129,7 +129,7 @@ cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t 
                               std::span<uint32_t> status, cudaStream_t stream);
 
 /// Deliberately broken kernels for the emulation's mutant tests (docs/testing.md "Mutants"); built
-/// into the emulation library only (gpu/verify_chain_mutants.cu).
+/// into the emulation library only (gpu/verify/verify_chain_mutants.cu).
 enum class KernelMutant {
   kNone,
   kMissingSync,         ///< no __syncthreads between writing warp totals and scanning them

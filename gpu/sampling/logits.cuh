@@ -1,4 +1,4 @@
-// Logits-to-probabilities kernel (header gpu/logits.hpp), one CTA per row:
+// Logits-to-probabilities kernel (header gpu/sampling/logits.hpp), one CTA per row:
 //  1. one pass over the logits (converted to float): NaN/+inf and all -inf checks, and a block
 //     argmax (largest value, lowest id on ties; the max is order-free, so it is core's max_of);
 //  2. T = 0: the one-hot argmax. T > 0: block_normaliser — the row in blocks of 2048 tokens
@@ -19,9 +19,9 @@
 #include <cuda_fp16.h>
 #endif
 
-#include "gpu/logits.hpp"
-#include "gpu/simt.cuh"
-#include "gpu/verify_chain.cuh"
+#include "gpu/sampling/logits.hpp"
+#include "gpu/base/simt.cuh"
+#include "gpu/verify/verify_chain.cuh"
 
 namespace speclab::gpu::detail {
 

@@ -23,8 +23,8 @@
 #include "core/base/philox.hpp"
 #include "core/base/rules.hpp"
 #include "core/verify/verify_chain.hpp"
-#include "gpu/simt.cuh"
-#include "gpu/verify_chain.hpp"
+#include "gpu/base/simt.cuh"
+#include "gpu/verify/verify_chain.hpp"
 
 namespace speclab::gpu::detail {
 
@@ -71,7 +71,7 @@ __device__ inline void launch_seed_step(const Args& a, uint64_t* seed, uint32_t*
 }
 
 /// A probability row in memory, read as p(t): the accessor the row passes take, so the fused
-/// logits kernels (gpu/fused_logits.cuh) can pass rows that compute p(t) instead.
+/// logits kernels (gpu/sampling/fused_logits.cuh) can pass rows that compute p(t) instead.
 struct ProbRowRef {
   const float* p;
   __device__ float operator()(int64_t t) const { return p[t]; }
@@ -701,7 +701,7 @@ struct RowArgmax {
   uint32_t bad;  // ChainStatus bits of the row's checks
 };
 
-/// Bytes of one logits row's statistics in a workspace (RowStatsSlot, gpu/fused_logits.cuh).
+/// Bytes of one logits row's statistics in a workspace (RowStatsSlot, gpu/sampling/fused_logits.cuh).
 inline constexpr size_t kRowStatsSlotBytes = 32;
 
 /// Where a split launch keeps its per-request data in the ChainWorkspace (layout:

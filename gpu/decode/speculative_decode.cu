@@ -1,4 +1,4 @@
-// The device decoding loop of gpu/speculative_decode.hpp. Device state per request b: its
+// The device decoding loop of gpu/decode/speculative_decode.hpp. Device state per request b: its
 // sequence (prompt, accepted tokens, and this step's drafts past the end), its length, tokens
 // generated, γ_b and a finished flag; a step log (n_accepted, γ_b, fallback per request) that the
 // host reads once at the end to fill the metrics; and the seed and step word (DeviceSeedStep)
@@ -12,13 +12,13 @@
 
 #include "core/base/error.hpp"
 #include "core/decode/decode.hpp"
-#include "gpu/cuda_check.hpp"
-#include "gpu/logits.hpp"
-#include "gpu/sampling.hpp"
-#include "gpu/simt.cuh"
-#include "gpu/speculative_decode.hpp"
-#include "gpu/verify_block.hpp"
-#include "gpu/verify_chain.hpp"
+#include "gpu/base/cuda_check.hpp"
+#include "gpu/sampling/logits.hpp"
+#include "gpu/sampling/sampling.hpp"
+#include "gpu/base/simt.cuh"
+#include "gpu/decode/speculative_decode.hpp"
+#include "gpu/verify/verify_block.hpp"
+#include "gpu/verify/verify_chain.hpp"
 
 namespace speclab::gpu {
 namespace {

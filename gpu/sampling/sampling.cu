@@ -1,20 +1,20 @@
-// gpu::sample_rows (gpu/sampling.hpp): one CTA per row. The row is cut into chunks of 256 tokens
+// gpu::sample_rows (gpu/sampling/sampling.hpp): one CTA per row. The row is cut into chunks of 256 tokens
 // (core::sample_categorical's blocks); warps stride over the chunks and each warp sums its
 // chunk's fixed-point weights with shuffles into shared memory. Thread 0 then walks the chunk
 // sums to the chunk holding fixed_target(bits, total) and scans that chunk's 256 weights. Integer
 // sums are exact, so this is core's token for the same row and bits. gpu::sample_logits_rows: one
-// CTA per logits row, compute_row_stats (gpu/fused_logits.cuh) and then the chain verifier's
-// weight_pass and locate over the row's p(t) (its bonus-row sampling, gpu/verify_chain.cuh).
+// CTA per logits row, compute_row_stats (gpu/sampling/fused_logits.cuh) and then the chain verifier's
+// weight_pass and locate over the row's p(t) (its bonus-row sampling, gpu/verify/verify_chain.cuh).
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "core/base/error.hpp"
 #include "core/base/rules.hpp"
-#include "gpu/fused_logits.cuh"
-#include "gpu/sampling.hpp"
-#include "gpu/simt.cuh"
-#include "gpu/verify_chain.cuh"
+#include "gpu/sampling/fused_logits.cuh"
+#include "gpu/sampling/sampling.hpp"
+#include "gpu/base/simt.cuh"
+#include "gpu/verify/verify_chain.cuh"
 
 namespace speclab::gpu {
 namespace {

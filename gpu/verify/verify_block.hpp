@@ -27,7 +27,7 @@
 
 #include "core/verify/verify_block.hpp"
 #include "core/verify/verify_chain.hpp"
-#include "gpu/verify_chain.hpp"
+#include "gpu/verify/verify_chain.hpp"
 
 namespace speclab::gpu {
 

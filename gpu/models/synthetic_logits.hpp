@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "gpu/logits.hpp"
+#include "gpu/sampling/logits.hpp"
 
 namespace speclab::gpu {
 

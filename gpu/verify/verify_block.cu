@@ -1,5 +1,5 @@
-// Host side of the block verifier kernel (gpu/verify_block.cuh): shape checks and the launch.
-#include "gpu/verify_block.cuh"
+// Host side of the block verifier kernel (gpu/verify/verify_block.cuh): shape checks and the launch.
+#include "gpu/verify/verify_block.cuh"
 
 namespace speclab::gpu {
 namespace {

@@ -1,8 +1,8 @@
-// Mutant chain verifier kernels (docs/testing.md "Mutants"): the kernel of gpu/verify_chain.cuh
+// Mutant chain verifier kernels (docs/testing.md "Mutants"): the kernel of gpu/verify/verify_chain.cuh
 // with one deliberate bug each, for the emulation's tests that the GPU cross-check catches them.
 // Compiled into the emulation library only (gpu/CMakeLists.txt leaves it out of speclab_gpu).
 #include "core/base/error.hpp"
-#include "gpu/verify_chain.cuh"
+#include "gpu/verify/verify_chain.cuh"
 
 namespace speclab::gpu {
 

@@ -8,7 +8,7 @@
 //  A. one pass over the logits: NaN/+inf and all -inf checks, a block argmax (largest value,
 //     lowest id; the max is order-free, so it is core's max_of) and the runner-up (the largest
 //     logit strictly below the max), warp shuffles then warp 0;
-//  B. T > 0 only: core's normaliser in core's exact order (block_normaliser, gpu/logits.cuh):
+//  B. T > 0 only: core's normaliser in core's exact order (block_normaliser, gpu/sampling/logits.cuh):
 //     2048-token blocks, one per 16 threads at a time, lane k adding the block's exponentials
 //     t ≡ k (mod 16) in float, the lane sums in double in lane order, the block totals in block
 //     order; norm = float(1/total). The exponentials are computed from the logits where they are
@@ -35,9 +35,9 @@
 
 #include <cstdint>
 
-#include "gpu/logits.cuh"
-#include "gpu/simt.cuh"
-#include "gpu/verify_chain.cuh"
+#include "gpu/sampling/logits.cuh"
+#include "gpu/base/simt.cuh"
+#include "gpu/verify/verify_chain.cuh"
 
 namespace speclab::gpu::detail {
 
