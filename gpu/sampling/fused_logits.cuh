@@ -8,7 +8,8 @@
 //  A. one pass over the logits: NaN/+inf and all -inf checks, a block argmax (largest value,
 //     lowest id; the max is order-free, so it is core's max_of) and the runner-up (the largest
 //     logit strictly below the max), warp shuffles then warp 0;
-//  B. T > 0 only: core's normaliser in core's exact order (block_normaliser, gpu/sampling/logits.cuh):
+//  B. T > 0 only: core's normaliser in core's exact order (block_normaliser,
+//  gpu/sampling/logits.cuh):
 //     2048-token blocks, one per 16 threads at a time, lane k adding the block's exponentials
 //     t ≡ k (mod 16) in float, the lane sums in double in lane order, the block totals in block
 //     order; norm = float(1/total). The exponentials are computed from the logits where they are
@@ -35,9 +36,11 @@
 
 #include <cstdint>
 
-#include "gpu/sampling/logits.cuh"
+#include "gpu/base/device.cuh"
+#include "gpu/base/device_types.hpp"
+#include "gpu/base/reduce.cuh"
 #include "gpu/base/simt.cuh"
-#include "gpu/verify/verify_chain.cuh"
+#include "gpu/sampling/logits.cuh"
 
 namespace speclab::gpu::detail {
 
@@ -61,11 +64,30 @@ struct LogitsRowStats {
   uint32_t status;  // kChainBadValue (a NaN/+inf logit), kChainBadSum (every logit -inf)
 };
 
+/// A block argmax candidate that also carries the runner-up, the largest value below the max
+/// (block_best's C): merging keeps the larger max, the lower index on ties, and the largest value
+/// below the merged max.
+struct ArgmaxRunnerUp {
+  float best;
+  int32_t index;
+  float second;
+  __device__ void merge(const ArgmaxRunnerUp& other) {
+    const float merged = other.best > best ? other.best : best;
+    float s = other.second > second ? other.second : second;
+    if (best < merged && best > s) s = best;
+    if (other.best < merged && other.best > s) s = other.best;
+    take_better(&best, &index, other.best, other.index);
+    second = s;
+  }
+  __device__ ArgmaxRunnerUp shuffled_xor(int offset) const {
+    return {__shfl_xor_sync(kFullMask, best, offset), __shfl_xor_sync(kFullMask, index, offset),
+            __shfl_xor_sync(kFullMask, second, offset)};
+  }
+};
+
 /// Dynamic shared memory of compute_row_stats.
 struct RowStatsScratch {
-  float best[2][kWarpSize];
-  float second[2][kWarpSize];
-  int32_t index[2][kWarpSize];
+  ArgmaxRunnerUp warp_best[2][kWarpSize];
   double block_totals[kMaxNormaliserGroups];
   LogitsRowStats result[2];
   int32_t lowest[kWarpSize];
@@ -118,76 +140,37 @@ __device__ inline LogitsProbRow prob_row(const LogitsSource& source, const void*
   return {row, source.format, source.scale, source.greedy, stats.max, stats.norm, stats.argmax};
 }
 
-// The better of two (max, index, runner-up) triples: larger max, lower index on ties; the
-// runner-up is the largest value below the merged max.
-__device__ inline void merge_best(float* best, int32_t* index, float* second, float other_best,
-                                  int32_t other_index, float other_second) {
-  const float merged = other_best > *best ? other_best : *best;
-  float s = other_second > *second ? other_second : *second;
-  if (*best<merged&& * best> s) s = *best;
-  if (other_best < merged && other_best > s) s = other_best;
-  take_better(best, index, other_best, other_index);
-  *second = s;
-}
-
 /// Statistics of n_rows (1 or 2, block-uniform) logits rows: rows[j] of sources[j]. with_norm
 /// false skips step B (V2 needs only the max). Results in scratch->result[0..n_rows), visible to
 /// every thread on return.
 __device__ inline void compute_row_stats(const LogitsSource* sources, const void* const* rows,
                                          int n_rows, int64_t vocab, bool with_norm,
                                          RowStatsScratch* scratch) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
   const float infinity = float_from_bits(0x7f800000u);
 
   // A. Checks, argmax and runner-up.
   int bad[2] = {0, 0}, finite[2] = {0, 0};
+  const ArgmaxRunnerUp none{-infinity, 0x7fffffff, -infinity};
   for (int j = 0; j < n_rows; ++j) {
-    float best = -infinity, second = -infinity;
-    int32_t best_index = 0x7fffffff;
+    ArgmaxRunnerUp best = none;
     for (int64_t t = threadIdx.x; t < vocab; t += blockDim.x) {
       const float x = logit_at(rows[j], sources[j].format, t);
       bad[j] |= !(x < infinity);
       finite[j] |= x > -infinity;
-      if (x > best) {  // ascending t: the first of equal values stays
-        second = best;
-        best = x;
-        best_index = static_cast<int32_t>(t);
-      } else if (x < best && x > second) {
-        second = x;
+      if (x > best.best) {  // ascending t: the first of equal values stays
+        best.second = best.best;
+        best.best = x;
+        best.index = static_cast<int32_t>(t);
+      } else if (x < best.best && x > best.second) {
+        best.second = x;
       }
     }
-    for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
-      const float other = __shfl_xor_sync(kFullMask, best, offset);
-      const int32_t other_index = __shfl_xor_sync(kFullMask, best_index, offset);
-      const float other_second = __shfl_xor_sync(kFullMask, second, offset);
-      merge_best(&best, &best_index, &second, other, other_index, other_second);
-    }
-    if (lane == 0) {
-      scratch->best[j][warp] = best;
-      scratch->index[j][warp] = best_index;
-      scratch->second[j][warp] = second;
-    }
-  }
-  __syncthreads();
-  if (warp == 0) {
-    for (int j = 0; j < n_rows; ++j) {
-      float best = lane < n_warps ? scratch->best[j][lane] : -infinity;
-      int32_t index = lane < n_warps ? scratch->index[j][lane] : 0x7fffffff;
-      float second = lane < n_warps ? scratch->second[j][lane] : -infinity;
-      for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
-        const float other = __shfl_xor_sync(kFullMask, best, offset);
-        const int32_t other_index = __shfl_xor_sync(kFullMask, index, offset);
-        const float other_second = __shfl_xor_sync(kFullMask, second, offset);
-        merge_best(&best, &index, &second, other, other_index, other_second);
-      }
-      if (lane == 0) {
-        scratch->result[j].max = best;
-        scratch->result[j].argmax = index;
-        scratch->result[j].runner_up = second;
-        scratch->result[j].norm = 0.0f;
-      }
+    best = block_best(best, none, scratch->warp_best[j]);
+    if (threadIdx.x == 0) {
+      scratch->result[j].max = best.best;
+      scratch->result[j].argmax = best.index;
+      scratch->result[j].runner_up = best.second;
+      scratch->result[j].norm = 0.0f;
     }
   }
   for (int j = 0; j < 2; ++j) {
@@ -253,97 +236,6 @@ __device__ inline int32_t greedy_token(const LogitsProbRow& row, const LogitsRow
   return result < vocab ? result : stats.argmax;  // the argmax always has e = 1
 }
 
-/// One logits row's statistics in a rows-parallel launch's workspace (SplitArgs::row_stats,
-/// request r's [2γ+1]: target rows 0..γ, then draft rows 0..γ−1), with its V2 token.
-struct RowStatsSlot {
-  LogitsRowStats stats;
-  int32_t greedy_token;  // V2 launches: greedy_token of the row
-  uint32_t reserved;
-};
-static_assert(sizeof(RowStatsSlot) <= kRowStatsSlotBytes);
-
-/// The slot of target row i (draft false) or draft row i of request r (γ = gamma).
-__device__ inline RowStatsSlot* row_stats_slot(const SplitArgs& w, int64_t r, int64_t gamma,
-                                               bool draft, int64_t i) {
-  const int64_t index = r * (2 * gamma + 1) + (draft ? gamma + 1 + i : i);
-  return reinterpret_cast<RowStatsSlot*>(w.row_stats + index * kRowStatsSlotBytes);
-}
-
-/// The rows-parallel phase, CTA (r, row j) of 2γ+1 (V2: γ+1): j ≤ γ is target row j, j > γ draft
-/// row j − γ − 1. Computes the row's statistics (and with `greedy` its V2 token) into its slot
-/// when the request's checks passed (`ok`) and the row is one the request may read (target rows
-/// ≤ γ_b, draft rows < γ_b); the caller then arrives (split_arrive). Block-uniform.
-__device__ inline void rows_phase_stats(const LogitsSource& target, const LogitsSource& draft,
-                                        const SplitArgs& w, int64_t r, int64_t j, int64_t gamma,
-                                        int64_t vocab, int64_t n_draft, bool ok, bool greedy,
-                                        RowStatsScratch* scratch) {
-  const bool is_draft = j > gamma;
-  const int64_t i = is_draft ? j - gamma - 1 : j;
-  if (!ok || (is_draft ? i >= n_draft : i > n_draft)) return;
-  const LogitsSource& source = is_draft ? draft : target;
-  const void* rows[1] = {logits_row(source, is_draft ? r * gamma + i : r * (gamma + 1) + i, vocab)};
-  compute_row_stats(&source, rows, 1, vocab, !greedy, scratch);
-  const LogitsRowStats stats = scratch->result[0];
-  int32_t token = stats.argmax;
-  if (greedy && stats.status == kChainOk) {
-    token = greedy_token(prob_row(source, rows[0], stats), stats, vocab, scratch);
-  }
-  if (threadIdx.x == 0) {
-    RowStatsSlot* slot = row_stats_slot(w, r, gamma, is_draft, i);
-    slot->stats = stats;
-    slot->greedy_token = token;
-  }
-}
-
-/// Where a verifier kernel takes its logits rows' statistics from: computed by the block (slots
-/// null: one CTA per request), or read from the workspace slots the rows-parallel phase filled
-/// (the last CTA of the request). Every call is made by the whole block.
-struct RowStatsProvider {
-  LogitsSource target, draft;
-  const SplitArgs* w;  // null: compute
-  int64_t r, gamma, vocab;
-  bool with_norm;
-
-  /// The statistics of n (1 or 2) rows, rows k: draft[k] ? draft : target row index[k], into
-  /// scratch->result[0..n), visible to every thread on return.
-  __device__ void stats(int n, const bool* draft_row, const int64_t* index,
-                        RowStatsScratch* scratch) const {
-    if (w == nullptr) {
-      LogitsSource sources[2];
-      const void* rows[2];
-      for (int k = 0; k < n; ++k) {
-        sources[k] = draft_row[k] ? draft : target;
-        rows[k] = logits_row(
-            sources[k], draft_row[k] ? r * gamma + index[k] : r * (gamma + 1) + index[k], vocab);
-      }
-      compute_row_stats(sources, rows, n, vocab, with_norm, scratch);
-      return;
-    }
-    __syncthreads();  // every thread has read the previous results
-    if (threadIdx.x == 0) {
-      for (int k = 0; k < n; ++k) {
-        const RowStatsSlot* slot = row_stats_slot(*w, r, gamma, draft_row[k], index[k]);
-        LogitsRowStats& out = scratch->result[k];
-        out.max = load_coherent(&slot->stats.max);
-        out.runner_up = load_coherent(&slot->stats.runner_up);
-        out.norm = load_coherent(&slot->stats.norm);
-        out.argmax = load_coherent(&slot->stats.argmax);
-        out.status = load_coherent(&slot->stats.status);
-      }
-    }
-    __syncthreads();
-  }
-  /// The V2 token of target row i, whose statistics `stats` are ok. Block-uniform.
-  __device__ int32_t greedy(int64_t i, const LogitsRowStats& stats,
-                            RowStatsScratch* scratch) const {
-    if (w == nullptr) {
-      const void* row = logits_row(target, r * (gamma + 1) + i, vocab);
-      return greedy_token(prob_row(target, row, stats), stats, vocab, scratch);
-    }
-    return load_coherent(&row_stats_slot(*w, r, gamma, false, i)->greedy_token);
-  }
-};
-
 /// The host-side LogitsSource of a DeviceLogits (T checked by the launcher).
 inline LogitsSource logits_source(const DeviceLogits& logits) {
   LogitsSource source{};
@@ -353,11 +245,6 @@ inline LogitsSource logits_source(const DeviceLogits& logits) {
   source.scale = logits.temperature == 0.0 ? 0.0f : static_cast<float>(1.0 / logits.temperature);
   return source;
 }
-
-/// Host-side checks of a LogitsBatch's shapes, formats and temperatures (InvalidInput), and of the
-/// outputs; `needs_draft` is false for V2.
-void check_logits_launch(const LogitsBatch& batch, bool needs_draft,
-                         const ChainDeviceOutput& output);
 
 /// Bytes of dynamic shared memory compute_row_stats needs after its caller's own layout (aligned).
 inline size_t logits_shared_bytes() { return sizeof(RowStatsScratch); }

@@ -44,7 +44,7 @@ cudaError_t probs_from_logits(LogitsFormat format, std::span<const std::byte> lo
   args.greedy = temperature == 0.0 ? 1 : 0;
   args.scale = temperature == 0.0 ? 0.0f : static_cast<float>(1.0 / temperature);
   const dim3 grid(static_cast<unsigned>(rows));
-  const dim3 block(static_cast<unsigned>(detail::chain_block_threads(vocab)));
+  const dim3 block(static_cast<unsigned>(detail::row_block_threads(vocab)));
   const size_t shared_bytes = sizeof(detail::LogitsScratch);
   switch (format) {
     case LogitsFormat::kFloat16:

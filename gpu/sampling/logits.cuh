@@ -19,9 +19,9 @@
 #include <cuda_fp16.h>
 #endif
 
-#include "gpu/sampling/logits.hpp"
+#include "gpu/base/reduce.cuh"
 #include "gpu/base/simt.cuh"
-#include "gpu/verify/verify_chain.cuh"
+#include "gpu/sampling/logits.hpp"
 
 namespace speclab::gpu::detail {
 
@@ -40,8 +40,7 @@ inline constexpr int kSumLanes = static_cast<int>(kNormaliserLanes);
 inline constexpr int kMaxNormaliserGroups = 1024 / kSumLanes;
 
 struct LogitsScratch {
-  float warp_best_value[kWarpSize];
-  int32_t warp_best_index[kWarpSize];
+  Argmax warp_best[kWarpSize];
   double block_totals[kMaxNormaliserGroups];
   float max;
   int32_t argmax;
@@ -123,46 +122,21 @@ __global__ void __launch_bounds__(1024) logits_kernel(LogitsKernelArgs a) {
           ? static_cast<const void*>(static_cast<const float*>(a.logits) + row * v)
           : static_cast<const void*>(static_cast<const uint16_t*>(a.logits) + row * v);
   float* out = a.probs + row * v;
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
   const float infinity = float_from_bits(0x7f800000u);
 
   // 1. Checks and argmax (lowest id on ties).
-  float best = -infinity;
-  int32_t best_index = 0x7fffffff;
+  Argmax best{-infinity, 0x7fffffff};
   int bad = 0, finite = 0;
   for (int64_t t = threadIdx.x; t < v; t += blockDim.x) {
     const float x = load_logit<kFormat>(logits, t);
     bad |= !(x < infinity);
     finite |= x > -infinity;
-    if (x > best) {  // ascending t: the first of equal values stays
-      best = x;
-      best_index = static_cast<int32_t>(t);
-    }
+    if (x > best.value) best = {x, static_cast<int32_t>(t)};  // ascending t: the first stays
   }
-  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
-    const float other = __shfl_xor_sync(kFullMask, best, offset);
-    const int32_t other_index = __shfl_xor_sync(kFullMask, best_index, offset);
-    take_better(&best, &best_index, other, other_index);
-  }
-  if (lane == 0) {
-    scratch->warp_best_value[warp] = best;
-    scratch->warp_best_index[warp] = best_index;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    float value = lane < n_warps ? scratch->warp_best_value[lane] : -infinity;
-    int32_t index = lane < n_warps ? scratch->warp_best_index[lane] : 0x7fffffff;
-    for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
-      const float other = __shfl_xor_sync(kFullMask, value, offset);
-      const int32_t other_index = __shfl_xor_sync(kFullMask, index, offset);
-      take_better(&value, &index, other, other_index);
-    }
-    if (lane == 0) {
-      scratch->max = value;
-      scratch->argmax = index;
-    }
+  best = block_best(best, Argmax{-infinity, 0x7fffffff}, scratch->warp_best);
+  if (threadIdx.x == 0) {
+    scratch->max = best.value;
+    scratch->argmax = best.index;
   }
   bad = __syncthreads_or(bad);
   finite = __syncthreads_or(finite);

@@ -4,7 +4,8 @@
 // the same float exp (exp_nonpositive below, core/sampling/sampling.cpp's polynomial operation for
 // operation), the same float scale, and the normaliser summed in core's fixed block order
 // (core/base/rules.hpp: 2048-token blocks of 16 float lane sums, added in double in lane order,
-// the block totals in block order). Algorithm and bytes read in gpu/README.md "gpu::probs_from_logits".
+// the block totals in block order). Algorithm and bytes read in gpu/README.md
+// "gpu::probs_from_logits".
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -112,5 +113,12 @@ SPECLAB_HD inline float exp_nonpositive(float x) {
 cudaError_t probs_from_logits(LogitsFormat format, std::span<const std::byte> logits, int64_t rows,
                               int64_t vocab, double temperature, std::span<float> probs,
                               std::span<uint32_t> status, cudaStream_t stream);
+
+/// One model's logits in device memory, as the sampling pipeline sees them before the softmax.
+struct DeviceLogits {
+  LogitsFormat format = LogitsFormat::kFloat32;
+  std::span<const std::byte> data;  ///< rows·V elements of `format` (4 or 2 bytes each)
+  double temperature = 1.0;         ///< T ≥ 0, finite; 0 = greedy (one-hot at the argmax)
+};
 
 }  // namespace speclab::gpu

@@ -1,20 +1,21 @@
-// gpu::sample_rows (gpu/sampling/sampling.hpp): one CTA per row. The row is cut into chunks of 256 tokens
-// (core::sample_categorical's blocks); warps stride over the chunks and each warp sums its
+// gpu::sample_rows (gpu/sampling/sampling.hpp): one CTA per row. The row is cut into chunks of 256
+// tokens (core::sample_categorical's blocks); warps stride over the chunks and each warp sums its
 // chunk's fixed-point weights with shuffles into shared memory. Thread 0 then walks the chunk
 // sums to the chunk holding fixed_target(bits, total) and scans that chunk's 256 weights. Integer
 // sums are exact, so this is core's token for the same row and bits. gpu::sample_logits_rows: one
-// CTA per logits row, compute_row_stats (gpu/sampling/fused_logits.cuh) and then the chain verifier's
-// weight_pass and locate over the row's p(t) (its bonus-row sampling, gpu/verify/verify_chain.cuh).
+// CTA per logits row, compute_row_stats (gpu/sampling/fused_logits.cuh) and then the chain
+// verifier's weight_pass and locate over the row's p(t) (the row sampler of
+// gpu/sampling/row_sampler.cuh).
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "core/base/error.hpp"
 #include "core/base/rules.hpp"
-#include "gpu/sampling/fused_logits.cuh"
-#include "gpu/sampling/sampling.hpp"
 #include "gpu/base/simt.cuh"
-#include "gpu/verify/verify_chain.cuh"
+#include "gpu/sampling/fused_logits.cuh"
+#include "gpu/sampling/row_sampler.cuh"
+#include "gpu/sampling/sampling.hpp"
 
 namespace speclab::gpu {
 namespace {
@@ -96,7 +97,7 @@ size_t sample_logits_shared_bytes(int64_t n_chunks) {
 }
 
 __global__ void __launch_bounds__(1024) sample_logits_kernel(SampleLogitsKernelArgs k) {
-  SPECLAB_STATIC_SHARED(detail::RequestState, state);
+  SPECLAB_STATIC_SHARED(detail::LocateState, state);
   SPECLAB_DYNAMIC_SHARED(uint64_t, shared);
   detail::BlockScratch* scratch = reinterpret_cast<detail::BlockScratch*>(shared);
   detail::RowStatsScratch* stats_scratch = reinterpret_cast<detail::RowStatsScratch*>(scratch + 1);
@@ -214,7 +215,7 @@ cudaError_t sample_logits_rows(const SampleLogitsArgs& args, cudaStream_t stream
         " (one 8-byte sum per 256 tokens in 48 KiB of shared memory)");
   }
   return launch_kernel(sample_logits_kernel, dim3(static_cast<unsigned>(s.rows)),
-                       dim3(static_cast<unsigned>(detail::chain_block_threads(s.vocab))), shared,
+                       dim3(static_cast<unsigned>(detail::row_block_threads(s.vocab))), shared,
                        stream, k);
 }
 

@@ -12,7 +12,8 @@
 #include <span>
 
 #include "core/base/philox.hpp"
-#include "gpu/verify/verify_chain.hpp"
+#include "gpu/base/device_types.hpp"
+#include "gpu/sampling/logits.hpp"
 
 namespace speclab::gpu {
 

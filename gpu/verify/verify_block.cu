@@ -1,4 +1,5 @@
-// Host side of the block verifier kernel (gpu/verify/verify_block.cuh): shape checks and the launch.
+// Host side of the block verifier kernel (gpu/verify/verify_block.cuh): shape checks and the
+// launch.
 #include "gpu/verify/verify_block.cuh"
 
 namespace speclab::gpu {
@@ -34,8 +35,8 @@ cudaError_t launch_verify_block(detail::BlockKernelArgs& args, int64_t batch, in
       rows ? detail::split_args(workspace, batch, gamma, vocab, 1) : detail::SplitArgs{};
   const int64_t ctas = rows ? batch * (2 * gamma + 1) : batch;
   return launch_kernel(kernel, dim3(static_cast<unsigned>(ctas)),
-                       dim3(static_cast<unsigned>(detail::chain_block_threads(vocab))),
-                       shared_bytes, stream, args, split);
+                       dim3(static_cast<unsigned>(detail::row_block_threads(vocab))), shared_bytes,
+                       stream, args, split);
 }
 
 }  // namespace

@@ -16,8 +16,9 @@
 
 #include "core/base/philox.hpp"
 #include "core/base/rules.hpp"
-#include "gpu/sampling/fused_logits.cuh"
 #include "gpu/base/simt.cuh"
+#include "gpu/sampling/fused_logits.cuh"
+#include "gpu/verify/row_stats.cuh"
 #include "gpu/verify/verify_block.hpp"
 #include "gpu/verify/verify_chain.cuh"
 

@@ -1,10 +1,12 @@
-// Host side of the chain verifier kernels (gpu/verify/verify_chain.cuh): shape checks and the launch.
+// Host side of the chain verifier kernels (gpu/verify/verify_chain.cuh): shape checks and the
+// launch.
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "core/base/error.hpp"
 #include "gpu/sampling/fused_logits.cuh"
+#include "gpu/verify/row_stats.cuh"
 #include "gpu/verify/verify_chain.cuh"
 #include "gpu/verify/verify_chain_logits.cuh"
 
@@ -243,7 +245,7 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
     const int64_t row_ctas = batch.batch * detail::logits_rows_per_request(batch.gamma, false);
     const cudaError_t stats =
         launch_kernel(detail::logits_rows_stats_kernel, dim3(static_cast<unsigned>(row_ctas)),
-                      dim3(static_cast<unsigned>(detail::chain_block_threads(batch.vocab))),
+                      dim3(static_cast<unsigned>(detail::row_block_threads(batch.vocab))),
                       shared_bytes, stream, args, split);
     if (stats != cudaSuccess) return stats;
     return launch_kernel(
@@ -267,7 +269,7 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
   const int64_t ctas =
       batch.batch * (rows ? detail::logits_rows_per_request(batch.gamma, greedy) : 1);
   return launch_kernel(kernel, dim3(static_cast<unsigned>(ctas)),
-                       dim3(static_cast<unsigned>(detail::chain_block_threads(batch.vocab))),
+                       dim3(static_cast<unsigned>(detail::row_block_threads(batch.vocab))),
                        shared_bytes, stream, args, split);
 }
 
@@ -284,7 +286,7 @@ cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t 
   detail::check_size("greedy_tokens", greedy_tokens.size(), rows, "rows");
   detail::check_size("status", status.size(), rows, "rows");
   return launch_kernel(detail::fused_rows_kernel, dim3(static_cast<unsigned>(rows)),
-                       dim3(static_cast<unsigned>(detail::chain_block_threads(vocab))),
+                       dim3(static_cast<unsigned>(detail::row_block_threads(vocab))),
                        detail::logits_shared_bytes(), stream, detail::logits_source(logits), vocab,
                        probs.data(), greedy_tokens.data(), status.data());
 }

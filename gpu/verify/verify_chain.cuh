@@ -23,17 +23,13 @@
 #include "core/base/philox.hpp"
 #include "core/base/rules.hpp"
 #include "core/verify/verify_chain.hpp"
+#include "gpu/base/device.cuh"
+#include "gpu/base/reduce.cuh"
 #include "gpu/base/simt.cuh"
+#include "gpu/sampling/row_sampler.cuh"
 #include "gpu/verify/verify_chain.hpp"
 
 namespace speclab::gpu::detail {
-
-inline constexpr unsigned kFullMask = 0xffffffffu;
-inline constexpr int kWarpSize = 32;
-inline constexpr int kLaneTokens = 8;  // tokens per lane per chunk
-// A warp's chunk is core's blocked-scan chunk (core/base/rules.hpp).
-static_assert(kChunkTokens == kWarpSize * kLaneTokens);
-inline constexpr float kFloatMax = 3.40282347e38f;
 
 /// Everything a block needs, passed by value. Pointers are device memory.
 struct ChainKernelArgs {
@@ -56,37 +52,6 @@ struct ChainKernelArgs {
   uint64_t seed;
   uint32_t step;
   const DeviceSeedStep* seed_step;  // when set, seed and step are read from it
-};
-
-/// The seed and step of a launch: from device memory when the launcher was given a word there.
-template <class Args>
-__device__ inline void launch_seed_step(const Args& a, uint64_t* seed, uint32_t* step) {
-  if (a.seed_step != nullptr) {
-    *seed = a.seed_step->seed;
-    *step = a.seed_step->step;
-  } else {
-    *seed = a.seed;
-    *step = a.step;
-  }
-}
-
-/// A probability row in memory, read as p(t): the accessor the row passes take, so the fused
-/// logits kernels (gpu/sampling/fused_logits.cuh) can pass rows that compute p(t) instead.
-struct ProbRowRef {
-  const float* p;
-  __device__ float operator()(int64_t t) const { return p[t]; }
-};
-
-/// Block-wide scratch at the start of dynamic shared memory (poisoned per block in emulation).
-struct BlockScratch {
-  uint64_t warp_totals[kWarpSize];
-  double warp_sums[kWarpSize][2];
-  float warp_best_value[kWarpSize];
-  int32_t warp_best_index[kWarpSize];
-  uint64_t total;
-  double sums[2];
-  float best_value;
-  int32_t best_index;
 };
 
 /// The request's state, shared by its threads; written by one thread between barriers.
@@ -113,343 +78,27 @@ __device__ inline void start_request_state(RequestState* state, int64_t n_draft,
   state->fallback = 0;
 }
 
-__device__ inline bool valid_probability(float x) { return x >= 0.0f && x <= kFloatMax; }
-
-// A gathered p(x) or q(x): as core's validate_probability_value, finite and in [0, 1 + 1e-4].
-__device__ inline bool valid_gathered(float x) {
-  return valid_probability(x) && static_cast<double>(x) <= 1.0 + kProbSumTolerance;
-}
-
-__device__ inline bool sum_ok(double sum) {
-  const double off = sum - 1.0;
-  return off <= kProbSumTolerance && -off <= kProbSumTolerance;
-}
-
-template <KernelMutant kMutant>
-__device__ uint64_t warp_sum(uint64_t v) {
-  const unsigned mask = kMutant == KernelMutant::kShuffleMask ? 0x0000ffffu : kFullMask;
-  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(mask, v, offset);
-  return v;
-}
-
-__device__ inline double warp_sum_double(double v) {
-  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
-    v += __shfl_xor_sync(kFullMask, v, offset);
-  }
-  return v;
-}
-
-template <KernelMutant kMutant>
-__device__ uint64_t warp_inclusive_scan(uint64_t v, int lane) {
-  for (int offset = kMutant == KernelMutant::kShuffleOffset ? 2 : 1; offset < kWarpSize;
-       offset <<= 1) {
-    const uint64_t below = __shfl_up_sync(kFullMask, v, static_cast<unsigned>(offset));
-    if (lane >= offset) v += below;
-  }
-  return v;
-}
-
-/// Exclusive prefix of v over the block's threads in thread order; *total gets the block total.
-template <KernelMutant kMutant>
-__device__ uint64_t block_exclusive_scan(uint64_t v, BlockScratch* scratch, uint64_t* total) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
-  const uint64_t inclusive = warp_inclusive_scan<kMutant>(v, lane);
-  if (lane == kWarpSize - 1) scratch->warp_totals[warp] = inclusive;
-  if constexpr (kMutant != KernelMutant::kMissingSync) __syncthreads();
-  if (warp == 0) {
-    const uint64_t w = lane < n_warps ? scratch->warp_totals[lane] : 0;
-    const uint64_t w_inclusive = warp_inclusive_scan<kMutant>(w, lane);
-    if (lane < n_warps) scratch->warp_totals[lane] = w_inclusive - w;
-    if (lane == kWarpSize - 1) scratch->total = w_inclusive;
-  }
-  __syncthreads();
-  *total = scratch->total;
-  const uint64_t exclusive = scratch->warp_totals[warp] + inclusive - v;
-  __syncthreads();  // the scratch may be reused once every thread has read it
-  return exclusive;
-}
-
-/// Block sums of two doubles (row sums for the 1 ± 1e-4 check), broadcast to every thread.
-__device__ inline void block_sum2(double* a, double* b, BlockScratch* scratch) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
-  const double wa = warp_sum_double(*a), wb = warp_sum_double(*b);
-  if (lane == 0) {
-    scratch->warp_sums[warp][0] = wa;
-    scratch->warp_sums[warp][1] = wb;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    const double ta = warp_sum_double(lane < n_warps ? scratch->warp_sums[lane][0] : 0.0);
-    const double tb = warp_sum_double(lane < n_warps ? scratch->warp_sums[lane][1] : 0.0);
-    if (lane == 0) {
-      scratch->sums[0] = ta;
-      scratch->sums[1] = tb;
-    }
-  }
-  __syncthreads();
-  *a = scratch->sums[0];
-  *b = scratch->sums[1];
-  __syncthreads();
-}
-
-// The better of two (value, index) candidates: larger value, then lower index (docs/verifiers.md
-// V2).
-__device__ inline void take_better(float* value, int32_t* index, float other_value,
-                                   int32_t other_index) {
-  if (other_value > *value || (other_value == *value && other_index < *index)) {
-    *value = other_value;
-    *index = other_index;
-  }
-}
-
 /// Argmax of one row with the lowest id on ties, fused with the row checks. Returns the token;
 /// *bad is set (block-uniform) when a value is NaN/inf/negative or the row sum is off.
 __device__ inline int32_t block_argmax_checked(const float* row, int64_t vocab,
                                                BlockScratch* scratch, uint32_t* bad) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
-  float best = -1.0f;  // below every valid probability
-  int32_t best_index = 0x7fffffff;
+  Argmax best{-1.0f, 0x7fffffff};  // below every valid probability
   double sum = 0.0, unused = 0.0;
   int invalid = 0;
   for (int64_t t = threadIdx.x; t < vocab; t += blockDim.x) {  // grid-stride over the row
     const float v = row[t];
     invalid |= !valid_probability(v);
     sum += v;
-    if (v > best) {  // ascending t: the first of equal values stays
-      best = v;
-      best_index = static_cast<int32_t>(t);
-    }
+    if (v > best.value) best = {v, static_cast<int32_t>(t)};  // ascending t: the first stays
   }
-  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
-    const float other = __shfl_xor_sync(kFullMask, best, offset);
-    const int32_t other_index = __shfl_xor_sync(kFullMask, best_index, offset);
-    take_better(&best, &best_index, other, other_index);
-  }
-  if (lane == 0) {
-    scratch->warp_best_value[warp] = best;
-    scratch->warp_best_index[warp] = best_index;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    float v = lane < n_warps ? scratch->warp_best_value[lane] : -1.0f;
-    int32_t i = lane < n_warps ? scratch->warp_best_index[lane] : 0x7fffffff;
-    for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
-      const float other = __shfl_xor_sync(kFullMask, v, offset);
-      const int32_t other_index = __shfl_xor_sync(kFullMask, i, offset);
-      take_better(&v, &i, other, other_index);
-    }
-    if (lane == 0) scratch->best_index = i;
-  }
+  best = block_best(best, Argmax{-1.0f, 0x7fffffff}, scratch->warp_best);
+  if (threadIdx.x == 0) scratch->best_index = best.index;
   invalid = __syncthreads_or(invalid);
   const int32_t token = scratch->best_index;
   block_sum2(&sum, &unused, scratch);  // its barriers also protect best_index before reuse
   if (invalid != 0) *bad |= kChainBadValue;
   if (!sum_ok(sum)) *bad |= kChainBadSum;
   return token;
-}
-
-/// Sampling weight of token t: the residual max(0, p - l·q) or the bonus/fallback weight p.
-/// P and Q are row accessors (ProbRowRef, or a fused logits row).
-template <bool kResidual, class P, class Q>
-__device__ inline uint64_t weight_at(const P& p, const Q& q, float leniency, int64_t t) {
-  if constexpr (kResidual) {
-    return residual_fixed(p(t), q(t), leniency);
-  } else {
-    return to_fixed(p(t));
-  }
-}
-
-/// Four consecutive floats, loaded with one 16-byte instruction.
-#if defined(SPECLAB_SIMT_EMULATION)
-struct alignas(16) Float4 {
-  float x, y, z, w;
-};
-#else
-using Float4 = float4;
-#endif
-
-template <class P>
-inline constexpr bool kMemoryRow = std::is_same_v<P, ProbRowRef>;
-
-/// Whether a row in memory can be read with 16-byte loads (rows computed on the fly cannot).
-template <class P>
-__device__ inline bool row_vector_aligned(const P& p) {
-  if constexpr (kMemoryRow<P>) {
-    return p.p == nullptr || reinterpret_cast<uintptr_t>(p.p) % sizeof(Float4) == 0;
-  } else {
-    return false;
-  }
-}
-
-/// A lane's share of the row checks: float partials per chunk (at most 8 values each, so the
-/// partial is within 8·2^-24 relative of the exact sum), added to double accumulators per chunk.
-struct LaneRowChecks {
-  double sum_p = 0.0, sum_q = 0.0;
-  int invalid = 0;
-};
-
-/// Lane `lane`'s fixed-point weight sum over chunk c, and its values added to the row checks. A
-/// whole chunk of aligned memory rows is read with two 16-byte loads per row (lane k takes tokens
-/// 4k..4k+3 of each half chunk); otherwise lane k takes tokens k, k+32, …, as before. Integer sums
-/// make the chunk's total independent of which lane adds which token.
-template <bool kResidual, KernelMutant kMutant, class P, class Q>
-__device__ inline uint64_t lane_chunk_weights(const P& p, const Q& q, float leniency, int64_t vocab,
-                                              int64_t c, int lane, bool vector_rows,
-                                              LaneRowChecks* checks) {
-  uint64_t w = 0;
-  float part_p = 0.0f, part_q = 0.0f;
-  int invalid = 0;
-  const auto take = [&](float pv, float qv) {
-    invalid |= !valid_probability(pv);
-    part_p += pv;
-    if constexpr (kResidual) {
-      invalid |= !valid_probability(qv);
-      part_q += qv;
-      w += residual_fixed(pv, qv, leniency);
-    } else {
-      w += to_fixed(pv);
-    }
-  };
-  const int64_t chunk_begin = c * kChunkTokens;
-  bool done = false;
-  if constexpr (kMemoryRow<P> && kMemoryRow<Q>) {
-    if (vector_rows && chunk_begin + kChunkTokens <= vocab) {
-      for (int half = 0; half < kLaneTokens / 4; ++half) {
-        const int64_t t = chunk_begin + half * (kWarpSize * 4) + lane * 4;
-        const Float4 pv = *reinterpret_cast<const Float4*>(p.p + t);
-        Float4 qv{};
-        if constexpr (kResidual) qv = *reinterpret_cast<const Float4*>(q.p + t);
-        take(pv.x, qv.x);
-        take(pv.y, qv.y);
-        take(pv.z, qv.z);
-        take(pv.w, qv.w);
-      }
-      done = true;
-    }
-  }
-  if (!done) {
-    const int64_t first = chunk_begin + lane;
-    for (int k = 0; k < kLaneTokens; ++k) {
-      const int64_t t = first + static_cast<int64_t>(k) * kWarpSize;
-      const bool in_row = kMutant == KernelMutant::kGridStrideOffByOne ? t <= vocab : t < vocab;
-      if (in_row) take(p(t), kResidual ? q(t) : 0.0f);
-    }
-  }
-  checks->sum_p += part_p;
-  checks->sum_q += part_q;
-  checks->invalid |= invalid;
-  return w;
-}
-
-/// Chunks [c_begin, c_end) of a row: warps stride over them, each chunk's fixed-point weight sum
-/// is written to chunk_sums[c] (lane 0), and the values go into the thread's row checks. No
-/// barrier: the caller reduces the checks (and so makes the chunk sums visible to the block).
-template <bool kResidual, KernelMutant kMutant, class P, class Q>
-__device__ void chunk_range_pass(const P& p, const Q& q, float leniency, int64_t vocab,
-                                 int64_t c_begin, int64_t c_end, uint64_t* chunk_sums,
-                                 LaneRowChecks* checks) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int n_warps = static_cast<int>(blockDim.x) / kWarpSize;
-  const bool vector_rows = row_vector_aligned(p) && (!kResidual || row_vector_aligned(q));
-  for (int64_t c = c_begin + warp; c < c_end; c += n_warps) {  // warps stride over chunks
-    uint64_t w =
-        lane_chunk_weights<kResidual, kMutant>(p, q, leniency, vocab, c, lane, vector_rows, checks);
-    w = warp_sum<kMutant>(w);
-    if (lane == 0) chunk_sums[c] = w;
-  }
-}
-
-/// The status bits of a row's checks once reduced over the row.
-template <bool kResidual>
-__device__ inline uint32_t row_check_status(int invalid, double sum_p, double sum_q) {
-  uint32_t status = invalid != 0 ? kChainBadValue : kChainOk;
-  if (!sum_ok(sum_p) || (kResidual && !sum_ok(sum_q))) status |= kChainBadSum;
-  return status;
-}
-
-/// The single pass over a row: per-chunk fixed-point weight sums into chunk_sums, and the row
-/// checks (block-uniform status bits; q is checked for a residual). P and Q are row accessors.
-template <bool kResidual, KernelMutant kMutant, class P, class Q>
-__device__ uint32_t weight_pass(const P& p, const Q& q, float leniency, int64_t vocab,
-                                int64_t n_chunks, uint64_t* chunk_sums, BlockScratch* scratch) {
-  LaneRowChecks checks;
-  chunk_range_pass<kResidual, kMutant>(p, q, leniency, vocab, 0, n_chunks, chunk_sums, &checks);
-  const int invalid = __syncthreads_or(checks.invalid);  // also makes chunk_sums visible
-  block_sum2(&checks.sum_p, &checks.sum_q, scratch);
-  return row_check_status<kResidual>(invalid, checks.sum_p, checks.sum_q);
-}
-
-/// Inverse-CDF sampling over the chunk sums of the last weight_pass: the token whose fixed-point
-/// prefix first exceeds fixed_target(bits, total). Sets state->last (or kChainInternal) and
-/// returns the total (0: nothing to sample). Block-uniform.
-/// `weight(t)` gives token t's fixed-point weight (the same function the chunk sums were made
-/// of); `state` has chunk, chunk_base, last and status. Shared by the chain and block kernels.
-template <KernelMutant kMutant, class Weight, class State>
-__device__ uint64_t locate_by(Weight weight, int64_t vocab, int64_t n_chunks,
-                              const uint64_t* chunk_sums, uint32_t bits, BlockScratch* scratch,
-                              State* state) {
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int64_t per_thread = (n_chunks + blockDim.x - 1) / blockDim.x;
-  const int64_t begin = threadIdx.x * per_thread;
-  const int64_t end = begin + per_thread < n_chunks ? begin + per_thread : n_chunks;
-  uint64_t own = 0;
-  for (int64_t c = begin; c < end; ++c) own += chunk_sums[c];
-  uint64_t total = 0;
-  uint64_t running = block_exclusive_scan<kMutant>(own, scratch, &total);
-  if (total == 0) return 0;
-  const uint64_t target = fixed_target(bits, total);
-  for (int64_t c = begin; c < end; ++c) {
-    const uint64_t s = chunk_sums[c];
-    if (target >= running && target - running < s) {  // exactly one chunk in the block
-      state->chunk = c;
-      state->chunk_base = running;
-    }
-    running += s;
-  }
-  __syncthreads();
-  if (threadIdx.x < kWarpSize) {
-    const int64_t c = state->chunk;
-    uint64_t cumulative = state->chunk_base;
-    int64_t token = -1;
-    if (c >= 0) {
-      for (int k = 0; k < kLaneTokens; ++k) {
-        const int64_t t = c * kChunkTokens + static_cast<int64_t>(k) * kWarpSize + lane;
-        const uint64_t w = t < vocab ? weight(t) : 0;
-        const uint64_t inclusive = warp_inclusive_scan<kMutant>(w, lane);
-        const unsigned hits = __ballot_sync(kFullMask, cumulative + inclusive > target);
-        if (hits != 0) {
-          token = c * kChunkTokens + static_cast<int64_t>(k) * kWarpSize +
-                  __ffs(static_cast<int>(hits)) - 1;
-          break;
-        }
-        cumulative += __shfl_sync(kFullMask, inclusive, kWarpSize - 1);
-      }
-    }
-    if (lane == 0) {
-      if (token >= 0 && token < vocab) {
-        state->last = static_cast<int32_t>(token);
-      } else {
-        state->status |= kChainInternal;
-      }
-    }
-  }
-  __syncthreads();
-  return total;
-}
-
-template <bool kResidual, KernelMutant kMutant, class P, class Q>
-__device__ uint64_t locate(const P& p, const Q& q, float leniency, int64_t vocab, int64_t n_chunks,
-                           const uint64_t* chunk_sums, uint32_t bits, BlockScratch* scratch,
-                           RequestState* state) {
-  return locate_by<kMutant>([&](int64_t t) { return weight_at<kResidual>(p, q, leniency, t); },
-                            vocab, n_chunks, chunk_sums, bits, scratch, state);
 }
 
 /// Warp 0's first checks of request r: n_draft in [0, γ] (else 0 drafts) and every draft token in
@@ -701,7 +350,8 @@ struct RowArgmax {
   uint32_t bad;  // ChainStatus bits of the row's checks
 };
 
-/// Bytes of one logits row's statistics in a workspace (RowStatsSlot, gpu/sampling/fused_logits.cuh).
+/// Bytes of one logits row's statistics in a workspace (RowStatsSlot,
+/// gpu/sampling/fused_logits.cuh).
 inline constexpr size_t kRowStatsSlotBytes = 32;
 
 /// Where a split launch keeps its per-request data in the ChainWorkspace (layout:
@@ -718,38 +368,11 @@ struct SplitArgs {
   int64_t slice_chunks;      // ⌈n_chunks / S⌉
 };
 
-/// A value another CTA wrote during this launch, read past the (incoherent) L1.
-template <class T>
-__device__ inline T load_coherent(const T* p) {
-  return *static_cast<const volatile T*>(p);
-}
-
 /// Chunks [*begin, *end) of slice s of a split row.
 __device__ inline void slice_chunk_range(const SplitArgs& w, int64_t n_chunks, int s,
                                          int64_t* begin, int64_t* end) {
   *begin = s * w.slice_chunks;
   *end = *begin + w.slice_chunks < n_chunks ? *begin + w.slice_chunks : n_chunks;
-}
-
-/// Counts this CTA in on the request's arrival counter once every thread's workspace writes are
-/// fenced; thread 0 runs publish() (its own partial) just before. Returns (block-uniform) whether
-/// this CTA is the last of `expected` to arrive: that one resets the counter, so the workspace is
-/// ready for the next launch, and sees every other CTA's writes. `flag` is shared memory.
-template <class Publish>
-__device__ bool split_arrive(uint32_t* counter, uint32_t expected, int32_t* flag, Publish publish) {
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    publish();
-    __threadfence();
-    const bool last = atomicAdd(counter, 1u) == expected - 1;
-    if (last) *counter = 0;
-    *flag = last ? 1 : 0;
-  }
-  __syncthreads();
-  const bool last = *flag != 0;
-  if (last) __threadfence();
-  return last;
 }
 
 /// A split row's checks (and Z) from its S slice partials, added in slice order, so the result
@@ -910,13 +533,6 @@ __global__ void __launch_bounds__(1024)
 void check_chain_launch(const ChainBatch& batch, const ChainParams& params,
                         const ChainDeviceOutput& output);
 
-/// Threads per block for a vocabulary: about 16 tokens per thread, whole warps, 32..1024.
-inline int chain_block_threads(int64_t vocab) {
-  const int64_t wanted = (vocab + 15) / 16;
-  const int64_t warps = (wanted + kWarpSize - 1) / kWarpSize;
-  return static_cast<int>(warps < 1 ? 1 : warps > 32 ? 32 : warps) * kWarpSize;
-}
-
 /// The workspace layout of a split launch of B requests, S slices, n_chunks chunks (byte
 /// offsets of SplitArgs' arrays, and the total): room for every one of a request's γ+1 rows to be
 /// split (V5), of which V1/V3 use the first B rows' worth.
@@ -975,7 +591,7 @@ int chain_launch_slices(const ChainBatch& batch, const ChainParams& params,
 /// The device's multiprocessor count (the emulation stands for an H200's 132).
 int device_multiprocessors();
 
-/// verify_chain_kernel's launch shape: one CTA of chain_block_threads(V) threads per request, or
+/// verify_chain_kernel's launch shape: one CTA of row_block_threads(V) threads per request, or
 /// for V1/V3 once the batch fills the device (B ≥ SMs) a persistent grid of at most two CTAs per SM
 /// of at most 512 threads, each looping over requests (two resident per SM, so one's row pass
 /// overlaps the other's accept phase and locate).
@@ -985,7 +601,7 @@ struct ChainGrid {
 };
 
 inline ChainGrid chain_grid(int64_t batch, int64_t vocab, bool greedy, int multiprocessors) {
-  const int threads = chain_block_threads(vocab);
+  const int threads = row_block_threads(vocab);
   if (greedy || batch < multiprocessors) return {batch, threads};
   const int64_t persistent = 2 * static_cast<int64_t>(multiprocessors);
   return {batch < persistent ? batch : persistent, threads < 512 ? threads : 512};
@@ -1023,7 +639,7 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
     const SplitArgs split =
         split_args(output.workspace, batch.batch, batch.gamma, batch.vocab, slices);
     const int threads =
-        greedy ? chain_block_threads(batch.vocab) : split_block_threads(split.slice_chunks);
+        greedy ? row_block_threads(batch.vocab) : split_block_threads(split.slice_chunks);
     return launch_kernel(kernel, dim3(static_cast<unsigned>(batch.batch * slices)),
                          dim3(static_cast<unsigned>(threads)), shared_bytes, stream, args, split);
   }

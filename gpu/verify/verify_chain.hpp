@@ -9,21 +9,10 @@
 #include <span>
 
 #include "core/verify/verify_chain.hpp"
+#include "gpu/base/device_types.hpp"
 #include "gpu/sampling/logits.hpp"
 
 namespace speclab::gpu {
-
-/// Per-request status bits (0 = ok). Any nonzero status means the request's outputs are
-/// n_accepted = 0, every emitted token -1, accept_mask 0: a bad value never becomes a token.
-enum ChainStatus : uint32_t {
-  kChainOk = 0,
-  kChainBadValue = 1u << 0,         ///< NaN, inf, negative (or a gathered value > 1 + 1e-4)
-  kChainBadSum = 1u << 1,           ///< a scanned row does not sum to 1 ± 1e-4
-  kChainBadToken = 1u << 2,         ///< a draft token outside [0, V)
-  kChainBadDraftCount = 1u << 3,    ///< n_draft[b] outside [0, γ]
-  kChainInternal = 1u << 4,         ///< the sampled token was not found (never expected)
-  kChainImpossibleDraft = 1u << 5,  ///< a draft token x with q(x) = 0 (drafted_from, rules.hpp)
-};
 
 /// Device scratch that lets the verifiers spread a request over several CTAs when the batch is too
 /// small to fill the device: on probabilities V1/V3 split each request's vocabulary into "slices",
@@ -64,23 +53,6 @@ struct ChainDeviceOutput {
   ChainWorkspace workspace = {};  ///< optional: splitting at small batches (see ChainWorkspace)
 };
 
-/// Seed and step in device memory. A launch captured in a CUDA graph keeps the argument values it
-/// was captured with; a kernel given this word reads seed and step from it instead of
-/// ChainParams/BlockParams, so a replayed graph verifies a new step after a cudaMemcpyAsync (or a
-/// kernel) writes the word, with no host synchronisation and no re-capture.
-struct DeviceSeedStep {
-  uint64_t seed = 0;
-  uint32_t step = 0;
-  uint32_t reserved = 0;  ///< keeps the word 16 bytes; ignored
-};
-
-/// One model's logits in device memory, as the sampling pipeline sees them before the softmax.
-struct DeviceLogits {
-  LogitsFormat format = LogitsFormat::kFloat32;
-  std::span<const std::byte> data;  ///< rows·V elements of `format` (4 or 2 bytes each)
-  double temperature = 1.0;         ///< T ≥ 0, finite; 0 = greedy (one-hot at the argmax)
-};
-
 /// A ChainBatch whose probabilities are given as logits: p_i = core::probs_from_logits(target
 /// logits row i, T_target) and q_i likewise with the draft's format and temperature
 /// (docs/verifiers.md sampling pipeline without filters: top_k = 0, top_p = 1, min_p = 0). The
@@ -110,8 +82,8 @@ cudaError_t verify_chain(const ChainBatch& batch, const ChainParams& params,
                          const ChainDeviceOutput& output, cudaStream_t stream,
                          const DeviceSeedStep* seed_step);
 
-/// verify_chain on logits with the temperature softmax fused (gpu/verify/verify_chain_logits.cuh): the
-/// tokens of core::probs_from_logits on every row followed by core::verify_chain_reference, bit
+/// verify_chain on logits with the temperature softmax fused (gpu/verify/verify_chain_logits.cuh):
+/// the tokens of core::probs_from_logits on every row followed by core::verify_chain_reference, bit
 /// for bit, reading per tested row only its logits (never a probability array). A row with a
 /// NaN or +inf logit gives kChainBadValue, a row with every logit -inf kChainBadSum, for the
 /// request that reads it. Shapes, formats and temperatures are checked on the host (InvalidInput).
@@ -120,23 +92,13 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
                          const DeviceSeedStep* seed_step = nullptr);
 
 /// Test hook for the fused softmax: the probabilities p(t) and the V2 token of each of `rows`
-/// logits rows exactly as the logits verifiers compute them (gpu/sampling/fused_logits.cuh), written out
-/// (probs [rows, V], greedy_tokens [rows], status [rows] as ChainStatus bits; a bad row gets
-/// zeros and token -1). The verifiers themselves never write probabilities; this lets a test
+/// logits rows exactly as the logits verifiers compute them (gpu/sampling/fused_logits.cuh),
+/// written out (probs [rows, V], greedy_tokens [rows], status [rows] as ChainStatus bits; a bad row
+/// gets zeros and token -1). The verifiers themselves never write probabilities; this lets a test
 /// compare every value with core::probs_from_logits bit for bit. All spans are device memory.
 cudaError_t fused_logits_rows(const DeviceLogits& logits, int64_t rows, int64_t vocab,
                               std::span<float> probs, std::span<int32_t> greedy_tokens,
                               std::span<uint32_t> status, cudaStream_t stream);
-
-/// Deliberately broken kernels for the emulation's mutant tests (docs/testing.md "Mutants"); built
-/// into the emulation library only (gpu/verify/verify_chain_mutants.cu).
-enum class KernelMutant {
-  kNone,
-  kMissingSync,         ///< no __syncthreads between writing warp totals and scanning them
-  kGridStrideOffByOne,  ///< the row pass reads token V (t <= V instead of t < V)
-  kShuffleOffset,       ///< the warp scan's shuffle offsets start at 2 instead of 1
-  kShuffleMask,         ///< the warp sum shuffles with mask 0x0000ffff while all 32 lanes call
-};
 
 /// verify_chain with a mutant kernel (emulation build only).
 cudaError_t verify_chain_mutant(KernelMutant mutant, const ChainBatch& batch,

@@ -1,6 +1,6 @@
 // Chain verifier kernel V1-V3 on logits with the temperature softmax fused (header
-// gpu/verify/verify_chain.hpp, LogitsBatch; the fused softmax in gpu/sampling/fused_logits.cuh). One CTA per
-// request:
+// gpu/verify/verify_chain.hpp, LogitsBatch; the fused softmax in gpu/sampling/fused_logits.cuh).
+// One CTA per request:
 //  1. warp 0 checks n_draft and the draft tokens (as the probability kernel);
 //  2. V1/V3: positions i = 1, 2, … in order. The block reduces target row i and draft row i
 //     together (max, argmax, core's block-ordered normaliser); thread 0 computes
@@ -24,8 +24,9 @@
 
 #include "core/base/philox.hpp"
 #include "core/base/rules.hpp"
-#include "gpu/sampling/fused_logits.cuh"
 #include "gpu/base/simt.cuh"
+#include "gpu/sampling/fused_logits.cuh"
+#include "gpu/verify/row_stats.cuh"
 #include "gpu/verify/verify_chain.cuh"
 
 namespace speclab::gpu::detail {
