@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <toml++/toml.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -177,6 +179,36 @@ TEST(Sweep, TextLoadsLikeItsFile) {
               HasSubstr("x/y.toml:2:9: decode.gamma is 0"));
 }
 
+// The points a config expands to, counted from its TOML alone by the rule experiments/README.md
+// states: the product of the [sweep] lists' lengths, each [[sweep.zip]] table counting once (its
+// lists advance together).
+int64_t points_from_the_toml(const std::filesystem::path& path) {
+  const toml::table config = toml::parse_file(path.string());
+  const toml::table* sweep = config["sweep"].as_table();
+  if (sweep == nullptr) return 1;
+  int64_t points = 1;
+  std::function<void(const toml::table&)> axes = [&](const toml::table& table) {
+    for (const auto& [key, node] : table) {
+      if (const toml::table* nested = node.as_table()) {
+        axes(*nested);
+      } else if (const toml::array* list = node.as_array(); list && key.str() != "zip") {
+        points *= static_cast<int64_t>(list->size());
+      }
+    }
+  };
+  axes(*sweep);
+  if (const toml::array* zips = (*sweep)["zip"].as_array()) {
+    // A zip table's keys are dotted (target.model), so its first list may sit in nested tables.
+    std::function<int64_t(const toml::table&)> first_list = [&](const toml::table& table) {
+      const toml::node& value = table.begin()->second;
+      if (const toml::table* nested = value.as_table()) return first_list(*nested);
+      return static_cast<int64_t>(value.as_array()->size());
+    };
+    for (const toml::node& zip : *zips) points *= first_list(*zip.as_table());
+  }
+  return points;
+}
+
 // experiments/README.md's table of shipped configs lists exactly the files of experiments/configs/,
 // each with the number of points its sweep expands to, so that the table cannot go stale.
 TEST(Sweep, ShippedConfigsTableMatchesTheConfigsDirectory) {
@@ -202,8 +234,15 @@ TEST(Sweep, ShippedConfigsTableMatchesTheConfigsDirectory) {
   EXPECT_EQ(names, files) << "experiments/README.md \"Shipped configs\" and experiments/configs/";
   for (const auto& [name, points] : listed) {
     if (!files.contains(name)) continue;
-    const Sweep sweep = load_sweep(source / "experiments" / "configs" / name);
-    EXPECT_EQ(static_cast<int64_t>(sweep.points.size()), points) << name;
+    const std::filesystem::path path = source / "experiments" / "configs" / name;
+    EXPECT_EQ(points_from_the_toml(path), points) << name;
+    // Where the config's models can be built here (a GGUF target needs its file fetched), the
+    // expansion itself agrees; the count above does not need the models.
+    try {
+      EXPECT_EQ(static_cast<int64_t>(load_sweep(path).points.size()), points) << name;
+    } catch (const InvalidInput& e) {
+      EXPECT_THAT(e.what(), HasSubstr("cannot be built")) << name;
+    }
   }
 }
 
