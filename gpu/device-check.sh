@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device check (gpu/README.md "device-check.sh"), in three modes:
+# The device check (docs/device-check.md), in three modes:
 #   gpu/device-check.sh --prepare           here, without a device: build for sm_90 (portable host
 #                                           code), gather the binaries and the non-CUDA shared
 #                                           libraries they load into device-carry/, record ptxas
@@ -182,7 +182,7 @@ PY
     exit 1
   fi
   echo "next: the device tool's run with carry [\"device-carry\"] and command"
-  echo "      gpu/device-check.sh --out \"\$OUT\"   (gpu/README.md \"device-check.sh\")"
+  echo "      gpu/device-check.sh --out \"\$OUT\"   (docs/device-check.md)"
   exit 0
 fi
 
@@ -482,6 +482,13 @@ fi
 # The carried ptxas report, flagged kernels in the summary.
 cp "$ptxas_report" "$out/ptxas.txt" 2>/dev/null && head -1 "$out/ptxas.txt" | tee -a "$summary"
 grep -E "SPILLS|cannot launch" "$out/ptxas.txt" 2>/dev/null | tee -a "$summary"
+
+# What this run was to answer (docs/device-status.md), so the summary says what its results settle.
+note ""
+note "what only this run can confirm (docs/device-status.md):"
+awk '/^## What the first device run must look at/ { on = 1; next }
+     on && /^## / { on = 0 }
+     on && /^[0-9]+\. / { print "  " $0 " …" }' "$root/docs/device-status.md" | tee -a "$summary"
 
 note ""
 note "steps (seconds, status):"

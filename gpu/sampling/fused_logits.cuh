@@ -17,21 +17,9 @@
 // Bytes read per row: A reads the logits once, B once more (from L2 for any realistic V): 2·s·V
 // for s-byte logits, plus a third read wherever the row is later scanned (residual, bonus, Z).
 //
-// V2 on logits (greedy_token). Core takes argmax_lowest over p = float(e·norm) with
-// e_t = exp_nonpositive(x_t), x_t = float(float(l_t − max)·float(1/T)). Facts (proved in
-// gpu/README.md "V2 on logits"; (1) and (3) checked for every float near 0 and sampled beyond by
-// FusedLogits.ExpNonpositiveFactsForGreedy):
-//  (1) exp_nonpositive(x) ≤ 1 for every x ≤ 0, and exp_nonpositive(0) = 1, so a max-logit token
-//      has e = 1 and p = norm;
-//  (2) e < 1 implies float(e·norm) < norm (norm is a normal float in [1/V, 1]);
-//  (3) exp_nonpositive(x) < 1 for every float x < −2^-22;
-//  (4) x_t is monotone in l_t (float subtraction of a constant and multiplication by a positive
-//      constant are monotone under round-to-nearest).
-// By (1)-(2) core's V2 token is the LOWEST t WITH e_t = 1, which can precede the lowest max-logit
-// id when a smaller logit's x rounds within 2^-25 of 0. By (3)-(4), if the runner-up's
-// x < −2^-22 then only max-logit tokens have e = 1 and the token is the logits' argmax (the
-// common case, no extra read); otherwise one more pass finds the lowest t with e_t = 1 exactly.
-// T = 0: the one-hot row at argmax_lowest(logits), so the argmax.
+// V2 on logits (greedy_token): core's token is the lowest t with e_t = 1, the logits' argmax
+// unless the tempered runner-up lies within 2^-22 of the max, where one more exact pass finds it
+// (proofs/gpu_kernels.md §3).
 #pragma once
 
 #include <cstdint>

@@ -1,15 +1,6 @@
-// Logits-to-probabilities kernel (header gpu/sampling/logits.hpp), one CTA per row:
-//  1. one pass over the logits (converted to float): NaN/+inf and all -inf checks, and a block
-//     argmax (largest value, lowest id on ties; the max is order-free, so it is core's max_of);
-//  2. T = 0: the one-hot argmax. T > 0: block_normaliser — the row in blocks of 2048 tokens
-//     (core/base/rules.hpp), one block per 16 threads at a time: lane k computes
-//     e_t = exp_nonpositive((l_t − max)·scale) for the block's t ≡ k (mod 16) in ascending order,
-//     writes it to the output row and adds it to its float lane sum; the 16 lane sums are added in
-//     double in lane order (shuffles), and thread 0 adds the block totals in block order — core's
-//     exact order, so the normaliser, and every probability e_t·scale, is bitwise core's;
-//  3. every thread rescales the entries it wrote.
-// Bytes per row: the logits twice (2·4V fp32, 2·2V fp16/bf16), 4V written, 4V read and written by
-// the rescale. The dependent float adds per thread are 128 per block, whatever V.
+// Logits-to-probabilities kernel (header gpu/sampling/logits.hpp), one CTA per row: the checks and
+// block argmax, core's block-ordered normaliser (block_normaliser), the rescale. Algorithm and
+// bytes: gpu/README.md "gpu::probs_from_logits"; bitwise core's by proofs/gpu_kernels.md §2.
 #pragma once
 
 #include <cstdint>

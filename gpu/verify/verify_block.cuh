@@ -1,15 +1,7 @@
-// Block verification kernel, docs/verifiers.md V5 (header gpu/verify/verify_block.hpp), one CTA per
-// request:
-//  1. warp 0 checks n_draft and the draft tokens, gathers p_i(x_i), q_i(x_i) (a ballot of bad
-//     values), and lane 0 forms w_0..w_{γ_b} serially in double, exactly as core::block_weights;
-//  2. positions i = γ_b, γ_b − 1, …, 1 are tested downwards (τ is the last pass): i = γ_b against
-//     h = w_{γ_b}; i < γ_b by one pass over rows p_{i+1}, q_{i+1} in the chunk layout of the
-//     chain kernel, accumulating the Z_i terms max(0, w_i·p − q) in double, the row checks, and
-//     the chunk sums of the fixed-point residual block_residual_fixed(float(w_i), p, q). A block
-//     reduction gives Z_i; near-ties are re-decided with a serial, core-order Z_i by thread 0;
-//  3. the residual at τ (its chunk sums are already built by the pass that passed; τ = 0 takes
-//     one pass over position 1, p_1 and q_1, with w_0 = 1) or the bonus row p_{γ_b+1} is sampled by
-//     the chain kernel's exact fixed-point inverse CDF; a zero-mass residual falls back to p.
+// Block verification kernel, docs/verifiers.md V5 (header gpu/verify/verify_block.hpp), one CTA
+// per request: w in warp 0, the downward tests with a parallel Z_i, the residual or bonus row by
+// the exact locate. Algorithm and bytes read: gpu/README.md "gpu::verify_block"; the near-tie
+// re-decision that keeps every decision core's: proofs/gpu_kernels.md §1.
 #pragma once
 
 #include <cstdint>

@@ -1,26 +1,8 @@
 // Block verification (docs/verifiers.md V5) on the device: the same ChainBatch and BlockParams as
 // core::verify_block, the same Philox addresses, the same outputs and status conventions as
-// gpu::verify_chain, and the same tokens as core for the same inputs (see "Exactness" below).
-// One CTA per request; algorithm and bytes read in gpu/README.md "gpu::verify_block".
-//
-// Bytes read per request b (γ_b = n_draft[b], τ = accepted): the Z_i sums
-// Σ_x max(0, w_i·p_{i+1}(x) − q_{i+1}(x)) need FULL rows of p and q, so unlike V1 the test of
-// position i reads 8V bytes. τ is the LAST passing position, so the kernel tests from i = γ_b
-// downwards and stops at the first pass (h_{γ_b} = w_{γ_b} needs no row); the pass over row τ
-// also builds the fixed-point residual sums, so the residual costs nothing more:
-//   τ = γ_b: 4V (bonus row p);  1 ≤ τ < γ_b: 8V·(γ_b − τ);  τ = 0: 8V·γ_b;
-// plus 4γ_b (tokens), ≤ 2 × 32 B sectors per gathered p_i(x_i), q_i(x_i), and 4V more only in
-// the rare zero-mass residual fallback. Every probability row is read at most once (+ fallback).
-//
-// Exactness. core computes w_i and Z_i in double, Z_i as a serial left-to-right sum over the row;
-// a block reduction in double rounds differently. The kernel sums Z_i in parallel (same terms,
-// any order), and since all terms are ≥ 0 its sum and core's differ by at most about V·2^-52
-// relatively; h_i = Z_i / (Z_i + 1 − w_i) moves by no more. When η_i lies within
-// (V + 16)·2^-48·h_i of the parallel h_i (a 16× margin over that bound) the decision could
-// differ, so thread 0 recomputes Z_i serially in core's order and decides with core's exact h_i.
-// Every decision is therefore core's: tokens equal core's bit for bit, with no near-tie
-// exemption. The serial pass happens with probability about 2·(V+16)·2^-48 per test (≈ 2e-10 at
-// V = 32000). w_i (a short serial product) is computed by one thread in core's order.
+// gpu::verify_chain, and the same tokens as core for the same inputs.
+// One CTA per request; algorithm and bytes read in gpu/README.md "gpu::verify_block", and why
+// a parallel Z_i still gives core's decisions in proofs/gpu_kernels.md §1.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,20 +1,7 @@
 // Chain verifier kernels V1-V3 (docs/verifiers.md), one CTA per request, following
-// core/verify/verify_chain_fast:
-//  1. warp 0 checks n_draft and the draft tokens, then (V1/V3) runs the accept tests 32 positions
-//  at
-//     a time: lane i gathers p_i(x_i), q_i(x_i), draws u_i (Philox, docs/randomness.md) and
-//     tests; a ballot finds the first rejection (or the first bad gathered value);
-//  2. V1/V3: one pass over the residual row max(0, p - l·q) (or the bonus row p) in chunks of 256
-//     tokens: warps stride over chunks, lane k loads tokens k, k+32, ... (coalesced), sums
-//     fixed-point weights (core/base/rules.hpp) and checks the values; a warp sum gives each
-//     chunk's total in shared memory. A block exclusive scan over per-thread runs of chunk totals
-//     (shuffles + shared memory) gives every chunk's prefix and the row total; the one chunk whose
-//     [prefix, prefix + total) holds fixed_target(bits, total) is rescanned by warp 0 with a warp
-//     scan and a ballot. Integer sums are exact, so this is core's inverse-CDF token bit for bit.
-//     V2: a block argmax (lowest id on ties) per row read, fused with the same checks.
-// Bytes read per request b (γ_b = n_draft[b], n = accepted): V1/V3 4γ_b (tokens) + at most
-// 2·32 B sectors per gathered position + 4V (bonus row) or 8V (residual row), plus 4V more only
-// in the rare residual fallback; V2 4γ_b + 4V·(n+1). Every probability row is read at most once.
+// core/verify/verify_chain_fast: the accept tests in warp 0, then one row pass and the exact
+// locate (gpu/sampling/row_sampler.cuh). Algorithm, splits and bytes read: gpu/README.md
+// "gpu::verify_chain"; why the tokens are core's: proofs/gpu_kernels.md.
 #pragma once
 
 #include <cstdint>

@@ -1,23 +1,6 @@
 // Chain verifier kernel V1-V3 on logits with the temperature softmax fused (header
-// gpu/verify/verify_chain.hpp, LogitsBatch; the fused softmax in gpu/sampling/fused_logits.cuh).
-// One CTA per request:
-//  1. warp 0 checks n_draft and the draft tokens (as the probability kernel);
-//  2. V1/V3: positions i = 1, 2, … in order. The block reduces target row i and draft row i
-//     together (max, argmax, core's block-ordered normaliser); thread 0 computes
-//     p_i(x_i) and q_i(x_i) from the two gathered logits exactly as core computes them, draws u_i
-//     and applies lenient_accepts. The first rejection (or bad row) stops; that position's
-//     statistics stay in shared memory for the residual. After γ_b acceptances the bonus row
-//     p_{γ_b+1} is reduced alone;
-//  3. V1/V3: one pass over the residual max(0, p − l·q) or the bonus row p, computing p(t) and
-//     q(t) on the fly from the logits and the statistics, in the probability kernel's chunk
-//     layout; the same exact fixed-point inverse CDF (block scan, fixed_target, warp rescan of one
-//     chunk) and zero-mass fallback to p;
-//  V2: rows i = 1, 2, … reduced without the normaliser; the token is greedy_token (the argmax
-//     unless a tempered near-tie, then one exact pass), stopping at the first mismatch.
-// Bytes read per request (γ_b drafts, n accepted, s-byte logits): V1/V3 4γ_b (tokens) +
-// 2·(2sV)·min(n+1, γ_b) (max and normaliser passes of p_i and q_i for every tested position) +
-// 2sV (residual: p and q) or 2sV + sV (bonus: its statistics and the sampling pass), + sV more in
-// the rare fallback; V2 4γ_b + sV·(n+1) (+ sV per row whose tempered runner-up ties the max).
+// gpu/verify/verify_chain.hpp, LogitsBatch; the statistics in gpu/sampling/fused_logits.cuh).
+// Algorithm and bytes read: gpu/README.md "The verifiers on logits".
 #pragma once
 
 #include <cstdint>
