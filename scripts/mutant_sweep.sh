@@ -21,13 +21,14 @@ fi
 build=${1:-build}
 stat_bin=$build/tests/speclab_stat_mutant_tests
 property_bin=$build/tests/speclab_property_mutant_tests
-for bin in "$stat_bin" "$property_bin"; do
-  if [ ! -x "$bin" ]; then
-    echo "mutant_sweep: $bin is missing; build it with" \
-      "cmake --build $build --target speclab_stat_mutant_tests speclab_property_mutant_tests" >&2
-    exit 2
-  fi
-done
+# Not part of the default build (tests/CMakeLists.txt): built here, a no-op when up to date.
+if ! cmake --build "$build" -j"${SPECLAB_JOBS:-2}" --target speclab_stat_mutant_tests \
+  speclab_property_mutant_tests >/dev/null; then
+  echo "mutant_sweep: building the mutant test executables in $build failed; rerun" \
+    "cmake --build $build --target speclab_stat_mutant_tests speclab_property_mutant_tests" \
+    "to see why" >&2
+  exit 2
+fi
 
 # Every test in these filters is a regular test of tests/stat or tests/property.
 stat_filter='VerifyChainStat.TokenJointMatchesExact:VerifyChainStat.ReferenceJointMatchesExact'
