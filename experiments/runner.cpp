@@ -16,7 +16,7 @@
 #include "core/base/error.hpp"
 #include "core/base/hash.hpp"
 #include "core/decode/decode.hpp"
-#include "core/io/partial_path.hpp"
+#include "core/io/atomic_file.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "core/plan/cost_model.hpp"

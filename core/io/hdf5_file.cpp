@@ -35,7 +35,7 @@
 #include <utility>
 
 #include "core/base/error.hpp"
-#include "core/io/partial_path.hpp"
+#include "core/io/atomic_file.hpp"
 
 namespace speclab {
 namespace fs = std::filesystem;
@@ -1047,23 +1047,14 @@ void Hdf5Writer::commit() {
   errno = 0;
   if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) fail(fmt::format("cannot flush '{}'", partial));
   if (!file_.close()) fail(fmt::format("cannot close '{}'", partial));
-  // HDF5 does not fsync on close; without it a crash after the rename could leave NAME empty.
-  const int fd = ::open(partial.c_str(), O_RDONLY);
-  if (fd < 0) fail(fmt::format("cannot reopen '{}' to fsync it", partial));
-  const int synced = ::fsync(fd);
-  ::close(fd);
-  if (synced != 0) fail(fmt::format("cannot fsync '{}'", partial));
-  if (std::rename(partial.c_str(), name.c_str()) != 0) {
-    fail(fmt::format("cannot rename '{}' onto it", partial));
+  try {
+    commit_partial(path_);
+  } catch (const IoError&) {
+    std::error_code ignored;
+    fs::remove(partial_path(), ignored);
+    throw;
   }
   committed_ = true;
-  // Persist the rename itself; some filesystems refuse to fsync a directory, which is harmless.
-  const fs::path parent = path_.parent_path().empty() ? fs::path(".") : path_.parent_path();
-  const int dir_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
 }
 
 // The member templates of the header, for every type its concepts admit.

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
-#include "core/io/partial_path.hpp"
+#include "core/io/atomic_file.hpp"
 
 namespace speclab {
 namespace {
