@@ -14,6 +14,31 @@
 #include "core/verify/verify_typical.hpp"
 
 namespace speclab {
+void DecodeMetrics::start_positions(int64_t depth) {
+  position_reached.assign(depth, 0);
+  position_accepted.assign(depth, 0);
+  position_offered.assign(depth, 0);
+  accepted_length_histogram.assign(depth + 1, 0);
+}
+
+void DecodeMetrics::record_step(int64_t drafted, int64_t tested, int64_t n, int64_t emitted,
+                                bool residual_fallback) {
+  for (int64_t i = 0; i < drafted; ++i) position_offered[i] += 1;
+  for (int64_t i = 0; i < tested; ++i) {
+    position_reached[i] += 1;
+    position_accepted[i] += i < n;
+  }
+  tested_positions += tested;
+  accepted_positions += n;
+  accepted_length_histogram[n] += 1;
+  residual_fallbacks += residual_fallback;
+  steps += 1;
+  tokens += emitted;
+  step_accepted.push_back(static_cast<int32_t>(std::min(n, emitted)));
+  step_emitted.push_back(static_cast<int32_t>(emitted));
+  step_drafted.push_back(static_cast<int32_t>(drafted));
+}
+
 namespace detail {
 
 double now_seconds() {
@@ -121,10 +146,7 @@ SpeculativeRun::SpeculativeRun(LanguageModel& target, LanguageModel& draft,
   target_before_ = target.stats();
   draft_before_ = draft.stats();
   start_ = now_seconds();
-  m.position_reached.assign(depth, 0);
-  m.position_accepted.assign(depth, 0);
-  m.position_offered.assign(depth, 0);
-  m.accepted_length_histogram.assign(depth + 1, 0);
+  m.start_positions(depth);
 }
 
 std::vector<int64_t> SpeculativeRun::active() const {
@@ -143,16 +165,7 @@ void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<con
                             bool residual_fallback, std::span<const int32_t> emitted,
                             int64_t models_hold) {
   DecodeMetrics& m = result_.metrics;
-  for (int64_t i = 0; i < drafted; ++i) m.position_offered[i] += 1;
-  for (size_t i = 0; i < betas.size(); ++i) {
-    m.alpha_sum_min += betas[i];
-    m.position_reached[i] += 1;
-    m.position_accepted[i] += static_cast<int64_t>(i) < n;
-  }
-  m.tested_positions += static_cast<int64_t>(betas.size());
-  m.accepted_positions += n;
-  m.accepted_length_histogram[n] += 1;
-  m.residual_fallbacks += residual_fallback;
+  for (const double beta : betas) m.alpha_sum_min += beta;
 
   std::vector<int32_t>& seq = sequences_[b];
   const int64_t verified = static_cast<int64_t>(seq.size());
@@ -167,11 +180,7 @@ void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<con
   draft_.truncate(b, keep);
   finished_[b] = eos || tokens_left(b) <= 0;
   if (finished_[b]) m.request_decode_seconds[b] = now_seconds() - start_;
-  m.steps += 1;
-  m.tokens += appended;
-  m.step_accepted.push_back(static_cast<int32_t>(std::min(n, appended)));
-  m.step_emitted.push_back(static_cast<int32_t>(appended));
-  m.step_drafted.push_back(static_cast<int32_t>(drafted));
+  m.record_step(drafted, static_cast<int64_t>(betas.size()), n, appended, residual_fallback);
 }
 
 DecodeResult SpeculativeRun::finish() {

@@ -69,6 +69,16 @@ struct DecodeMetrics {
     return tested_positions ? static_cast<double>(accepted_positions) / tested_positions : 0.0;
   }
   double emitted_per_step() const { return steps ? static_cast<double>(tokens) / steps : 0.0; }
+
+  /// Sizes the per-position counters for `depth` draft positions (γ, or a tree's depth).
+  void start_positions(int64_t depth);
+  /// Counts one request's verification step, the one accounting of every speculative engine (the
+  /// CPU engines and the device loop): `drafted` positions offered, the first `tested` of them
+  /// tested (min(n + 1, drafted) on a chain), n accepted, `emitted` tokens appended (n + 1, fewer
+  /// where EOS cuts the step) and whether the residual fell back to p. alpha_sum_min is the
+  /// caller's: only an engine that sees the rows has the β_i.
+  void record_step(int64_t drafted, int64_t tested, int64_t n, int64_t emitted,
+                   bool residual_fallback);
 };
 
 struct DecodeResult {

@@ -13,10 +13,10 @@
 #include "core/base/error.hpp"
 #include "core/decode/decode.hpp"
 #include "gpu/base/cuda_check.hpp"
-#include "gpu/sampling/logits.hpp"
-#include "gpu/sampling/sampling.hpp"
 #include "gpu/base/simt.cuh"
 #include "gpu/decode/speculative_decode.hpp"
+#include "gpu/sampling/logits.hpp"
+#include "gpu/sampling/sampling.hpp"
 #include "gpu/verify/verify_block.hpp"
 #include "gpu/verify/verify_chain.hpp"
 
@@ -484,30 +484,14 @@ DecodeMetrics metrics_from_log(const std::vector<int32_t>& log, int64_t steps, i
                                int64_t gamma) {
   DecodeMetrics m;
   m.requests = batch;
-  m.position_reached.assign(gamma, 0);
-  m.position_accepted.assign(gamma, 0);
-  m.position_offered.assign(gamma, 0);
-  m.accepted_length_histogram.assign(gamma + 1, 0);
+  m.start_positions(gamma);
   for (int64_t t = 0; t < steps; ++t) {
     for (int64_t b = 0; b < batch; ++b) {
       const int32_t* e = &log[(t * batch + b) * 3];
       if (e[1] < 0) continue;
       const int32_t n = e[0], drafted = e[1];
-      for (int32_t i = 0; i < drafted; ++i) m.position_offered[i] += 1;
-      const int32_t tested = std::min(n + 1, drafted);
-      for (int32_t i = 0; i < tested; ++i) {
-        m.position_reached[i] += 1;
-        m.position_accepted[i] += i < n;
-      }
-      m.tested_positions += tested;
-      m.accepted_positions += n;
-      m.accepted_length_histogram[n] += 1;
-      m.residual_fallbacks += e[2];
-      m.steps += 1;
-      m.tokens += n + 1;
-      m.step_accepted.push_back(n);
-      m.step_emitted.push_back(n + 1);
-      m.step_drafted.push_back(drafted);
+      // A chain tests positions up to the first rejection; the device loop has no EOS cut.
+      m.record_step(drafted, std::min(n + 1, drafted), n, n + 1, e[2] != 0);
     }
   }
   return m;
