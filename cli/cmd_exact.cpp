@@ -17,6 +17,7 @@
 #include "cli/command.hpp"
 #include "core/base/error.hpp"
 #include "core/exact/exact.hpp"
+#include "core/exact/exact_step.hpp"
 #include "core/exact/exact_tree.hpp"
 #include "core/exact/lp_optimal.hpp"
 #include "core/verify/verifier.hpp"
@@ -230,24 +231,14 @@ void run_exact(const ExactOptions& options) {
   const std::vector<Row> target_rows(gamma + 1, probs_target);
   const std::vector<Row> draft_rows(gamma, probs_draft);
   exact::StepResult step;
-  switch (choice.family) {
-    case VerifierFamily::kChain:
-      step = exact::enumerate_step(target_rows, draft_rows, method);
-      break;
-    case VerifierFamily::kBlock:
-      step = exact::enumerate_step(target_rows, draft_rows, exact::BlockMethod{});
-      break;
-    case VerifierFamily::kTypical:
-      step = exact::enumerate_step(target_rows, draft_rows, typical);
-      break;
-    case VerifierFamily::kTree:
-      try {
-        step = exact::enumerate_tree_step(target_rows, draft_rows, choice.tree_method, branches);
-      } catch (const InvalidInput& e) {
-        throw InvalidInput(
-            fmt::format("--branches {} with --method {}: {}", branches, options.method, e.what()));
-      }
-      break;
+  try {
+    step = exact::enumerate_step(
+        choice, {.leniency = method.leniency, .typical = typical, .branches = branches},
+        target_rows, draft_rows);
+  } catch (const InvalidInput& e) {
+    if (!tree) throw;
+    throw InvalidInput(
+        fmt::format("--branches {} with --method {}: {}", branches, options.method, e.what()));
   }
 
   // Plain decoding samples from P; greedy decoding emits its argmax (V2 is lossless against

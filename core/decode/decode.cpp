@@ -202,17 +202,7 @@ using namespace detail;
 
 // One verification step of a draft chain with the configured chain-shaped verifier.
 ChainResult verify_step(const ChainBatch& chain, const DecodeConfig& config, uint32_t step) {
-  if (std::holds_alternative<BlockVerifier>(config.verifier)) {
-    return verify_block(chain, {.seed = config.seed, .step = step});
-  }
-  if (const auto* typical = std::get_if<TypicalVerifier>(&config.verifier)) {
-    return verify_typical(
-        chain,
-        {.epsilon = typical->epsilon, .delta = typical->delta, .seed = config.seed, .step = step});
-  }
-  const auto& v = std::get<ChainVerifier>(config.verifier);
-  return verify_chain(
-      chain, {.method = v.method, .leniency = v.leniency, .seed = config.seed, .step = step});
+  return verify(config.verifier, chain, config.seed, step);
 }
 
 }  // namespace

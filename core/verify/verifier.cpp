@@ -243,4 +243,31 @@ bool needs_draft_probs(TreeMethod method) {
   return method_entry(VerifierFamily::kTree, method).needs_draft_probs;
 }
 
+ChainResult verify(const VerifierSpec& spec, const ChainBatch& batch, uint64_t seed, uint32_t step,
+                   bool reference) {
+  switch (family_of(spec)) {
+    case VerifierFamily::kChain: {
+      const auto& chain = std::get<ChainVerifier>(spec);
+      const ChainParams params{
+          .method = chain.method, .leniency = chain.leniency, .seed = seed, .step = step};
+      return reference ? verify_chain_reference(batch, params) : verify_chain(batch, params);
+    }
+    case VerifierFamily::kBlock:
+      return verify_block(batch, BlockParams{.seed = seed, .step = step});
+    case VerifierFamily::kTypical: {
+      const auto& typical = std::get<TypicalVerifier>(spec);
+      return verify_typical(
+          batch,
+          TypicalParams{
+              .epsilon = typical.epsilon, .delta = typical.delta, .seed = seed, .step = step});
+    }
+    case VerifierFamily::kTree:
+      break;
+  }
+  throw InvalidInput(
+      fmt::format("verifier \"{}\" is a tree verifier: its step verifies a tree "
+                  "(verify_tree), not a chain",
+                  verifier_name(spec)));
+}
+
 }  // namespace speclab

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/rules.hpp"
+#include "core/verify/verify_block.hpp"
 #include "core/verify/verify_chain.hpp"
 #include "core/verify/verify_tree.hpp"
 #include "core/verify/verify_typical.hpp"
@@ -107,6 +108,14 @@ inline VerifierFamily family_of(const VerifierSpec& spec) {
   return static_cast<VerifierFamily>(spec.index());
 }
 inline bool is_lossy(const VerifierSpec& spec) { return entry_of(spec).lossy; }
+
+/// One verification step of a batch of draft chains with the spec's verifier at (seed, step): the
+/// one dispatch from a VerifierSpec to its verify function (verify_chain, verify_block,
+/// verify_typical), which the engines and the Python package call. `reference` takes
+/// verify_chain_reference for the chain family (the others have one implementation). A tree spec
+/// is InvalidInput: its step verifies a tree (verify_tree).
+ChainResult verify(const VerifierSpec& spec, const ChainBatch& batch, uint64_t seed, uint32_t step,
+                   bool reference = false);
 
 /// Nodes of a tree drafted with `branches` (root excluded), saturating at kMaxTreeNodes + 1.
 int64_t tree_node_count(std::span<const int64_t> branches);

@@ -17,6 +17,7 @@
 #include "core/base/error.hpp"
 #include "core/base/mutants.hpp"
 #include "core/exact/exact.hpp"
+#include "core/exact/exact_step.hpp"
 #include "core/exact/exact_tree.hpp"
 #include "core/sampling/sampling.hpp"
 #include "core/stats/stats.hpp"
@@ -99,24 +100,10 @@ py::dict chain_result(ChainResult&& r) {
 // alone checks only the values it reads).
 ChainResult run_chain(const VerifierSpec& spec, const ChainBatch& batch, uint64_t seed,
                       uint32_t step, bool reference, bool validate) {
-  switch (family_of(spec)) {
-    case VerifierFamily::kChain: {
-      const auto& chain = std::get<ChainVerifier>(spec);
-      const ChainParams params{chain.method, chain.leniency, seed, step};
-      if (validate && !reference) validate_chain_batch(batch, params);
-      return reference ? verify_chain_reference(batch, params) : verify_chain(batch, params);
-    }
-    case VerifierFamily::kBlock:
-      return verify_block(batch, BlockParams{seed, step});
-    case VerifierFamily::kTypical: {
-      const auto& typical = std::get<TypicalVerifier>(spec);
-      return verify_typical(batch, TypicalParams{typical.epsilon, typical.delta, seed, step});
-    }
-    case VerifierFamily::kTree:
-      break;
+  if (const auto* chain = std::get_if<ChainVerifier>(&spec); chain && validate && !reference) {
+    validate_chain_batch(batch, ChainParams{chain->method, chain->leniency, seed, step});
   }
-  throw InvalidInput("method \"" + std::string(verifier_name(spec)) +
-                     "\" is a tree verifier; call verify_tree");
+  return verify(spec, batch, seed, step, reference);
 }
 
 VerifierSpec chain_spec(const std::string& method, double leniency, double epsilon, double delta) {
@@ -241,22 +228,12 @@ py::dict exact_step(const std::vector<std::vector<std::string>>& target,
   const std::vector<exact::Row> p = rational_rows(target, "probs_target");
   const std::vector<exact::Row> q = rational_rows(draft, "probs_draft");
   const VerifierEntry& entry = verifier_entry(method, "method");
-  exact::StepResult step;
-  switch (entry.family) {
-    case VerifierFamily::kChain:
-      step = exact::enumerate_step(
-          p, q, exact::Method{entry.chain_method, exact::parse_rational(leniency, "leniency")});
-      break;
-    case VerifierFamily::kBlock:
-      step = exact::enumerate_step(p, q, exact::BlockMethod{});
-      break;
-    case VerifierFamily::kTypical:
-      step = exact::enumerate_step(p, q, exact::TypicalMethod{epsilon, delta});
-      break;
-    case VerifierFamily::kTree:
-      step = exact::enumerate_tree_step(p, q, entry.tree_method, branches);
-      break;
-  }
+  const exact::StepResult step =
+      exact::enumerate_step(entry,
+                            {.leniency = exact::parse_rational(leniency, "leniency"),
+                             .typical = exact::TypicalMethod{epsilon, delta},
+                             .branches = branches},
+                            p, q);
   py::dict distribution;
   for (const auto& [sequence, probability] : step.distribution) {
     distribution[py::tuple(py::cast(sequence))] = to_text(probability);
