@@ -16,26 +16,12 @@
 
 namespace speclab::gpu::detail {
 
-struct BlockKernelArgs {
-  const float* probs_target;    // [B, γ+1, V] (probability kernel)
-  const float* probs_draft;     // [B, γ, V] (probability kernel)
-  LogitsSource target;          // [B, γ+1, V] (logits kernel)
-  LogitsSource draft;           // [B, γ, V] (logits kernel)
-  const int32_t* draft_tokens;  // [B, γ]
-  const int32_t* n_draft;       // [B] or null (all γ)
-  const uint32_t* request_ids;  // [B] or null (0..B-1)
-  int32_t* emitted_tokens;      // [B, γ+1]
-  int32_t* n_accepted;          // [B]
-  uint8_t* accept_mask;         // [B, γ]
-  uint8_t* residual_fallback;   // [B]
-  uint32_t* status;             // [B]
-  int64_t gamma;
-  int64_t vocab;
-  int64_t n_chunks;  // ⌈V / kChunkTokens⌉
-  uint64_t seed;
-  uint32_t step;
+struct BlockKernelArgs : RequestIo {
+  const float* probs_target;  // [B, γ+1, V] (probability kernel)
+  const float* probs_draft;   // [B, γ, V] (probability kernel)
+  LogitsSource target;        // [B, γ+1, V] (logits kernel)
+  LogitsSource draft;         // [B, γ, V] (logits kernel)
   int always_serial_z;
-  const DeviceSeedStep* seed_step;  // when set, seed and step are read from it
 };
 
 struct BlockRequestState {
@@ -513,9 +499,9 @@ __global__ void __launch_bounds__(1024) verify_block_kernel(BlockKernelArgs a, S
 }
 
 /// Thread 0 of the last CTA of a split request: block_find_tau's downward tests on the rows'
-/// reduced slice partials (Z_i added in slice order; rows below the stop were read but their
-/// checks are ignored, as the one-CTA kernel never reads them). `partials` is the request's
-/// [γ+1, S]; the rows' chunk sums are all built (weights_ready).
+/// totals, which warp 0 reduced from their slice partials into each row's slice-0 partial (rows
+/// below the stop were read but their checks are ignored, as the one-CTA kernel never reads them).
+/// `partials` is the request's [γ+1, S]; the rows' chunk sums are all built (weights_ready).
 __device__ inline BlockTauSearch block_split_tau(const BlockKernelArgs& a,
                                                  const BlockRows<false>& rows,
                                                  const BlockShared& sm, const RandomAddress& base,
@@ -524,7 +510,7 @@ __device__ inline BlockTauSearch block_split_tau(const BlockKernelArgs& a,
   BlockTauSearch found;
   found.weights_ready = true;
   const auto row_status = [&](int64_t j, bool residual, SlicePartial* total) {
-    *total = reduce_slice_partials(partials + j * slices, slices);
+    *total = partials[j * slices];  // the row's total, left in its slice-0 partial by warp 0
     const int invalid = static_cast<int>(total->invalid);
     return residual ? row_check_status<true>(invalid, total->sum_p, total->sum_q)
                     : row_check_status<false>(invalid, total->sum_p, total->sum_q);
@@ -598,8 +584,9 @@ __device__ inline bool block_split_slice(const BlockKernelArgs& a, const SplitAr
 ///     of the row writes its chunks' exact fixed-point sums to the workspace and its partial of the
 ///     row checks and of Z_j;
 ///  3. the last CTA of the request to arrive (split_arrive, which resets the counter) runs the
-///     downward tests on the partials added in slice order (near-ties re-decided by core's serial
-///     Z_i, as the one-CTA kernel), copies row τ's chunk sums to shared memory and samples.
+///     downward tests on the partials reduced by warp 0 in a fixed order (near-ties re-decided by
+///     core's serial Z_i, as the one-CTA kernel), copies row τ's chunk sums to shared memory and
+///     samples.
 /// Integer chunk sums and slice-order partials make the tokens independent of S and of which CTA
 /// is last; Z_i differs from the one-CTA kernel's only in summation order, which the near-tie
 /// band covers. Step 3 recomputes what it needs rather than keeping step 2's values live.
@@ -615,11 +602,22 @@ __global__ void __launch_bounds__(1024) verify_block_split_kernel(BlockKernelArg
   const BlockRows<false> rows{a, r, sm};
   const RandomAddress base = block_random_base(a, r);
   if (state.status == kChainOk) {  // block-uniform
+    const int64_t n_draft = state.n_draft;
+    const bool top_passes = block_top_test_passes(base, sm.w, n_draft);
+    SlicePartial* partials = w.partials + r * (g + 1) * w.slices;
+    // Warp 0 reduces the slice partials of every row the tests may read (the rows the slices
+    // wrote) and leaves each total in the row's slice-0 partial, which only this CTA reads now.
+    if (threadIdx.x < kWarpSize) {
+      const int64_t first = top_passes ? n_draft : 0, last = top_passes ? n_draft : n_draft - 1;
+      for (int64_t j = first; j <= last; ++j) {
+        const SlicePartial total = warp_reduce_slice_partials(partials + j * w.slices, w.slices);
+        if (threadIdx.x == 0) partials[j * w.slices] = total;  // lane 0 alone read slice 0
+      }
+    }
+    __syncthreads();
     if (threadIdx.x == 0) {
-      const int64_t n_draft = state.n_draft;
       const BlockTauSearch found =
-          block_split_tau(a, rows, sm, base, w.partials + r * (g + 1) * w.slices, w.slices,
-                          block_top_test_passes(base, sm.w, n_draft), n_draft);
+          block_split_tau(a, rows, sm, base, partials, w.slices, top_passes, n_draft);
       state.tau = found.tau;
       state.bad_row = found.bad_row;
     }

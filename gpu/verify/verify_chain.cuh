@@ -18,10 +18,11 @@
 
 namespace speclab::gpu::detail {
 
-/// Everything a block needs, passed by value. Pointers are device memory.
-struct ChainKernelArgs {
-  const float* probs_target;    // [B, γ+1, V]
-  const float* probs_draft;     // [B, γ, V] or null (V2)
+/// The kernel arguments every verifier shares (chain and block, probabilities and logits): a
+/// request's drafts and ids, its outputs, the shapes and the seed. Each kernel's argument struct
+/// adds its rows and method; passed by value, pointers are device memory. fill_request_args fills
+/// it from the host-side batch and output.
+struct RequestIo {
   const int32_t* draft_tokens;  // [B, γ]
   const int32_t* n_draft;       // [B] or null (all γ)
   const uint32_t* request_ids;  // [B] or null (0..B-1)
@@ -33,12 +34,18 @@ struct ChainKernelArgs {
   int64_t gamma;
   int64_t vocab;
   int64_t n_chunks;  // ⌈V / kChunkTokens⌉
-  int64_t batch;     // B: verify_chain_kernel's CTAs take requests blockIdx.x + k·gridDim.x
-  int method;        // ChainMethod
-  float leniency;    // 1 for V1
   uint64_t seed;
   uint32_t step;
   const DeviceSeedStep* seed_step;  // when set, seed and step are read from it
+};
+
+/// The chain kernels on probabilities.
+struct ChainKernelArgs : RequestIo {
+  const float* probs_target;  // [B, γ+1, V]
+  const float* probs_draft;   // [B, γ, V] or null (V2)
+  int64_t batch;   // B: verify_chain_kernel's CTAs take requests blockIdx.x + k·gridDim.x
+  int method;      // ChainMethod
+  float leniency;  // 1 for V1
 };
 
 /// The request's state, shared by its threads; written by one thread between barriers.
@@ -105,10 +112,10 @@ __device__ inline uint32_t check_drafts(const int32_t* n_drafts, int64_t r, int6
   return status;
 }
 
-/// The fields every verifier kernel's argument struct shares apart from the rows (ChainBatch or
-/// LogitsBatch), from the host-side batch and output.
-template <class Args, class Batch, class Output>
-void fill_request_args(Args& args, const Batch& batch, const Output& output) {
+/// The RequestIo of a launch, from the host-side batch (ChainBatch or LogitsBatch) and output;
+/// seed, step and seed_step are the launcher's.
+template <class Batch, class Output>
+void fill_request_args(RequestIo& args, const Batch& batch, const Output& output) {
   args.draft_tokens = batch.draft_tokens.data();
   args.n_draft = batch.n_draft.empty() ? nullptr : batch.n_draft.data();
   args.request_ids = batch.request_ids.empty() ? nullptr : batch.request_ids.data();
@@ -362,15 +369,25 @@ __device__ inline void slice_chunk_range(const SplitArgs& w, int64_t n_chunks, i
   *end = *begin + w.slice_chunks < n_chunks ? *begin + w.slice_chunks : n_chunks;
 }
 
-/// A split row's checks (and Z) from its S slice partials, added in slice order, so the result
-/// does not depend on which slice arrived last.
-__device__ inline SlicePartial reduce_slice_partials(const SlicePartial* partials, int slices) {
+/// A split row's checks (and Z) from its S slice partials, reduced by warp 0 in a fixed order —
+/// lane k adds slices k, k + 32, … in turn, then a butterfly over the lanes — so the result does
+/// not depend on which slice arrived last and no thread walks S partials alone. The whole of
+/// warp 0 calls; every lane gets the total.
+__device__ inline SlicePartial warp_reduce_slice_partials(const SlicePartial* partials,
+                                                          int slices) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   SlicePartial total{};
-  for (int k = 0; k < slices; ++k) {
+  for (int k = lane; k < slices; k += kWarpSize) {
     total.sum_p += load_coherent(&partials[k].sum_p);
     total.sum_q += load_coherent(&partials[k].sum_q);
     total.z += load_coherent(&partials[k].z);
     total.invalid |= load_coherent(&partials[k].invalid);
+  }
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
+    total.sum_p += __shfl_xor_sync(kFullMask, total.sum_p, offset);
+    total.sum_q += __shfl_xor_sync(kFullMask, total.sum_q, offset);
+    total.z += __shfl_xor_sync(kFullMask, total.z, offset);
+    total.invalid |= __shfl_xor_sync(kFullMask, total.invalid, offset);
   }
   return total;
 }
@@ -387,9 +404,9 @@ __device__ inline void load_chunk_sums(uint64_t* shared_sums, const uint64_t* su
 /// Steps 2-3 of slice s of a split V1/V3 request r once its accept phase has left the status in
 /// *state: the slice's chunks of the sampled row (bonus row p, or the residual of p and q: row
 /// accessors) into the workspace, its row-check partials, the arrival; in the last slice the
-/// partials added in slice order, the chunk sums copied to shared memory and the locate (and the
-/// rare fallback). Returns (block-uniform) whether this CTA is the last, which then writes the
-/// outputs. Shared by the kernels on probabilities and on logits.
+/// partials reduced by warp 0 in a fixed order, the chunk sums copied to shared memory and the
+/// locate (and the rare fallback). Returns (block-uniform) whether this CTA is the last, which then
+/// writes the outputs. Shared by the kernels on probabilities and on logits.
 template <KernelMutant kMutant, class P, class Q>
 __device__ bool split_sampled_row(bool bonus, const P& p, const Q& q, uint32_t bits, float leniency,
                                   int64_t vocab, int64_t n_chunks, const SplitArgs& w, int64_t r,
@@ -420,11 +437,13 @@ __device__ bool split_sampled_row(bool bonus, const P& p, const Q& q, uint32_t b
 
   // The last slice: every other slice's writes are visible.
   if (ok) {
-    if (threadIdx.x == 0) {
-      const SlicePartial total = reduce_slice_partials(w.partials + r * w.slices, w.slices);
+    if (threadIdx.x < kWarpSize) {
+      const SlicePartial total = warp_reduce_slice_partials(w.partials + r * w.slices, w.slices);
       const int invalid = static_cast<int>(total.invalid);
-      state->status |= bonus ? row_check_status<false>(invalid, total.sum_p, total.sum_q)
-                             : row_check_status<true>(invalid, total.sum_p, total.sum_q);
+      if (threadIdx.x == 0) {
+        state->status |= bonus ? row_check_status<false>(invalid, total.sum_p, total.sum_q)
+                               : row_check_status<true>(invalid, total.sum_p, total.sum_q);
+      }
     }
     load_chunk_sums(chunk_sums, request_chunks, n_chunks);
     __syncthreads();
@@ -442,8 +461,8 @@ __device__ bool split_sampled_row(bool bonus, const P& p, const Q& q, uint32_t b
 ///  2. slice s streams chunks [s·C, (s+1)·C) of the sampled row, writing their exact fixed-point
 ///     sums to the workspace and its row-check partials;
 ///  3. the last slice to arrive (an atomic counter after a fence, which it resets) adds the
-///     partials in slice order, copies the chunk sums to shared memory and runs the one-CTA
-///     locate (and the rare fallback pass), then writes the outputs.
+///     partials (warp 0, a fixed order), copies the chunk sums to shared memory and runs the
+///     one-CTA locate (and the rare fallback pass), then writes the outputs.
 /// Integer chunk sums make the token independent of S and of which slice arrives last.
 template <KernelMutant kMutant>
 __global__ void __launch_bounds__(1024) verify_chain_split_kernel(ChainKernelArgs a, SplitArgs w) {

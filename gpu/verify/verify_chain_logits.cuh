@@ -14,25 +14,11 @@
 
 namespace speclab::gpu::detail {
 
-struct LogitsChainKernelArgs {
-  LogitsSource target;          // [B, γ+1, V]
-  LogitsSource draft;           // [B, γ, V] (data null for V2)
-  const int32_t* draft_tokens;  // [B, γ]
-  const int32_t* n_draft;       // [B] or null (all γ)
-  const uint32_t* request_ids;  // [B] or null (0..B-1)
-  int32_t* emitted_tokens;      // [B, γ+1]
-  int32_t* n_accepted;          // [B]
-  uint8_t* accept_mask;         // [B, γ]
-  uint8_t* residual_fallback;   // [B]
-  uint32_t* status;             // [B]
-  int64_t gamma;
-  int64_t vocab;
-  int64_t n_chunks;  // ⌈V / kChunkTokens⌉
-  int method;        // ChainMethod
-  float leniency;    // 1 for V1
-  uint64_t seed;
-  uint32_t step;
-  const DeviceSeedStep* seed_step;  // when set, seed and step are read from it
+struct LogitsChainKernelArgs : RequestIo {
+  LogitsSource target;  // [B, γ+1, V]
+  LogitsSource draft;   // [B, γ, V] (data null for V2)
+  int method;           // ChainMethod
+  float leniency;       // 1 for V1
 };
 
 /// Dynamic shared memory: BlockScratch, RowStatsScratch, the chunk sums.
