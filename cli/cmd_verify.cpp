@@ -1,5 +1,5 @@
 // `speclab verify --config CONFIG.toml`: distributional equivalence of the configured model pair,
-// verifier and sampling against the target's exact law (core/stats/verify_distribution.hpp).
+// verifier and sampling against the target's exact law (core/equivalence/verify_distribution.hpp).
 // Exit 0 when no difference is found, 1 when one is, 2 for bad input, 3 when the check was
 // vacuous (no draft token tested, so only the target's sampling was checked) unless
 // --allow-vacuous. Progress goes to stderr as `speclab run`'s does (experiments/progress.hpp).
@@ -13,7 +13,7 @@
 #include "core/base/error.hpp"
 #include "core/io/hdf5_file.hpp"
 #include "core/models/model_registry.hpp"
-#include "core/stats/verify_distribution.hpp"
+#include "core/equivalence/verify_distribution.hpp"
 #include "experiments/config.hpp"
 #include "experiments/out_dir.hpp"
 #include "experiments/progress.hpp"

@@ -8,7 +8,7 @@
 #include <span>
 #include <string_view>
 
-#include "core/stats/verify_distribution.hpp"
+#include "core/equivalence/verify_distribution.hpp"
 #include "experiments/results.hpp"
 #include "experiments/sweep.hpp"
 

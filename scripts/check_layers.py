@@ -22,6 +22,7 @@ LAYERS = {
     "core/stats": "stats",
     "core/models": "models",
     "core/decode": "decode",
+    "core/equivalence": "equivalence",
     "core/io": "io",
     "core/plan": "plan",
     "core/probe": "probe",
@@ -52,7 +53,9 @@ ALLOWED = {
     "plan": {"base"},
     "models": {"base", "sampling", "io"},
     "decode": {"base", "sampling", "verify", "models"},
-    "stats": {"base", "sampling", "verify", "exact", "models", "decode"},
+    "stats": {"base"},
+    # A decoder's output law against the exact one: the statistics over whole engines.
+    "equivalence": {"base", "sampling", "verify", "exact", "stats", "models", "decode"},
     "probe": {"base", "sampling", "models", "plan"},
     # The CUDA library in floors, decode -> verify -> sampling -> base (models beside verify, for
     # the loop), each seeing core's base and its own core layer; never a floor above.
@@ -64,12 +67,12 @@ ALLOWED = {
                    "gpu-verify", "gpu-models"},
     # The SIMT emulation stands alone: the kernels include it, never the other way.
     "gpu-emulation": set(),
-    "experiments": {"base", "sampling", "verify", "exact", "stats", "models", "decode", "io",
-                    "plan", "probe"},
+    "experiments": {"base", "sampling", "verify", "exact", "stats", "models", "decode",
+                    "equivalence", "io", "plan", "probe"},
     "bench": {"base", "sampling", "verify", "exact", "stats", "models", "decode", "io", "plan",
               "experiments", "probe", *GPU_LIBRARY},
-    "cli": {"base", "sampling", "verify", "exact", "stats", "models", "decode", "io", "plan",
-            "probe", *GPU_LIBRARY, "bench", "experiments"},
+    "cli": {"base", "sampling", "verify", "exact", "stats", "models", "decode", "equivalence",
+            "io", "plan", "probe", *GPU_LIBRARY, "bench", "experiments"},
     # The Python extension binds the verifiers, the exact laws and the statistics.
     "python": {"base", "sampling", "verify", "exact", "stats"},
     "tests": set(LAYERS.values()),

@@ -12,7 +12,7 @@
 
 #include "core/decode/decode.hpp"
 #include "core/models/model_registry.hpp"
-#include "core/stats/verify_distribution.hpp"
+#include "core/equivalence/verify_distribution.hpp"
 #include "tests/support/stat_support.hpp"
 
 namespace speclab {

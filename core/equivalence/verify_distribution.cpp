@@ -1,5 +1,5 @@
 // `speclab verify`'s check (see verify_distribution.hpp).
-#include "core/stats/verify_distribution.hpp"
+#include "core/equivalence/verify_distribution.hpp"
 
 #include <fmt/format.h>
 
