@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/bench_gpu_bytes.hpp"
@@ -23,16 +24,52 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu/base/cuda_check.hpp"
-#include "gpu/sampling/logits.hpp"
-#include "gpu/models/linear_softmax.hpp"
-#include "gpu/sampling/sampling.hpp"
 #include "gpu/decode/speculative_decode.hpp"
+#include "gpu/models/linear_softmax.hpp"
 #include "gpu/models/synthetic_logits.hpp"
+#include "gpu/sampling/logits.hpp"
+#include "gpu/sampling/sampling.hpp"
 #include "gpu/verify/verify_block.hpp"
 #include "gpu/verify/verify_chain.hpp"
 #endif
 
 namespace speclab::cli {
+
+namespace {
+
+// The shapes of a run: the options' lists, or the defaults; each value checked, and --only
+// checked against the kernel rows' names (`kernels`; empty: not checked), before any device
+// memory is touched.
+struct GpuShapes {
+  std::vector<int64_t> vocab, batch, gamma;
+};
+GpuShapes gpu_shapes(const BenchGpuOptions& o, std::vector<std::string> kernels) {
+  const auto checked = [](const std::vector<int64_t>& given, std::vector<int64_t> fallback,
+                          std::string_view option, int64_t lowest, int64_t highest) {
+    for (const int64_t v : given) {
+      if (v < lowest || v > highest) {
+        throw InvalidInput(fmt::format("bench gpu: {} {} is out of range; expected {} ≤ value ≤ {}",
+                                       option, v, lowest, highest));
+      }
+    }
+    return given.empty() ? fallback : given;
+  };
+  GpuShapes shapes{checked(o.vocab, {32000, 128256}, "--vocab", 1, int64_t{1} << 30),
+                   checked(o.batch, {1, 8, 64, 256}, "--batch", 1, 4096),
+                   checked(o.gamma, {1, 5, 8}, "--gamma", 0, 64)};
+  if (!o.only.empty() && !kernels.empty() &&
+      std::none_of(kernels.begin(), kernels.end(), [&](const std::string& name) {
+        return name.find(o.only) != std::string::npos;
+      })) {
+    std::sort(kernels.begin(), kernels.end());
+    kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
+    throw InvalidInput(fmt::format("bench gpu: --only \"{}\" matches no kernel; the kernels: {}",
+                                   o.only, fmt::join(kernels, ", ")));
+  }
+  return shapes;
+}
+
+}  // namespace
 
 #if !defined(SPECLAB_HAVE_CUDA)
 
@@ -40,6 +77,7 @@ void run_bench_gpu(const BenchGpuOptions& o) {
   if (o.repeats < 3) {
     throw InvalidInput(fmt::format("bench gpu needs --repeats ≥ 3 (got {})", o.repeats));
   }
+  gpu_shapes(o, {});  // nothing is measured, but a bad option is still an error
   const char* message = "speclab was built without CUDA (SPECLAB_ENABLE_CUDA=OFF or no nvcc)";
   if (o.json) {
     std::printf("{\"device\": null, \"message\": \"%s\"}\n", message);
@@ -203,7 +241,7 @@ struct KernelRow {
 // [B, γ, V] as fp32 and as bf16 (the fp32 values rounded), the probabilities of the fp32 logits,
 // draft tokens x_i ~ q_i), then every path timed over them.
 void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, int multiprocessors,
-                  cudaStream_t stream, std::vector<KernelRow>& rows) {
+                  std::string_view only, cudaStream_t stream, std::vector<KernelRow>& rows) {
   using F = gpu::LogitsFormat;
   const int64_t target_rows = batch * (gamma + 1), draft_rows = batch * gamma;
   // fp32 and bf16 logits and fp32 probabilities of every row: 4 + 2 + 4 bytes per entry.
@@ -345,6 +383,7 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, int 
   int64_t next_copy = 0;
   for (const Path& path : bench_paths()) {
     const std::string kernel = path_kernel(path);
+    if (kernel.find(only) == std::string::npos) continue;
     Events ev(repeats);
     auto launch = [&](int r, int64_t k) -> cudaError_t {
       const auto step = static_cast<uint32_t>(r);
@@ -433,6 +472,9 @@ void run_bench_gpu(const BenchGpuOptions& o) {
   if (o.repeats < 3) {
     throw InvalidInput(fmt::format("bench gpu needs --repeats ≥ 3 (got {})", o.repeats));
   }
+  std::vector<std::string> kernels;
+  for (const Path& path : bench_paths()) kernels.push_back(path_kernel(path));
+  const GpuShapes shapes = gpu_shapes(o, kernels);
   if (gpu::device_count() == 0) {
     const char* message = "no CUDA device (cudaGetDeviceCount failed or returned 0)";
     if (o.json) {
@@ -451,16 +493,19 @@ void run_bench_gpu(const BenchGpuOptions& o) {
   // The floor of a row: its bytes at the copy bandwidth plus one launch.
   const auto floor_seconds = [&](const KernelRow& r) { return r.bytes / (copy * 1e9) + launch; };
   std::vector<KernelRow> rows;
-  for (int64_t vocab : {int64_t{32000}, int64_t{128256}}) {
-    for (int64_t batch : {int64_t{1}, int64_t{8}, int64_t{64}}) {
-      for (int64_t gamma : {int64_t{1}, int64_t{5}, int64_t{8}}) {
-        bench_config(batch, gamma, vocab, o.repeats, prop.multiProcessorCount, stream, rows);
+  for (int64_t vocab : shapes.vocab) {
+    for (int64_t batch : shapes.batch) {
+      for (int64_t gamma : shapes.gamma) {
+        bench_config(batch, gamma, vocab, o.repeats, prop.multiProcessorCount, o.only, stream,
+                     rows);
       }
     }
   }
   std::vector<LoopRow> loops;
-  for (int64_t batch : {int64_t{1}, int64_t{8}})
-    loops.push_back(bench_loop(batch, o.tokens, stream));
+  if (o.only.empty()) {
+    for (int64_t batch : {int64_t{1}, int64_t{8}})
+      loops.push_back(bench_loop(batch, o.tokens, stream));
+  }
   SPECLAB_CUDA_CHECK(cudaStreamDestroy(stream));
 
   if (o.json) {

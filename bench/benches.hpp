@@ -39,6 +39,12 @@ struct BenchGpuOptions {
   int repeats = 15;     ///< timed launches per kernel and configuration (median)
   int64_t tokens = 64;  ///< tokens per request of the decoding-loop comparison
   bool json = false;
+  /// The shapes measured; empty: the defaults (V ∈ {32000, 128256}, B ∈ {1, 8, 64, 256} — 256
+  /// fills an H200's 132 SMs, so the persistent grid has rows — γ ∈ {1, 5, 8}).
+  std::vector<int64_t> vocab, batch, gamma;
+  /// Only the kernel rows whose name contains this (e.g. "verify_chain V1"); the decoding-loop
+  /// comparison then does not run. Empty: every row and the loop.
+  std::string only;
 };
 /// `speclab bench gpu` (bench/bench_gpu.cpp): without a device, or in a build without
 /// CUDA, prints that and measures nothing.

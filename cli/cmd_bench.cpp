@@ -117,6 +117,16 @@ void setup_bench(CLI::App& app) {
       ->capture_default_str();
   gpu->add_option("--tokens", g->tokens, "tokens per request in the decoding-loop comparison")
       ->capture_default_str();
+  gpu->add_option("--vocab", g->vocab,
+                  "vocabulary sizes, e.g. --vocab 128256 (default 32000,128256)")
+      ->delimiter(',');
+  gpu->add_option("--batch", g->batch, "batch sizes, e.g. --batch 1,64 (default 1,8,64,256)")
+      ->delimiter(',');
+  gpu->add_option("--gamma", g->gamma, "draft lengths, e.g. --gamma 5 (default 1,5,8)")
+      ->delimiter(',');
+  gpu->add_option("--only", g->only,
+                  "only the kernel rows whose name contains this, e.g. \"verify_chain V1\" (the "
+                  "decoding loop then does not run)");
   gpu->add_flag("--json", g->json, "print one JSON object");
   document_exit_statuses(
       *gpu, {{0,

@@ -11,9 +11,10 @@
 #                                           the device half with the device parts stubbed (no
 #                                           device, no carry needed): timeouts, DIR, summary and
 #                                           exit status; --stub-fail makes the stubbed tests fail.
-# The device half's limits add up to 450 s (plus 5 s grace per step): about 8 minutes without the
-# fallback build. Device-half outputs (at most 8 files): summary.txt (also printed), gpu-tests.json (gtest),
-# bench-gpu.json, ptxas.txt, logs.tar.gz (every log).
+# The device half's limits add up to 418 s (plus 2 s grace per step): 7.5 minutes at most. Its
+# outputs are at most 6 files, even when it is killed: summary.txt (also printed),
+# device-check.log (every step's output, appended as it runs), gpu-tests.json (gtest), bench-gpu.json,
+# ncu.csv and ptxas.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
       shift
       ;;
     -h | --help)
-      sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -52,7 +53,7 @@ done
 # Shared libraries never carried: the CUDA libraries (the device's own CUDA 13 ones are found at
 # run time) and glibc's, which belong to the system's loader.
 never_carried='^(libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvJitLink|libcupti|libnvidia-|libc\.so|libm\.so|libmvec|libdl\.so|libpthread|librt\.so|libresolv|libutil\.so|ld-linux|linux-vdso)'
-carry_limit_mib=60
+carry_limit_mib=58
 
 # ---------------------------------------------------------------------------------------------
 # --prepare
@@ -69,12 +70,20 @@ if [ "$mode" = prepare ]; then
     echo "device-check.sh --prepare: nvcc not found (needs the CUDA toolkit to build for sm_90)" >&2
     exit 2
   }
+  # Ninja when present: it prints each command's output in one piece, so ptxas's report of one
+  # kernel is never interleaved with another's (make -j interleaves them line by line).
+  generator=()
+  if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+  if [ -f "$build/CMakeCache.txt" ] &&
+    ! grep -q "CMAKE_GENERATOR:INTERNAL=${generator[1]:-Unix Makefiles}" "$build/CMakeCache.txt"; then
+    rm -rf "$build"  # configured with another generator
+  fi
   mkdir -p "$build"
   # -Xptxas -v: ptxas reports every kernel's registers, stack, spills and shared memory.
   # $ORIGIN/../lib as DT_RPATH (not RUNPATH: it then also serves the libraries' own dependencies),
   # so that the carried binaries find the carried libraries with no LD_LIBRARY_PATH, which would
   # also reach compute-sanitizer, ncu and python3 on the device.
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DSPECLAB_NATIVE=OFF -DCMAKE_CUDA_FLAGS="-Xptxas -v" '-DCMAKE_BUILD_RPATH=$ORIGIN/../lib' \
     -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags "${launcher[@]}" >"$build/prepare-configure.log" 2>&1 ||
     { tail -20 "$build/prepare-configure.log"; echo "device-check.sh --prepare: configure failed" >&2; exit 1; }
@@ -191,11 +200,17 @@ fi
 # ---------------------------------------------------------------------------------------------
 mkdir -p "$out" || { echo "device-check.sh: cannot create $out" >&2; exit 2; }
 out=$(cd "$out" && pwd)
-logs=$out/logs
-rm -rf "$logs"
-mkdir -p "$logs"
+# Everything under $out is one of at most six files at every moment, even if the run is killed:
+# step outputs go to a private directory and are appended to device-check.log as each step ends.
+work=$(mktemp -d "${TMPDIR:-/tmp}/device-check.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+rm -f "$out/summary.txt" "$out/device-check.log" "$out/gpu-tests.json" "$out/bench-gpu.json" \
+  "$out/ncu.csv" "$out/ptxas.txt"
 summary=$out/summary.txt
+log_file=$out/device-check.log
 : >"$summary"
+: >"$log_file"
+: >"$work/steps.txt"
 start=$SECONDS
 failures=0
 
@@ -205,24 +220,45 @@ fail() {
   note "FAIL: $*"
 }
 
-# step NAME SECONDS LOG COMMAND...: COMMAND under `timeout`, stdout and stderr into LOG; prints
-# and returns its status (124 = timed out).
+# step NAME SECONDS COMMAND...: COMMAND under `timeout`; its output goes to $work/step.log and is
+# then appended to device-check.log under a header. Prints and returns its status (124 = timed
+# out).
 step() {
-  local name=$1 limit=$2 log=$3
-  shift 3
+  local name=$1 limit=$2
+  shift 2
   local t0=$SECONDS status=0
-  timeout -k 5 "$limit" "$@" >"$log" 2>&1 || status=$?
+  timeout -k 2 "$limit" "$@" >"$work/step.log" 2>&1 || status=$?
   local tag="exit $status"
   [ "$status" -eq 124 ] || [ "$status" -eq 137 ] && tag="TIMEOUT after ${limit} s"
-  printf '%-34s %4d s  %s\n' "$name" "$((SECONDS - t0))" "$tag" >>"$logs/steps.txt"
+  printf '%-42s %4d s  %s\n' "$name" "$((SECONDS - t0))" "$tag" >>"$work/steps.txt"
+  { echo "==== $name: $tag ($((SECONDS - t0)) s)"; cat "$work/step.log"; } >>"$log_file"
   return "$status"
+}
+
+# The directories a CUDA 13 library may live in here: the toolkit's, and the nvidia-* pip wheels'
+# (site-packages/nvidia/<component>/lib), which images without a toolkit install use.
+cuda_lib_dirs() {
+  local d
+  for d in ${extra_lib_dirs:-} /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib \
+    /usr/local/cuda-*/lib64 /usr/lib/x86_64-linux-gnu; do
+    [ -d "$d" ] && echo "$d"
+  done
+  python3 - <<'PY' 2>/dev/null
+import glob, site, sys
+roots = site.getsitepackages() + [site.getusersitepackages()] + sys.path
+for root in dict.fromkeys(roots):
+    for d in sorted(glob.glob(f"{root}/nvidia/*/lib")):
+        print(d)
+PY
 }
 
 if [ "$mode" = dry-run ]; then
   # Stubs with the real tools' output formats, so that every parser below runs.
-  stub=$out/stubs
-  rm -rf "$stub"
-  mkdir -p "$stub/bin"
+  stub=$work/stubs
+  mkdir -p "$stub/bin" "$stub/pip/nvidia/cublas/lib" "$stub/pip/nvidia/cuda_runtime/lib"
+  : >"$stub/pip/nvidia/cublas/lib/libcublas.so.13"
+  : >"$stub/pip/nvidia/cuda_runtime/lib/libcudart.so.13"
+  extra_lib_dirs="$stub/pip/nvidia/cublas/lib $stub/pip/nvidia/cuda_runtime/lib"
   cat >"$stub/bin/speclab_gpu_tests" <<EOF
 #!/usr/bin/env bash
 # stub of the gpu test binary: gtest's console output and --gtest_output=json
@@ -247,7 +283,8 @@ exit \$failed
 EOF
   cat >"$stub/bin/compute-sanitizer" <<'EOF'
 #!/usr/bin/env bash
-# stub: prints compute-sanitizer's summary line
+# stub: prints compute-sanitizer's version or summary line
+[ "${1:-}" = --version ] && { echo "NVIDIA (R) Compute Sanitizer"; echo "Version 2025.3.0 (stub)"; exit 0; }
 tool=memcheck
 while [ $# -gt 0 ]; do case $1 in --tool) tool=$2; shift ;; esac; shift; done
 echo "========= COMPUTE-SANITIZER"
@@ -256,22 +293,33 @@ echo "========= ERROR SUMMARY: 0 errors"
 EOF
   cat >"$stub/bin/ncu" <<'EOF'
 #!/usr/bin/env bash
-# stub: `ncu --csv --page raw` output for the kernel named by -k regex:NAME
-kernel=unknown
-while [ $# -gt 0 ]; do case $1 in -k) kernel=${2#regex:}; shift ;; esac; shift; done
+# stub: `ncu --version`, or `ncu --csv --page raw` output for the kernel named by -k regex:NAME
+[ "${1:-}" = --version ] && { echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.3.0.0 (stub)"; exit 0; }
+kernel=unknown clock=
+while [ $# -gt 0 ]; do
+  case $1 in -k) kernel=${2#regex:}; shift ;; --clock-control) clock=$2; shift ;; esac
+  shift
+done
+[ "$clock" = none ] || { echo "stub ncu: expected --clock-control none" >&2; exit 1; }
 echo '==PROF== Connected to process 1 (stub)'
 echo '"ID","Kernel Name","gpu__time_duration.sum","sm__throughput.avg.pct_of_peak_sustained_elapsed","gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed","sm__warps_active.avg.pct_of_peak_sustained_active","sm__maximum_warps_per_active_cycle_pct","smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"'
 echo '"","","usecond","%","%","%","%","ratio","ratio"'
 echo "\"0\",\"$kernel(Args)\",\"12.5\",\"20.1\",\"75.3\",\"45.0\",\"50\",\"6.2\",\"1.1\""
 EOF
+  cat >"$stub/bin/nvidia-smi" <<'EOF'
+#!/usr/bin/env bash
+# stub: the query line of nvidia-smi
+echo "NVIDIA H200 (stub), 580.00, 143771 MiB, 1980 MHz"
+EOF
   cat >"$stub/bin/speclab" <<'EOF'
 #!/usr/bin/env bash
-# stub of `speclab bench gpu --json`
+# stub of `speclab bench gpu --json [--vocab V] [--batch B] [--gamma G] [--only NAME]`
 cat <<'JSON'
 {"machine": "stub", "device": "stub device", "copy_gbps": 4000, "repeats": 15, "kernels": [
 {"kernel": "verify_chain V1", "input": "probs_fp32", "batch": 1, "gamma": 5, "vocab": 32000, "seconds": 1.2e-05, "gbps": 100, "ratio_to_copy": 0.025},
 {"kernel": "verify_chain V1", "input": "probs_fp32", "batch": 8, "gamma": 5, "vocab": 32000, "seconds": 1.4e-05, "gbps": 700, "ratio_to_copy": 0.175},
 {"kernel": "verify_chain V1", "input": "probs_fp32", "batch": 64, "gamma": 5, "vocab": 32000, "seconds": 2.0e-05, "gbps": 3400, "ratio_to_copy": 0.85},
+{"kernel": "verify_chain V1", "input": "probs_fp32", "batch": 256, "gamma": 5, "vocab": 32000, "seconds": 6.0e-05, "gbps": 3500, "ratio_to_copy": 0.875},
 {"kernel": "verify_chain V1", "input": "probs_fp32", "batch": 64, "gamma": 1, "vocab": 32000, "seconds": 1.0e-05, "gbps": 3000, "ratio_to_copy": 0.75}],
 "decode": [{"batch": 1, "gpu_tokens_per_s": 1000, "core_tokens_per_s": 100, "speedup_over_core": 10}]}
 JSON
@@ -282,12 +330,13 @@ EOF
   speclab_bin=$stub/bin/speclab
   sanitizer=$stub/bin/compute-sanitizer
   ncu_bin=$stub/bin/ncu
+  smi_bin=$stub/bin/nvidia-smi
   ptxas_report=$stub/ptxas.txt
   note "device-check (DRY RUN: device parts stubbed), $(date -u +%FT%TZ)"
   # The timeout plumbing itself: a stub that outlives its limit must be reported as such.
-  if step "timeout self-check" 1 "$logs/timeout-check.log" sleep 10; then
+  if step "timeout self-check" 1 sleep 10; then
     fail "timeout self-check: a 10 s sleep under a 1 s limit was not stopped"
-  elif ! grep -q "TIMEOUT" "$logs/steps.txt"; then
+  elif ! grep -q "TIMEOUT" "$work/steps.txt"; then
     fail "timeout self-check: the timed-out step was not recorded as TIMEOUT"
   fi
 else
@@ -296,49 +345,67 @@ else
   speclab_bin=$carry/bin/speclab
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  smi_bin=$(command -v nvidia-smi || echo nvidia-smi)
   ptxas_report=$carry/ptxas.txt
-  # The carried binaries find the carried libraries through their RPATH ($ORIGIN/../lib); the
-  # CUDA libraries are the machine's.
-  export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  step "nvidia-smi" 10 "$logs/nvidia-smi.log" \
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-  note "device: $(head -1 "$logs/nvidia-smi.log")"
-  # ldd with the carried libraries first: a missing one means the carry does not fit this machine
-  # and only then is there a source build (whatever -dev packages the machine has).
-  missing=""
+fi
+
+# 0. Preflight: the driver and the tools, and every CUDA library the carried binaries need found
+# (in the toolkit or in a pip wheel's directory); a missing one stops the check here, naming it —
+# the machine has no package index and no build is attempted.
+note ""
+step "preflight: driver" 5 "$smi_bin" \
+  --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+note "device: $(tail -1 "$work/step.log")"
+step "preflight: compute-sanitizer" 5 "$sanitizer" --version
+note "compute-sanitizer: $(grep -m1 -i version "$work/step.log" || echo 'not found')"
+step "preflight: ncu" 5 "$ncu_bin" --version
+note "ncu: $(grep -m1 -i version "$work/step.log" || echo 'not found')"
+lib_path=""
+missing=""
+for lib in libcublas.so.13 libcublasLt.so.13 libcudart.so.13; do
+  found=""
+  while read -r dir; do
+    if [ -e "$dir/$lib" ]; then
+      found=$dir
+      break
+    fi
+  done < <(cuda_lib_dirs)
+  if [ -n "$found" ]; then
+    case $found in */nvidia/*) kind="pip wheel" ;; *) kind="CUDA directory" ;; esac
+    note "$lib: $found ($kind)"
+    case ":$lib_path:" in *":$found:"*) ;; *) lib_path+="${lib_path:+:}$found" ;; esac
+  elif [ "$mode" = device ] || [ "$lib" = libcublas.so.13 ]; then
+    missing+=" $lib"
+  fi
+done
+export LD_LIBRARY_PATH="$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ "$mode" = device ]; then
   for binary in "$tests_bin" "$speclab_bin"; do
     if [ ! -x "$binary" ]; then
-      missing+=" $(basename "$binary")(absent)"
+      missing+=" $(basename "$binary")(not carried)"
       continue
     fi
     missing+=$(ldd "$binary" 2>&1 | awk '/not found/ { printf " %s", $1 }')
   done
-  if [ -n "$missing" ]; then
-    note "carry unusable here (missing:$missing): fallback source build in build-device"
-    if step "fallback configure" 120 "$logs/fallback-configure.log" cmake -S . -B build-device \
-      -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DSPECLAB_NATIVE=OFF &&
-      step "fallback build" 420 "$logs/fallback-build.log" cmake --build build-device \
-        -j"$(nproc)" --target speclab speclab_gpu_tests; then
-      tests_bin=$root/build-device/tests/speclab_gpu_tests
-      speclab_bin=$root/build-device/bin/speclab
-    else
-      fail "fallback source build failed (logs/fallback-*.log)"
-    fi
-  fi
+fi
+if [ -n "$missing" ]; then
+  fail "preflight: missing here:$missing (searched: $(cuda_lib_dirs | tr '\n' ' ')); nothing run"
+  cat "$work/steps.txt" >>"$summary"
+  exit 1
 fi
 
-# 1. The gpu tests: one process, gtest's JSON report.
-note ""
+# What a gtest JSON report says, merged into gpu-tests.json.
 tests_json=$out/gpu-tests.json
-rm -f "$tests_json"
-step "gpu tests" 105 "$logs/gpu-tests.log" "$tests_bin" --gtest_output=json:"$tests_json"
-tests_status=$?
-if [ -s "$tests_json" ]; then
-  python3 - "$tests_json" <<'PY' | tee -a "$summary"
-import json, sys
-r = json.load(open(sys.argv[1]))
+summarise_tests() {
+  python3 - "$tests_json" "$@" <<'PY' | tee -a "$summary"
+import json, os, sys
+merged = {"testsuites": []}
+for path in sys.argv[2:]:
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        merged["testsuites"] += json.load(open(path)).get("testsuites", [])
+json.dump(merged, open(sys.argv[1], "w"))
 passed, failed, skipped = [], [], []
-for suite in r.get("testsuites", []):
+for suite in merged["testsuites"]:
     for t in suite.get("testsuite", []):
         name = f"{suite['name']}.{t['name']}"
         if t.get("failures"):
@@ -356,41 +423,57 @@ for n in skipped:
 sys.exit(3 if len(skipped) > len(passed) else 0)
 PY
   [ "${PIPESTATUS[0]}" -eq 0 ] || fail "gpu tests: more skipped than passed (was the device seen?)"
-else
-  note "gpu tests: no JSON report (the binary did not finish)"
-fi
-[ "$tests_status" -eq 0 ] || fail "gpu tests exited $tests_status (logs/gpu-tests.log)"
+}
 
-# 2. compute-sanitizer on verifier tests (chosen to cover every kernel at moderate V; the
-# decoding loop and V = 128256 would take minutes under racecheck).
+# 1. The bit-equality sweeps (nvcc's arithmetic on every input class), then every other gpu test
+# in one process, then the split, rows-parallel and persistent tests again in shuffled orders.
+note ""
+step "gpu tests: bit equality" 30 "$tests_bin" --gtest_filter='BitEquality.*' \
+  --gtest_output=json:"$work/bits.json"
+bits_status=$?
+step "gpu tests: all others" 80 "$tests_bin" --gtest_filter='-BitEquality.*' \
+  --gtest_output=json:"$work/tests.json"
+tests_status=$?
+summarise_tests "$work/bits.json" "$work/tests.json"
+[ "$bits_status" -eq 0 ] || fail "bit-equality sweeps exited $bits_status (device-check.log)"
+[ "$tests_status" -eq 0 ] || fail "gpu tests exited $tests_status (device-check.log)"
+workspace_tests='*Split*:*Rows*:*Persistent*'
+step "gpu tests: workspace kernels shuffled x3" 25 "$tests_bin" --gtest_filter="$workspace_tests" \
+  --gtest_shuffle --gtest_repeat=3
+status=$?
+note "workspace kernels ($workspace_tests), 3 shuffled repeats: exit $status"
+[ "$status" -eq 0 ] || fail "shuffled workspace-kernel tests exited $status (device-check.log)"
+
+# 2. compute-sanitizer: every verifier kernel, the softmax and sampling at moderate V, and the
+# kernels that take a workspace (split, rows in parallel, persistent grid), whose tests launch
+# them with one.
 note ""
 subset='VerifyChain.GpuMatchesReference:VerifyChain.GpuMatchesReferenceRaggedGamma:VerifyChainGreedy.*'
 subset+=':VerifyChainLenient.*:VerifyBlock.GpuMatchesReference:VerifyBlock.SerialZPathMatchesReference'
 subset+=':VerifyChainLogits.GpuMatchesReference:VerifyBlockLogits.GpuMatchesReference'
 subset+=':Logits.GpuMatchesReference:Sampling.GpuMatchesReference:VerifyLogits.GpuFlagsBadLogitsInRowsItReads'
+subset+=':VerifyChainSplit.GpuMatchesReference:VerifyBlockSplit.GpuMatchesReference'
+subset+=':VerifyLogitsRows.GpuMatchesReference:VerifyLogitsSplit.GpuMatchesReference'
+subset+=':VerifyChainPersistent.GpuMatchesReference'
 note "compute-sanitizer on: $subset"
-if [ -x "$sanitizer" ]; then
-  for tool in memcheck racecheck synccheck; do
-    log=$logs/sanitizer-$tool.log
-    step "compute-sanitizer $tool" 55 "$log" "$sanitizer" --tool "$tool" --error-exitcode 3 \
-      "$tests_bin" --gtest_filter="$subset"
-    status=$?
-    line=$(grep -E "ERROR SUMMARY" "$log" | tail -1 | sed 's/^=* *//')
-    race=$(grep -E "RACECHECK SUMMARY" "$log" | tail -1 | sed 's/^=* *//')
-    note "  $tool: exit $status; ${line:-no ERROR SUMMARY line}${race:+; $race}"
-    [ "$status" -eq 0 ] || fail "compute-sanitizer $tool exited $status (logs/sanitizer-$tool.log)"
-  done
-else
-  fail "compute-sanitizer not found"
-fi
+for tool in memcheck initcheck racecheck synccheck; do
+  step "compute-sanitizer $tool" 35 "$sanitizer" --tool "$tool" --error-exitcode 3 \
+    "$tests_bin" --gtest_filter="$subset"
+  status=$?
+  line=$(grep -E "ERROR SUMMARY" "$work/step.log" | tail -1 | sed 's/^=* *//')
+  race=$(grep -E "RACECHECK SUMMARY" "$work/step.log" | tail -1 | sed 's/^=* *//')
+  note "  $tool: exit $status; ${line:-no ERROR SUMMARY line}${race:+; $race}"
+  [ "$status" -eq 0 ] || fail "compute-sanitizer $tool exited $status (device-check.log)"
+done
 
-# 3. speclab bench gpu: the γ = 5 matrix, µs and % of copy bandwidth per B.
+# 3. speclab bench gpu: the whole matrix (B = 256 fills the device: the persistent grid's rows);
+# the γ = 5 table, µs and % of copy bandwidth per B.
 note ""
 bench_json=$out/bench-gpu.json
-step "speclab bench gpu" 100 "$logs/bench-gpu.log" "$speclab_bin" bench gpu --json
+step "speclab bench gpu" 80 "$speclab_bin" bench gpu --json
 bench_status=$?
 # The JSON object starts at the first line that opens one (anything printed before stays in the log).
-python3 - "$logs/bench-gpu.log" "$bench_json" <<'PY' || rm -f "$bench_json"
+python3 - "$work/step.log" "$bench_json" <<'PY' || rm -f "$bench_json"
 import json, sys
 text = open(sys.argv[1], errors="replace").read()
 start = text.find("\n{") + 1 if not text.startswith("{") else 0
@@ -398,7 +481,7 @@ obj, _ = json.JSONDecoder().raw_decode(text[start:])
 json.dump(obj, open(sys.argv[2], "w"))
 PY
 if [ "$bench_status" -eq 0 ] && [ -s "$bench_json" ]; then
-  python3 - "$bench_json" <<'PY' | tee -a "$summary" || fail "bench gpu: no device, or unreadable JSON (logs/bench-gpu.log)"
+  python3 - "$bench_json" <<'PY' | tee -a "$summary" || fail "bench gpu: no device, or unreadable JSON (device-check.log)"
 import json, sys
 r = json.load(open(sys.argv[1]))
 if r.get("device") is None:
@@ -406,14 +489,14 @@ if r.get("device") is None:
     sys.exit(1)
 print(f"bench gpu on {r['device']}: copy {r['copy_gbps']:.0f} GB/s; γ = 5, µs (% of copy bandwidth)")
 cells = {}
+batches = sorted({k["batch"] for k in r["kernels"]})
 for k in r["kernels"]:
     if k["gamma"] == 5:
-        cells[(k["kernel"], k["input"], k["vocab"])] = cells.get((k["kernel"], k["input"], k["vocab"]), {})
-        cells[(k["kernel"], k["input"], k["vocab"])][k["batch"]] = k
-print(f"{'kernel':34} {'input':11} {'V':>6} " + " ".join(f"{'B=' + str(b):>13}" for b in (1, 8, 64)))
+        cells.setdefault((k["kernel"], k["input"], k["vocab"]), {})[k["batch"]] = k
+print(f"{'kernel':34} {'input':11} {'V':>6} " + " ".join(f"{'B=' + str(b):>13}" for b in batches))
 for (kernel, inp, vocab), by_b in cells.items():
     cols = []
-    for b in (1, 8, 64):
+    for b in batches:
         k = by_b.get(b)
         cols.append(f"{1e6 * k['seconds']:7.1f} ({100 * k['ratio_to_copy']:3.0f}%)" if k else f"{'-':>13}")
     print(f"{kernel[:34]:34} {inp:11} {vocab:6} " + " ".join(cols))
@@ -422,26 +505,30 @@ for d in r.get("decode", []):
           f"core {d['core_tokens_per_s']:.0f} ({d['speedup_over_core']:.1f}x)")
 PY
 else
-  fail "speclab bench gpu exited $bench_status (logs/bench-gpu.log)"
+  fail "speclab bench gpu exited $bench_status (device-check.log)"
 fi
 
-# 4. ncu snapshot: the first launch of each main kernel, from a verifier test that runs it.
+# 4. ncu at the shapes that matter, V = 128256, B = 1 (latency) and 64, on the bench's own inputs
+# (not the tests' toy rows), at the device's own clocks (--clock-control none: ncu otherwise locks
+# them to base); the warm-up launch skipped.
 note ""
-if [ -x "$ncu_bin" ]; then
-  ncu_csv=$logs/ncu.csv
-  : >"$ncu_csv"
-  for pair in verify_chain_kernel:VerifyChain.GpuMatchesReferenceManyRequests \
-    verify_block_kernel:VerifyBlock.GpuMatchesReference logits_kernel:Logits.GpuMatchesReference \
-    verify_chain_logits_kernel:VerifyChainLogits.GpuMatchesReferenceManyRequests; do
-    kernel=${pair%%:*}
-    step "ncu $kernel" 20 "$logs/ncu-$kernel.csv" "$ncu_bin" --csv --page raw \
+ncu_csv=$out/ncu.csv
+: >"$ncu_csv"
+for target in "verify_chain V1:verify_chain" "verify_block V5:verify_block"; do
+  only=${target%%:*}
+  kernel=${target#*:}
+  for batch in 1 64; do
+    step "ncu $kernel B=$batch" 12 "$ncu_bin" --csv --page raw --clock-control none \
       --section SpeedOfLight --section Occupancy --section WarpStateStats \
       --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
-      -k "regex:$kernel" --launch-count 1 "$tests_bin" --gtest_filter="${pair#*:}" ||
-      fail "ncu $kernel exited $? (logs/ncu-$kernel.csv; counters may need permission)"
-    cat "$logs/ncu-$kernel.csv" >>"$ncu_csv"
+      -k "regex:$kernel" --launch-skip 1 --launch-count 1 \
+      "$speclab_bin" bench gpu --vocab 128256 --batch "$batch" --gamma 5 --only "$only" \
+      --repeats 3 --json ||
+      fail "ncu $kernel B=$batch exited $? (device-check.log; counters may need permission)"
+    grep '^"' "$work/step.log" >>"$ncu_csv"
   done
-  python3 - "$ncu_csv" <<'PY' | tee -a "$summary"
+done
+python3 - "$ncu_csv" <<'PY' | tee -a "$summary"
 import csv, re, sys
 rows = list(csv.reader(l for l in open(sys.argv[1], errors="replace") if l.startswith('"')))
 col, data, skip = {}, [], False
@@ -453,7 +540,7 @@ for row in rows:
     else:
         data.append((col, row))
 if not data:
-    print("ncu: no kernel rows (see logs/ncu*.csv)"); sys.exit(0)
+    print("ncu: no kernel rows (see ncu.csv and device-check.log)"); sys.exit(0)
 def get(col, row, name):
     i = col.get(name)
     return row[i] if i is not None and i < len(row) else "n/a"
@@ -462,7 +549,7 @@ def number(text):
         return float(text.replace(",", ""))
     except ValueError:
         return 0.0
-print("ncu (first launch of each): µs | SM % | memory % of peak | occupancy achieved/theoretical % | top stalls (cycles per issue)")
+print("ncu (V = 128256, B = 1 then 64 per kernel): µs | SM % | memory % of peak | occupancy achieved/theoretical % | top stalls (cycles per issue)")
 for col, row in data:
     stalls = sorted(((number(get(col, row, n)),
                       re.sub(r"smsp__average_warps_issue_stalled_(.*)_per_issue_active\.ratio", r"\1", n))
@@ -475,9 +562,6 @@ for col, row in data:
           f"{get(col, row, 'sm__warps_active.avg.pct_of_peak_sustained_active'):>6}/"
           f"{get(col, row, 'sm__maximum_warps_per_active_cycle_pct'):<4} {top}")
 PY
-else
-  fail "ncu not found"
-fi
 
 # The carried ptxas report, flagged kernels in the summary.
 cp "$ptxas_report" "$out/ptxas.txt" 2>/dev/null && head -1 "$out/ptxas.txt" | tee -a "$summary"
@@ -492,9 +576,7 @@ awk '/^## What the first device run must look at/ { on = 1; next }
 
 note ""
 note "steps (seconds, status):"
-tee -a "$summary" <"$logs/steps.txt"
+tee -a "$summary" <"$work/steps.txt"
 note "total $((SECONDS - start)) s; $failures failing check(s)"
-tar -czf "$out/logs.tar.gz" -C "$out" logs && rm -rf "$logs"
-[ "$mode" = dry-run ] && rm -rf "$out/stubs"
 [ "$failures" -eq 0 ] || exit 1
 exit 0

@@ -52,5 +52,26 @@ TEST(BenchGpuCli, BadRepeatsIsRejected) {
   EXPECT_NE(run.output.find("--repeats"), std::string::npos) << run.output;
 }
 
+TEST(BenchGpuCli, ShapeFilterOutOfRangeIsRejectedBeforeAnyDeviceWork) {
+  for (const char* bad : {"--vocab 0", "--batch 0,8", "--batch 5000", "--gamma -1"}) {
+    const CliResult run = run_hidden(std::string("bench gpu ") + bad);
+    EXPECT_EQ(run.status, 2) << bad << ": " << run.output;
+    EXPECT_NE(run.output.find("is out of range"), std::string::npos) << bad << ": " << run.output;
+  }
+  const CliResult fine = run_hidden("bench gpu --vocab 128256 --batch 1,64 --gamma 5 --json");
+  EXPECT_EQ(fine.status, 0) << fine.output;
+}
+
+#if defined(SPECLAB_HAVE_CUDA)
+// The kernel names exist only in a CUDA build: there --only must match one of them.
+TEST(BenchGpuCli, OnlyThatMatchesNoKernelNamesTheKernels) {
+  const CliResult run = run_hidden("bench gpu --only nonsense");
+  EXPECT_EQ(run.status, 2) << run.output;
+  EXPECT_NE(run.output.find("matches no kernel; the kernels: "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("verify_block V5 split"), std::string::npos) << run.output;
+  EXPECT_EQ(run_hidden("bench gpu --only \"verify_chain V1\" --json").status, 0);
+}
+#endif
+
 }  // namespace
 }  // namespace speclab
