@@ -227,10 +227,6 @@ std::string path_input(const Path& p) {
   return p.format == gpu::LogitsFormat::kFloat32 ? "logits_fp32" : "logits_bf16";
 }
 
-int64_t logit_bytes(gpu::LogitsFormat format) {
-  return format == gpu::LogitsFormat::kFloat32 ? 4 : 2;
-}
-
 struct KernelRow {
   std::string kernel, input;
   int64_t batch, gamma, vocab;
@@ -355,7 +351,7 @@ void bench_config(int64_t batch, int64_t gamma, int64_t vocab, int repeats, int 
   };
   // Bytes that must be read for one request with n accepted (gpu/README.md tables).
   auto request_bytes = [&](const Path& p, int32_t n) {
-    const int64_t s = logit_bytes(p.format);
+    const int64_t s = gpu::logit_bytes(p.format);
     if (p.stage == Stage::kSoftmax) return probs_from_logits_bytes(gamma + 1, vocab, s);
     // Split and rows-parallel launches read more rows only where they run so (B < SMs).
     const bool parallel = p.split && batch < multiprocessors && gamma > 0;

@@ -8,6 +8,23 @@
 
 namespace speclab::gpu {
 
+void check_logits_span(std::string_view what, LogitsFormat format,
+                       std::span<const std::byte> logits, int64_t elements,
+                       std::string_view formula) {
+  const int64_t element = logit_bytes(format);
+  if (static_cast<int64_t>(logits.size()) != elements * element) {
+    throw InvalidInput(std::string(what) + " have " + std::to_string(logits.size()) +
+                       " bytes; expected " + std::string(formula) + " logits of " +
+                       std::to_string(element) + " bytes = " + std::to_string(elements * element));
+  }
+  const auto address = reinterpret_cast<uintptr_t>(logits.data());
+  if (address % static_cast<uintptr_t>(element) != 0) {
+    throw InvalidInput(std::string(what) + " start at byte address " + std::to_string(address) +
+                       ", not a multiple of " + std::to_string(element) +
+                       " (the size of one logit): the kernels read whole logits");
+  }
+}
+
 cudaError_t probs_from_logits(LogitsFormat format, std::span<const std::byte> logits, int64_t rows,
                               int64_t vocab, double temperature, std::span<float> probs,
                               std::span<uint32_t> status, cudaStream_t stream) {
@@ -23,11 +40,8 @@ cudaError_t probs_from_logits(LogitsFormat format, std::span<const std::byte> lo
     throw InvalidInput("temperature is " + std::to_string(temperature) +
                        "; expected a finite value ≥ 0");
   }
-  const int64_t element = format == LogitsFormat::kFloat32 ? 4 : 2;
-  if (static_cast<int64_t>(logits.size()) != rows * vocab * element) {
-    throw InvalidInput("logits have " + std::to_string(logits.size()) + " bytes; expected rows·V·" +
-                       std::to_string(element) + " = " + std::to_string(rows * vocab * element));
-  }
+  check_logits_span("logits", format, logits, rows * vocab,
+                    "rows·V = " + std::to_string(rows * vocab));
   if (static_cast<int64_t>(probs.size()) != rows * vocab) {
     throw InvalidInput("probs has " + std::to_string(probs.size()) +
                        " values; expected rows·V = " + std::to_string(rows * vocab));

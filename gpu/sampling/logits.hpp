@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string_view>
 
 #include "core/base/hd.hpp"
 
@@ -113,6 +114,17 @@ SPECLAB_HD inline float exp_nonpositive(float x) {
 cudaError_t probs_from_logits(LogitsFormat format, std::span<const std::byte> logits, int64_t rows,
                               int64_t vocab, double temperature, std::span<float> probs,
                               std::span<uint32_t> status, cudaStream_t stream);
+
+/// Bytes of one logit stored as `format`: 4 for kFloat32, 2 for the half formats.
+inline int64_t logit_bytes(LogitsFormat format) { return format == LogitsFormat::kFloat32 ? 4 : 2; }
+
+/// The one check of a logits span every launcher makes: `elements` logits of `format`, so
+/// elements·logit_bytes(format) bytes, starting at a multiple of the element size (the kernels
+/// load whole elements; a misaligned fp32 row faults on a device). Throws InvalidInput naming
+/// `what` and `formula` (the element count's, e.g. "rows·V = 4096").
+void check_logits_span(std::string_view what, LogitsFormat format,
+                       std::span<const std::byte> logits, int64_t elements,
+                       std::string_view formula);
 
 /// One model's logits in device memory, as the sampling pipeline sees them before the softmax.
 struct DeviceLogits {

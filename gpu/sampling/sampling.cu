@@ -191,14 +191,11 @@ cudaError_t sample_logits_rows(const SampleLogitsArgs& args, cudaStream_t stream
     throw InvalidInput("sample_logits_rows: temperature is " + std::to_string(t) +
                        "; expected a finite value ≥ 0");
   }
-  const int64_t element = args.logits.format == LogitsFormat::kFloat32 ? 4 : 2;
-  if (args.logits.data.data() == nullptr ||
-      static_cast<int64_t>(args.logits.data.size()) != s.rows * s.vocab * element) {
-    throw InvalidInput("sample_logits_rows: logits have " +
-                       std::to_string(args.logits.data.size()) + " bytes; expected rows·V·" +
-                       std::to_string(element) + " = " +
-                       std::to_string(s.rows * s.vocab * element));
+  if (args.logits.data.data() == nullptr) {
+    throw InvalidInput("sample_logits_rows: logits must be a device pointer, not null");
   }
+  check_logits_span("sample_logits_rows: logits", args.logits.format, args.logits.data,
+                    s.rows * s.vocab, "rows·V = " + std::to_string(s.rows * s.vocab));
   SampleLogitsKernelArgs k{};
   k.source = detail::logits_source(args.logits);
   k.sample = s;

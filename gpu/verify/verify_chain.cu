@@ -45,12 +45,8 @@ void check_outputs(const ChainDeviceOutput& output, int64_t b, int64_t g, const 
 // float(1/T) is finite (below about 2.9e-39 it is not, and core's probabilities would be NaN).
 void check_logits(const char* model, const DeviceLogits& logits, int64_t elements,
                   const std::string& formula) {
-  const int64_t element = logits.format == LogitsFormat::kFloat32 ? 4 : 2;
-  if (static_cast<int64_t>(logits.data.size()) != elements * element) {
-    throw InvalidInput(std::string(model) + " logits have " + std::to_string(logits.data.size()) +
-                       " bytes; expected " + formula + "·" + std::to_string(element) + " = " +
-                       std::to_string(elements * element));
-  }
+  check_logits_span(std::string(model) + " logits", logits.format, logits.data, elements,
+                    formula + " = " + std::to_string(elements));
   const double t = logits.temperature;
   if (!std::isfinite(t) || t < 0.0 || (t > 0.0 && !std::isfinite(static_cast<float>(1.0 / t)))) {
     throw InvalidInput(std::string(model) + " temperature is " + std::to_string(t) +
@@ -96,6 +92,13 @@ namespace {
 
 void check_workspace_bytes(const ChainWorkspace& workspace, int64_t batch, int64_t gamma,
                            int64_t vocab) {
+  // Its arrays hold 8- and 16-byte values (chunk sums, SlicePartial), laid out from the start.
+  const auto address = reinterpret_cast<uintptr_t>(workspace.bytes.data());
+  if (address % 16 != 0) {
+    throw InvalidInput("workspace starts at byte address " + std::to_string(address) +
+                       ", not a multiple of 16: its arrays need 16-byte alignment (cudaMalloc's "
+                       "pointers have 256)");
+  }
   const size_t needed = chain_workspace_bytes(batch, gamma, vocab);
   if (workspace.bytes.size() < needed) {
     throw InvalidInput("workspace has " + std::to_string(workspace.bytes.size()) +

@@ -1,9 +1,10 @@
 // gpu::probs_from_logits against core::probs_from_logits (no filters): bitwise equal
-// probabilities for fp32, fp16 and bf16 logits (gpu/sampling/logits.hpp: the same float exp and core's
-// summation order for the normaliser), and the verifiers fed with the device probabilities give
-// core's tokens. Built for the device (label gpu) and for the SIMT emulation (gpu-emu).
+// probabilities for fp32, fp16 and bf16 logits (gpu/sampling/logits.hpp: the same float exp and
+// core's summation order for the normaliser), and the verifiers fed with the device probabilities
+// give core's tokens. Built for the device (label gpu) and for the SIMT emulation (gpu-emu).
 #include "gpu/sampling/logits.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,6 +22,7 @@
 #include "gpu/verify/verify_block.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/gpu/verify_chain_harness.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace speclab {
 namespace {
@@ -205,6 +207,34 @@ TEST(Logits, BadArgumentsThrow) {
   EXPECT_THROW(gpu::probs_from_logits(LogitsFormat::kFloat32, bytes, 2, 10, 1.0,
                                       probs.span().first(10), status.span(), nullptr),
                InvalidInput);
+}
+
+// A logits span must start at a multiple of one logit's size: the kernels load whole elements,
+// and a misaligned fp32 row faults on a device. The launcher says so before any launch.
+TEST(Logits, MisalignedLogitsAreRejectedOnTheHost) {
+  SPECLAB_SKIP_WITHOUT_GPU();
+  DeviceBuffer<float> logits(std::vector<float>(21, 0.0f)), probs(20);
+  DeviceBuffer<uint32_t> status(2);
+  const std::span<const std::byte> all = std::as_bytes(logits.const_span());
+  // 80 bytes from byte 2: the right size for 20 fp32 (or 40 half) logits, aligned for halves
+  // only; from byte 1 aligned for neither.
+  const std::span<const std::byte> from2 = all.subspan(2, 80), from1 = all.subspan(1, 80);
+  EXPECT_THAT(testing::error_of([&] {
+                (void)gpu::probs_from_logits(LogitsFormat::kFloat32, from2, 2, 10, 1.0,
+                                             probs.span(), status.span(), nullptr);
+              }),
+              ::testing::HasSubstr("not a multiple of 4 (the size of one logit)"));
+  // Aligned for halves, the same 80 bytes are accepted as bf16 (40 logits, rows·V = 2·20).
+  DeviceBuffer<float> probs40(40);
+  EXPECT_EQ(gpu::probs_from_logits(LogitsFormat::kBFloat16, from2, 2, 20, 1.0, probs40.span(),
+                                   status.span(), nullptr),
+            cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_THAT(testing::error_of([&] {
+                (void)gpu::probs_from_logits(LogitsFormat::kBFloat16, from1, 2, 20, 1.0,
+                                             probs40.span(), status.span(), nullptr);
+              }),
+              ::testing::HasSubstr("not a multiple of 2 (the size of one logit)"));
 }
 
 TEST(Logits, VerifierOnDeviceProbsMatchesCore) {

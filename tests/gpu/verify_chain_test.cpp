@@ -327,6 +327,12 @@ TEST(VerifyChainSplit, BadWorkspaceThrows) {
     EXPECT_THAT(testing::error_of([&] { (void)gpu::verify_chain(batch, params, split, stream); }),
                 ::testing::HasSubstr("workspace.slices is 5; expected 0 (automatic), 1 (no split) "
                                      "or 2..4 for V=4096"));
+    // 16 bytes more than needed, used from byte 8: large enough, but misaligned for its arrays.
+    testing::DeviceBuffer<std::byte> larger{std::vector<std::byte>(
+        gpu::chain_workspace_bytes(batch.batch, batch.gamma, batch.vocab) + 16)};
+    split.workspace = {larger.span().subspan(8, larger.span().size() - 16), 0};
+    EXPECT_THAT(testing::error_of([&] { (void)gpu::verify_chain(batch, params, split, stream); }),
+                ::testing::HasSubstr(", not a multiple of 16: its arrays need 16-byte alignment"));
     split.workspace = {workspace.span().first(workspace.span().size() - 1), 0};
     EXPECT_THAT(
         testing::error_of([&] { (void)gpu::verify_chain(batch, params, split, stream); }),
