@@ -16,6 +16,7 @@
 
 #include "bench/benches.hpp"
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "core/base/error.hpp"
 #include "core/io/hdf5_file.hpp"
 #include "core/plan/cost_model.hpp"
@@ -111,8 +112,6 @@ std::vector<int64_t> parse_gammas(const std::string& text) {
   }
   return out;
 }
-
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
 void check_plan_options(const PlanOptions& o) {
   if (o.gpu.empty() || (o.target.empty() && o.target_config.empty()) ||

@@ -1,4 +1,5 @@
-// JSON text for the commands' --json output: strings escaped, numbers that are not finite as null.
+// JSON text for the commands' --json output: strings escaped, numbers that are not finite as null
+// (core/io/json.hpp writes both).
 #pragma once
 
 #include <fmt/format.h>
@@ -9,27 +10,16 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/io/json.hpp"
+
 namespace speclab::cli {
 
-inline std::string json_string(std::string_view text) {
-  std::string s = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      s += '\\';
-      s += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      s += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      s += c;
-    }
-  }
-  return s + "\"";
-}
-
-/// The shortest text that reads back as the same double: 0.3, not 0.29999999999999999.
-inline std::string json_number(double v) {
-  return std::isfinite(v) ? fmt::format("{}", v) : "null";
-}
+// Strings and numbers are written by core/io/json (nlohmann::ordered_json): one escaper, one
+// number format for every JSON speclab writes.
+using speclab::Json;
+using speclab::json_number;
+using speclab::json_string;
+using speclab::json_text;
 
 inline const char* json_bool(bool v) { return v ? "true" : "false"; }
 

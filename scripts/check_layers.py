@@ -56,7 +56,7 @@ ALLOWED = {
     "stats": {"base"},
     # A decoder's output law against the exact one: the statistics over whole engines.
     "equivalence": {"base", "sampling", "verify", "exact", "stats", "models", "decode"},
-    "probe": {"base", "sampling", "models", "plan"},
+    "probe": {"base", "sampling", "models", "io", "plan"},
     # The CUDA library in floors, decode -> verify -> sampling -> base (models beside verify, for
     # the loop), each seeing core's base and its own core layer; never a floor above.
     "gpu-base": {"base", "gpu-emulation"},

@@ -13,6 +13,7 @@ packages=(
   libhdf5-dev hdf5-tools
   librandom123-dev
   libtomlplusplus-dev
+  nlohmann-json3-dev
   libcli11-dev
   libfmt-dev
   libgtest-dev libgmock-dev

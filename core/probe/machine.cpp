@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string_view>
 
+#include "core/io/json.hpp"
+
 namespace speclab {
 namespace {
 
@@ -57,15 +59,6 @@ std::string wait_policy() {
   std::string text = policy != nullptr ? policy : "default";
   if (spin != nullptr) text += fmt::format(" (GOMP_SPINCOUNT={})", spin);
   return text;
-}
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + '"';
 }
 
 }  // namespace

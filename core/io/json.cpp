@@ -1,0 +1,43 @@
+// JSON text through nlohmann::ordered_json (see json.hpp).
+#include "core/io/json.hpp"
+
+#include <cmath>
+
+namespace speclab {
+namespace {
+
+std::string scalar_text(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string json_text(const Json& value) {
+  if (value.is_object()) {
+    std::string text = "{";
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (it != value.begin()) text += ", ";
+      text += json_string(it.key());
+      text += ": ";
+      text += json_text(it.value());
+    }
+    return text + "}";
+  }
+  if (value.is_array()) {
+    std::string text = "[";
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (it != value.begin()) text += ", ";
+      text += json_text(*it);
+    }
+    return text + "]";
+  }
+  return scalar_text(value);
+}
+
+std::string json_string(std::string_view text) { return scalar_text(Json(std::string(text))); }
+
+std::string json_number(double value) {
+  return std::isfinite(value) ? scalar_text(Json(value)) : "null";
+}
+
+}  // namespace speclab
