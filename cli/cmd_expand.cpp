@@ -26,18 +26,16 @@ void expand(const ExpandArgs& args) {
   const experiments::Shard shard = experiments::parse_shard(args.shard);
   const auto points = experiments::shard_points(sweep, shard);
   if (args.json) {
-    std::string list;
+    Json list = Json::array();
     for (const experiments::SweepPoint* p : points) {
-      std::string values;
-      for (const auto& v : p->swept) {
-        values += fmt::format("{}{}: {}", values.empty() ? "" : ", ", json_string(v.key),
-                              json_scalar(v.value));
-      }
-      list += fmt::format("{}{{\"index\": {}, \"id\": {}, \"values\": {{{}}}}}",
-                          list.empty() ? "" : ", ", p->index, json_string(p->id), values);
+      Json values = Json::object();
+      for (const auto& v : p->swept) values[v.key] = json_value(v.value);
+      list.push_back({{"index", p->index}, {"id", p->id}, {"values", values}});
     }
-    fmt::print("{{\"sweep\": {}, \"sweep_points\": {}, \"shard\": \"{}/{}\", \"points\": [{}]}}\n",
-               json_string(sweep.name), sweep.points.size(), shard.index, shard.count, list);
+    print_json_line({{"sweep", sweep.name},
+                     {"sweep_points", sweep.points.size()},
+                     {"shard", fmt::format("{}/{}", shard.index, shard.count)},
+                     {"points", list}});
     return;
   }
   if (!quiet()) {

@@ -24,9 +24,10 @@ void run_fetch_model(const FetchModelOptions& o) {
   const std::filesystem::path path =
       fetch_model(source, o.dir, quiet() || o.json ? nullptr : stdout);
   if (o.json) {
-    fmt::print("{{\"model\": {}, \"path\": {}, \"bytes\": {}, \"sha256\": {}}}\n",
-               json_string(source.name), json_string(path.string()), source.size,
-               json_string(source.sha256));
+    print_json_line({{"model", source.name},
+                     {"path", path.string()},
+                     {"bytes", source.size},
+                     {"sha256", source.sha256}});
   }
 }
 

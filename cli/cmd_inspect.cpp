@@ -38,38 +38,34 @@ std::string attribute_text(const Hdf5Reader& reader, const std::string& name) {
   return "(not a scalar number or string)";
 }
 
-std::string attribute_json(const Hdf5Reader& reader, const std::string& name) {
+Json attribute_json(const Hdf5Reader& reader, const std::string& name) {
   switch (reader.attribute_kind(name)) {
     case Hdf5AttributeKind::kString:
-      return json_string(reader.read_string_attribute(name));
+      return reader.read_string_attribute(name);
     case Hdf5AttributeKind::kSigned:
-      return fmt::format("{}", reader.read_attribute<int64_t>(name));
+      return reader.read_attribute<int64_t>(name);
     case Hdf5AttributeKind::kUnsigned:
-      return fmt::format("{}", reader.read_attribute<uint64_t>(name));
+      return reader.read_attribute<uint64_t>(name);
     case Hdf5AttributeKind::kFloat:
-      return json_number(reader.read_attribute<double>(name));
+      return reader.read_attribute<double>(name);
     case Hdf5AttributeKind::kOther:
       break;
   }
-  return "null";
+  return nullptr;
 }
 
 // {"file", "attributes": {name: value}, "datasets": [{"name", "dtype", "shape"}]}: every
 // attribute, the resolved config (config_toml) among them.
 void print_json(const Hdf5Reader& reader, const std::string& file) {
-  std::string attributes, datasets;
+  Json attributes = Json::object(), datasets = Json::array();
   for (const std::string& name : reader.attribute_names()) {
-    attributes += fmt::format("{}{}: {}", attributes.empty() ? "" : ", ", json_string(name),
-                              attribute_json(reader, name));
+    attributes[name] = attribute_json(reader, name);
   }
   for (const std::string& name : reader.dataset_names()) {
     const Hdf5DatasetInfo info = reader.dataset_info(name);
-    datasets += fmt::format("{}{{\"name\": {}, \"dtype\": {}, \"shape\": [{}]}}",
-                            datasets.empty() ? "" : ", ", json_string(name),
-                            json_string(info.dtype), fmt::join(info.shape, ", "));
+    datasets.push_back({{"name", name}, {"dtype", info.dtype}, {"shape", info.shape}});
   }
-  fmt::print("{{\"file\": {}, \"attributes\": {{{}}}, \"datasets\": [{}]}}\n", json_string(file),
-             attributes, datasets);
+  print_json_line({{"file", file}, {"attributes", attributes}, {"datasets", datasets}});
 }
 
 void inspect(const InspectArgs& args) {

@@ -31,15 +31,13 @@ void merge(const MergeArgs& args) {
   const std::vector<std::filesystem::path> inputs(args.inputs.begin(), args.inputs.end());
   const experiments::MergeReport report = experiments::merge_results(inputs, args.out);
   if (args.json) {
-    std::string incomplete;
-    for (const std::string& line : report.incomplete) {
-      incomplete += (incomplete.empty() ? "" : ", ") + json_string(line);
-    }
-    fmt::print(
-        "{{\"points\": {}, \"copied\": {}, \"duplicates\": {}, \"partials_ignored\": {}, "
-        "\"summary\": {}, \"complete\": {}, \"incomplete\": [{}]}}\n",
-        report.files, report.copied, report.duplicates, report.partials,
-        json_string(report.summary.string()), json_bool(report.incomplete.empty()), incomplete);
+    print_json_line({{"points", report.files},
+                     {"copied", report.copied},
+                     {"duplicates", report.duplicates},
+                     {"partials_ignored", report.partials},
+                     {"summary", report.summary.string()},
+                     {"complete", report.incomplete.empty()},
+                     {"incomplete", report.incomplete}});
   } else if (!quiet()) {
     std::printf(
         "speclab merge: %lld sweep points (%lld copied, %lld duplicates skipped, %lld "

@@ -16,13 +16,11 @@ namespace {
 void list_models(bool json) {
   const std::vector<ModelInfo> models = model_catalog();
   if (json) {
-    std::string list;
+    Json list = Json::array();
     for (const ModelInfo& m : models) {
-      list += fmt::format("{}{{\"name\": {}, \"vocab\": {}, \"description\": {}}}",
-                          list.empty() ? "" : ", ", json_string(m.name), m.vocab,
-                          json_string(m.description));
+      list.push_back({{"name", m.name}, {"vocab", m.vocab}, {"description", m.description}});
     }
-    fmt::print("{{\"models\": [{}]}}\n", list);
+    print_json_line({{"models", list}});
     return;
   }
   size_t width = 0;

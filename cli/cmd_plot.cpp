@@ -25,7 +25,7 @@ struct PlotOptions {
 // module logs (python/speclab/plot.py render(): "  PATH.png" per figure written, "  not drawn:
 // NAME: reason" per figure the results cannot give).
 void print_plot_json(const PlotOptions& o, const std::string& log) {
-  std::string figures, not_drawn;
+  Json figures = Json::array(), not_drawn = Json::array();
   size_t start = 0;
   while (start < log.size()) {
     size_t end = log.find('\n', start);
@@ -34,14 +34,13 @@ void print_plot_json(const PlotOptions& o, const std::string& log) {
     start = end + 1;
     constexpr std::string_view kNotDrawn = "  not drawn: ";
     if (line.starts_with(kNotDrawn)) {
-      not_drawn += (not_drawn.empty() ? "" : ", ") + json_string(line.substr(kNotDrawn.size()));
+      not_drawn.push_back(std::string(line.substr(kNotDrawn.size())));
     } else if (line.starts_with("  ") && line.ends_with(".png")) {
-      figures += (figures.empty() ? "" : ", ") + json_string(line.substr(2));
+      figures.push_back(std::string(line.substr(2)));
     }
   }
-  std::printf("{\"results\": %s, \"out\": %s, \"figures\": [%s], \"not_drawn\": [%s]}\n",
-              json_string(o.results).c_str(), json_string(o.out).c_str(), figures.c_str(),
-              not_drawn.c_str());
+  print_json_line(
+      {{"results", o.results}, {"out", o.out}, {"figures", figures}, {"not_drawn", not_drawn}});
   std::fflush(stdout);
 }
 

@@ -91,16 +91,16 @@ void run(const RunArgs& args) {
     report = experiments::run_sweep(sweep, options);
   }
   if (args.json) {
-    std::printf(
-        "{\"sweep\": %s, \"out\": %s, \"shard\": \"%lld/%lld\", \"points\": %lld, \"ran\": "
-        "%lld, \"skipped\": %lld, \"removed_partials\": %lld, \"interrupted\": %s, \"summary\": "
-        "%s}\n",
-        json_string(sweep.name).c_str(), json_string(options.out.string()).c_str(),
-        static_cast<long long>(options.shard.index), static_cast<long long>(options.shard.count),
-        static_cast<long long>(report.points), static_cast<long long>(report.ran),
-        static_cast<long long>(report.skipped), static_cast<long long>(report.removed_partials),
-        json_bool(g_signal != 0),
-        report.summary.empty() ? "null" : json_string(report.summary.string()).c_str());
+    print_json_line(
+        {{"sweep", sweep.name},
+         {"out", options.out.string()},
+         {"shard", fmt::format("{}/{}", options.shard.index, options.shard.count)},
+         {"points", report.points},
+         {"ran", report.ran},
+         {"skipped", report.skipped},
+         {"removed_partials", report.removed_partials},
+         {"interrupted", g_signal != 0},
+         {"summary", report.summary.empty() ? Json(nullptr) : Json(report.summary.string())}});
   } else if (text) {
     std::printf(
         "  ran %lld, skipped %lld already finished%s\n", static_cast<long long>(report.ran),

@@ -72,9 +72,10 @@ void slurm(const SlurmArgs& args) {
   }
   ::chmod(args.script.c_str(), 0755);
   if (args.json) {
-    std::printf("{\"script\": %s, \"sweep\": %s, \"points\": %zu, \"results\": %s}\n",
-                json_string(args.script).c_str(), json_string(sweep.name).c_str(),
-                sweep.points.size(), json_string(options.out.string()).c_str());
+    print_json_line({{"script", args.script},
+                     {"sweep", sweep.name},
+                     {"points", sweep.points.size()},
+                     {"results", options.out.string()}});
     return;
   }
   if (quiet()) return;

@@ -33,23 +33,23 @@ struct StatusArgs {
 };
 
 void print_json(const experiments::SweepStatus& st) {
-  std::string s = fmt::format(
-      "{{\"sweep\": {}, \"points\": {}, \"shards\": {}, \"done\": {}, \"partial\": {}, "
-      "\"missing\": {}, \"damaged\": {}, \"list\": [",
-      json_string(st.name), st.points.size(), st.shards, st.count(PointState::kDone),
-      st.count(PointState::kPartial), st.count(PointState::kMissing),
-      st.count(PointState::kDamaged));
-  for (size_t i = 0; i < st.points.size(); ++i) {
-    const auto& p = st.points[i];
-    s += fmt::format(
-        "{}{{\"index\": {}, \"id\": {}, \"shard\": {}, \"state\": {}, \"path\": {}, \"detail\": "
-        "{}}}",
-        i ? ", " : "", p.index, json_string(p.id), p.shard,
-        json_string(experiments::point_state_name(p.state)), json_string(p.path.string()),
-        json_string(p.detail));
+  Json list = Json::array();
+  for (const auto& p : st.points) {
+    list.push_back({{"index", p.index},
+                    {"id", p.id},
+                    {"shard", p.shard},
+                    {"state", experiments::point_state_name(p.state)},
+                    {"path", p.path.string()},
+                    {"detail", p.detail}});
   }
-  s += "]}\n";
-  std::fputs(s.c_str(), stdout);
+  print_json_line({{"sweep", st.name},
+                   {"points", st.points.size()},
+                   {"shards", st.shards},
+                   {"done", st.count(PointState::kDone)},
+                   {"partial", st.count(PointState::kPartial)},
+                   {"missing", st.count(PointState::kMissing)},
+                   {"damaged", st.count(PointState::kDamaged)},
+                   {"list", list}});
 }
 
 void print_text(const experiments::SweepStatus& st) {

@@ -24,13 +24,11 @@ struct ValidateArgs {
 void validate(const ValidateArgs& args) {
   const experiments::Sweep sweep = experiments::load_sweep(args.config, args.sets);
   if (args.json) {
-    std::string axes;
-    for (const std::string& axis : sweep.axes)
-      axes += (axes.empty() ? "" : ", ") + json_string(axis);
-    std::printf(
-        "{\"config\": %s, \"valid\": true, \"name\": %s, \"points\": %zu, \"axes\": [%s]}\n",
-        json_string(args.config).c_str(), json_string(sweep.name).c_str(), sweep.points.size(),
-        axes.c_str());
+    print_json_line({{"config", args.config},
+                     {"valid", true},
+                     {"name", sweep.name},
+                     {"points", sweep.points.size()},
+                     {"axes", sweep.axes}});
     return;
   }
   if (quiet()) return;

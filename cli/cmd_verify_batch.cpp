@@ -34,14 +34,18 @@ void run_verify_batch(const VerifyBatchOptions& options) {
   const double requests = static_cast<double>(input.batch);
   const double mean_accepted = static_cast<double>(accepted) / requests;
   if (options.json) {
-    fmt::print(
-        "{{\"in\": {}, \"out\": {}, \"batch\": {}, \"gamma\": {}, \"vocab\": {}, \"method\": {}, "
-        "\"lossy\": {}, \"seed\": {}, \"step\": {}, \"mean_accepted\": {}, \"mean_emitted\": {}, "
-        "\"residual_fallbacks\": {}}}\n",
-        json_string(options.in), json_string(options.out), input.batch, input.gamma, input.vocab,
-        json_string(to_string(input.params.method)), json_bool(result.lossy), input.params.seed,
-        input.params.step, json_number(mean_accepted), json_number(mean_accepted + 1.0),
-        result.residual_fallbacks);
+    print_json_line({{"in", options.in},
+                     {"out", options.out},
+                     {"batch", input.batch},
+                     {"gamma", input.gamma},
+                     {"vocab", input.vocab},
+                     {"method", to_string(input.params.method)},
+                     {"lossy", result.lossy},
+                     {"seed", input.params.seed},
+                     {"step", input.params.step},
+                     {"mean_accepted", mean_accepted},
+                     {"mean_emitted", mean_accepted + 1.0},
+                     {"residual_fallbacks", result.residual_fallbacks}});
     return;
   }
   if (quiet()) return;

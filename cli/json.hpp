@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -21,25 +22,17 @@ using speclab::json_number;
 using speclab::json_string;
 using speclab::json_text;
 
+/// One JSON value on its own line of stdout (json_text's layout).
+inline void print_json_line(const Json& value) {
+  std::fputs((json_text(value) + "\n").c_str(), stdout);
+}
+
 inline const char* json_bool(bool v) { return v ? "true" : "false"; }
 
-/// A bool, integer, number or string (e.g. a swept value) as JSON.
+/// A bool, integer, number or string (e.g. a swept value) as a Json value.
 template <typename Variant>
-std::string json_scalar(const Variant& value) {
-  return std::visit(
-      [](const auto& v) -> std::string {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, bool>) {
-          return json_bool(v);
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          return json_string(v);
-        } else if constexpr (std::is_floating_point_v<T>) {
-          return json_number(v);
-        } else {
-          return fmt::format("{}", v);
-        }
-      },
-      value);
+Json json_value(const Variant& value) {
+  return std::visit([](const auto& v) { return Json(v); }, value);
 }
 
 }  // namespace speclab::cli
