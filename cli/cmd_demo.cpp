@@ -272,12 +272,6 @@ void print_demo_summary(const DemoOptions& o, const DemoResult& d,
   std::printf("  wrote %s\n", path.string().c_str());
 }
 
-std::string json_doubles(const std::vector<double>& values) {
-  std::string s;
-  for (const double v : values) s += (s.empty() ? "" : ", ") + json_number(v);
-  return "[" + s + "]";
-}
-
 void print_demo_json(const DemoOptions& o, const DemoResult& d, const std::filesystem::path& path) {
   const DemoCurves& c = d.curves;
   const int64_t n_rows = o.steps * o.batch;
@@ -285,26 +279,31 @@ void print_demo_json(const DemoOptions& o, const DemoResult& d, const std::files
   for (const int64_t n : c.histogram) {
     observed_length.push_back(static_cast<double>(n) / static_cast<double>(n_rows));
   }
-  std::string reached, accepted;
+  Json reached = Json::array(), accepted = Json::array();
   for (int64_t i = 0; i < o.gamma; ++i) {
-    reached += fmt::format("{}{}", i ? ", " : "", c.reached[i]);
-    accepted += fmt::format("{}{}", i ? ", " : "", c.accepted[i]);
+    reached.push_back(c.reached[i]);
+    accepted.push_back(c.accepted[i]);
   }
-  fmt::print(
-      "{{\"file\": {}, \"batch\": {}, \"gamma\": {}, \"vocab\": {}, \"steps\": {}, \"seed\": {}, "
-      "\"alpha\": {}, \"position_reached\": [{}], \"position_accepted\": [{}], "
-      "\"position_acceptance_conditional\": {}, \"position_acceptance_conditional_lower95\": {}, "
-      "\"position_acceptance_conditional_upper95\": {}, "
-      "\"position_acceptance_conditional_closed_form\": {}, \"accepted_length_observed\": {}, "
-      "\"accepted_length_closed_form\": {}, \"mean_accepted\": {}, "
-      "\"mean_accepted_closed_form\": {}, \"residual_fallbacks\": {}, "
-      "\"fast_path_matches_reference\": {}, \"fast_path_ms_per_batch\": {}}}\n",
-      json_string(path.string()), o.batch, o.gamma, o.vocab, o.steps, o.seed, json_number(c.alpha),
-      reached, accepted, json_doubles(c.rate), json_doubles(c.rate_lower),
-      json_doubles(c.rate_upper), json_doubles(c.rate_closed), json_doubles(observed_length),
-      json_doubles(d.closed.length), json_number(c.mean_accepted),
-      json_number(d.closed.expected_accepted), d.steps.fallbacks,
-      json_bool(d.steps.disagreements == 0), json_number(1e3 * d.steps.seconds / o.steps));
+  print_json_line({{"file", path.string()},
+                   {"batch", o.batch},
+                   {"gamma", o.gamma},
+                   {"vocab", o.vocab},
+                   {"steps", o.steps},
+                   {"seed", o.seed},
+                   {"alpha", c.alpha},
+                   {"position_reached", reached},
+                   {"position_accepted", accepted},
+                   {"position_acceptance_conditional", c.rate},
+                   {"position_acceptance_conditional_lower95", c.rate_lower},
+                   {"position_acceptance_conditional_upper95", c.rate_upper},
+                   {"position_acceptance_conditional_closed_form", c.rate_closed},
+                   {"accepted_length_observed", observed_length},
+                   {"accepted_length_closed_form", d.closed.length},
+                   {"mean_accepted", c.mean_accepted},
+                   {"mean_accepted_closed_form", d.closed.expected_accepted},
+                   {"residual_fallbacks", d.steps.fallbacks},
+                   {"fast_path_matches_reference", d.steps.disagreements == 0},
+                   {"fast_path_ms_per_batch", 1e3 * d.steps.seconds / o.steps}});
 }
 
 void run_demo(const DemoOptions& o) {

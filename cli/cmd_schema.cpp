@@ -57,35 +57,30 @@ std::vector<Schema> schemas() {
 }
 
 void print_json() {
-  std::string out = "{\"schemas\": [";
-  bool first_schema = true;
+  Json list = Json::array();
   for (const Schema& s : schemas()) {
-    std::string datasets, attributes, metrics;
+    Json datasets = Json::array(), attributes = Json::array(), metrics = Json::array();
     for (const DatasetSpec& d : s.datasets) {
-      datasets += fmt::format("{}{{\"name\": {}, \"units\": {}, \"description\": {}}}",
-                              datasets.empty() ? "" : ", ", json_string(d.name),
-                              json_string(d.units), json_string(d.description));
+      datasets.push_back({{"name", d.name}, {"units", d.units}, {"description", d.description}});
     }
     for (const AttributeSpec& a : s.attributes) {
-      attributes +=
-          fmt::format("{}{{\"name\": {}, \"description\": {}}}", attributes.empty() ? "" : ", ",
-                      json_string(a.name), json_string(a.description));
+      attributes.push_back({{"name", a.name}, {"description", a.description}});
     }
     for (const MetricSpec& m : s.metrics) {
-      metrics += fmt::format(
-          "{}{{\"name\": {}, \"kind\": {}, \"time_valued\": {}, \"units\": {}, "
-          "\"description\": {}}}",
-          metrics.empty() ? "" : ", ", json_string(m.name), json_string(kind_name(m.kind)),
-          json_bool(m.time_valued), json_string(m.units), json_string(m.help));
+      metrics.push_back({{"name", m.name},
+                         {"kind", kind_name(m.kind)},
+                         {"time_valued", m.time_valued},
+                         {"units", m.units},
+                         {"description", m.help}});
     }
-    out += fmt::format(
-        "{}{{\"schema\": {}, \"version\": {}, \"what\": {}, \"datasets\": [{}], \"attributes\": "
-        "[{}], \"metrics\": [{}]}}",
-        first_schema ? "" : ", ", json_string(s.name), s.version, json_string(s.what), datasets,
-        attributes, metrics);
-    first_schema = false;
+    list.push_back({{"schema", s.name},
+                    {"version", s.version},
+                    {"what", s.what},
+                    {"datasets", datasets},
+                    {"attributes", attributes},
+                    {"metrics", metrics}});
   }
-  std::printf("%s]}\n", out.c_str());
+  print_json_line({{"schemas", list}});
 }
 
 void print_text() {

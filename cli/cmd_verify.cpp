@@ -10,10 +10,11 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "core/base/error.hpp"
+#include "core/equivalence/verify_distribution.hpp"
 #include "core/io/hdf5_file.hpp"
 #include "core/models/model_registry.hpp"
-#include "core/equivalence/verify_distribution.hpp"
 #include "experiments/config.hpp"
 #include "experiments/out_dir.hpp"
 #include "experiments/progress.hpp"
@@ -38,17 +39,22 @@ constexpr int kVacuousStatus = 3;
 
 void print_json(const experiments::SweepPoint& point, const VerifyReport& r,
                 const std::filesystem::path& report_path) {
-  std::printf(
-      "{\"point\": \"%s\", \"pass\": %s, \"p_value\": %.6g, \"samples\": %lld, "
-      "\"bins\": %lld, \"length\": %lld, \"epsilon_detectable\": %.6g, \"tv_estimate\": "
-      "%.6g, \"tv_upper_99\": %.6g, \"plain_p_value\": %.6g, \"support\": %lld, "
-      "\"outcomes\": %lld, \"draft_exercised\": %s, \"tested_positions\": %lld, \"seconds\": %.3f, "
-      "\"report\": \"%s\"}\n",
-      point.id.c_str(), r.pass ? "true" : "false", r.p_value, static_cast<long long>(r.samples),
-      static_cast<long long>(r.bins), static_cast<long long>(r.length), r.epsilon_detectable,
-      r.tv_estimate, r.tv_upper, r.plain_p_value, static_cast<long long>(r.support),
-      static_cast<long long>(r.outcomes), r.draft_exercised ? "true" : "false",
-      static_cast<long long>(r.tested_positions), r.seconds, report_path.string().c_str());
+  print_json_line({{"point", point.id},
+                   {"pass", r.pass},
+                   {"p_value", r.p_value},
+                   {"samples", r.samples},
+                   {"bins", r.bins},
+                   {"length", r.length},
+                   {"epsilon_detectable", r.epsilon_detectable},
+                   {"tv_estimate", r.tv_estimate},
+                   {"tv_upper_99", r.tv_upper},
+                   {"plain_p_value", r.plain_p_value},
+                   {"support", r.support},
+                   {"outcomes", r.outcomes},
+                   {"draft_exercised", r.draft_exercised},
+                   {"tested_positions", r.tested_positions},
+                   {"seconds", r.seconds},
+                   {"report", report_path.string()}});
 }
 
 void print_text(const experiments::SweepPoint& point, const VerifyReport& r,
