@@ -227,65 +227,70 @@ void write_plan(const PlanOptions& o, const Alpha& alpha, const PlanResult& plan
   out.commit();
 }
 
-std::string plan_json_rows(const PlanResult& plan) {
-  std::string s;
+Json plan_json_rows(const PlanResult& plan) {
+  Json rows = Json::array();
   for (size_t i = 0; i < plan.best.size(); ++i) {
     const StepCost& r = plan.best[i];
-    std::string by_gamma;
+    Json by_gamma = Json::object();
     for (size_t j = 0; j < plan.columns.size(); ++j) {
-      by_gamma += fmt::format("{}\"{}\": {}", j ? ", " : "", plan.columns[j],
-                              json_number(plan.speedups[i][j]));
+      by_gamma[fmt::format("{}", plan.columns[j])] = plan.speedups[i][j];
     }
-    s += fmt::format(
-        "{}{{\"batch\": {}, \"gamma\": {}, \"speedup\": {}, \"expected_emitted\": {}, "
-        "\"c\": {}, \"step_ms\": {}, \"plain_token_ms\": {}, \"target_compute_bound\": {}, "
-        "\"fits_memory\": {}, \"speedup_by_gamma\": {{{}}}}}",
-        i ? ", " : "", r.batch, r.gamma, json_number(r.speedup), json_number(r.expected_emitted),
-        json_number(r.c), json_number(1e3 * r.step_seconds), json_number(1e3 * r.plain_seconds),
-        r.target_compute_bound ? "true" : "false", plan.fits_memory(r.batch) ? "true" : "false",
-        by_gamma);
+    rows.push_back({{"batch", r.batch},
+                    {"gamma", r.gamma},
+                    {"speedup", r.speedup},
+                    {"expected_emitted", r.expected_emitted},
+                    {"c", r.c},
+                    {"step_ms", 1e3 * r.step_seconds},
+                    {"plain_token_ms", 1e3 * r.plain_seconds},
+                    {"target_compute_bound", r.target_compute_bound},
+                    {"fits_memory", plan.fits_memory(r.batch)},
+                    {"speedup_by_gamma", by_gamma}});
   }
-  return s;
+  return rows;
 }
 
-std::string plan_json_vram(const MemoryPlan& mem) {
-  return fmt::format(
-      "{{\"capacity_gb\": {}, \"budget_gb\": {}, \"target_weights_gb\": {}, "
-      "\"draft_weights_gb\": {}, \"target_workspace_gb\": {}, \"draft_workspace_gb\": {}, "
-      "\"target_kv_bytes_per_token\": {}, \"draft_kv_bytes_per_token\": {}, "
-      "\"kv_budget_without_draft_gb\": {}, \"kv_budget_with_draft_gb\": {}, "
-      "\"max_sequences_without_draft\": {}, \"max_sequences_with_draft\": {}, "
-      "\"sequences_lost_to_draft\": {}, \"headroom_gb\": {}}}",
-      json_number(mem.capacity_bytes / kGB), json_number(mem.budget_bytes / kGB),
-      json_number(mem.target_weight_bytes / kGB), json_number(mem.draft_weight_bytes / kGB),
-      json_number(mem.target_workspace_bytes / kGB), json_number(mem.draft_workspace_bytes / kGB),
-      mem.target_kv_bytes_per_token, mem.draft_kv_bytes_per_token,
-      json_number(mem.kv_budget_without_draft / kGB), json_number(mem.kv_budget_with_draft / kGB),
-      mem.max_sequences_without_draft, mem.max_sequences_with_draft, mem.sequences_lost_to_draft(),
-      json_number(mem.headroom_with_draft / kGB));
+Json plan_json_vram(const MemoryPlan& mem) {
+  return {{"capacity_gb", mem.capacity_bytes / kGB},
+          {"budget_gb", mem.budget_bytes / kGB},
+          {"target_weights_gb", mem.target_weight_bytes / kGB},
+          {"draft_weights_gb", mem.draft_weight_bytes / kGB},
+          {"target_workspace_gb", mem.target_workspace_bytes / kGB},
+          {"draft_workspace_gb", mem.draft_workspace_bytes / kGB},
+          {"target_kv_bytes_per_token", mem.target_kv_bytes_per_token},
+          {"draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token},
+          {"kv_budget_without_draft_gb", mem.kv_budget_without_draft / kGB},
+          {"kv_budget_with_draft_gb", mem.kv_budget_with_draft / kGB},
+          {"max_sequences_without_draft", mem.max_sequences_without_draft},
+          {"max_sequences_with_draft", mem.max_sequences_with_draft},
+          {"sequences_lost_to_draft", mem.sequences_lost_to_draft()},
+          {"headroom_gb", mem.headroom_with_draft / kGB}};
+}
+
+// An optional batch size: the number, or null.
+Json optional_batch(const std::optional<int64_t>& batch) {
+  return batch ? Json(*batch) : Json(nullptr);
 }
 
 void print_plan_json(const PlanOptions& o, const Alpha& alpha, const PlanResult& plan) {
-  const std::string s = fmt::format(
-      "{{\"gpu\": \"{}\", \"target\": \"{}\", \"draft\": \"{}\", "
-      "\"tensor_parallel_size\": {}, \"interconnect\": \"{}\", \"interconnect_gbps\": {}, "
-      "\"alpha\": {}, "
-      "\"alpha_source\": \"{}\", \"context\": {}, \"memory_utilization\": {}, "
-      "\"gamma_mode\": \"{}\", \"rows\": [{}], \"break_even_batch\": {}, "
-      "\"break_even_limit\": \"{}\", \"break_even_batch_ignoring_memory\": {}, "
-      "\"leviathan_batch1\": {{\"c\": {}, \"gamma\": {}, \"gain\": {}}}, \"vram\": {}}}",
-      plan.gpu.name, plan.target.name, plan.draft.name, plan.memory.tensor_parallel,
-      plan.gpu.interconnect, json_number(plan.gpu.interconnect_gbps), json_number(alpha.value),
-      alpha.source, o.context, json_number(o.memory_utilization), plan.auto_gamma ? "auto" : "list",
-      plan_json_rows(plan),
-      plan.break_even_batch() ? fmt::format("{}", *plan.break_even_batch()) : "null",
-      break_even_limit_name(plan.break_even_limit()),
-      plan.break_even_batch_ignoring_memory
-          ? fmt::format("{}", *plan.break_even_batch_ignoring_memory)
-          : "null",
-      json_number(plan.batch1.c), plan.leviathan.gamma, json_number(plan.leviathan.gain),
-      plan_json_vram(plan.memory));
-  std::printf("%s\n", s.c_str());
+  print_json_line(
+      {{"gpu", plan.gpu.name},
+       {"target", plan.target.name},
+       {"draft", plan.draft.name},
+       {"tensor_parallel_size", plan.memory.tensor_parallel},
+       {"interconnect", plan.gpu.interconnect},
+       {"interconnect_gbps", plan.gpu.interconnect_gbps},
+       {"alpha", alpha.value},
+       {"alpha_source", alpha.source},
+       {"context", o.context},
+       {"memory_utilization", o.memory_utilization},
+       {"gamma_mode", plan.auto_gamma ? "auto" : "list"},
+       {"rows", plan_json_rows(plan)},
+       {"break_even_batch", optional_batch(plan.break_even_batch())},
+       {"break_even_limit", break_even_limit_name(plan.break_even_limit())},
+       {"break_even_batch_ignoring_memory", optional_batch(plan.break_even_batch_ignoring_memory)},
+       {"leviathan_batch1",
+        {{"c", plan.batch1.c}, {"gamma", plan.leviathan.gamma}, {"gain", plan.leviathan.gain}}},
+       {"vram", plan_json_vram(plan.memory)}});
 }
 
 void print_plan_header(const PlanOptions& o, const Alpha& alpha, const PlanResult& plan) {
