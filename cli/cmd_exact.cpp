@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/json.hpp"
 #include "core/base/error.hpp"
 #include "core/exact/exact.hpp"
 #include "core/exact/exact_step.hpp"
@@ -114,14 +115,13 @@ void validate_option_row(const Row& row, std::string_view option, std::string_vi
   }
 }
 
-std::string quoted_fraction(const Q& value) {
-  return fmt::format("\"{}\"", exact::to_fraction_string(value));
-}
+// A rational as JSON: its exact fraction as a string ("10/9"), which no JSON number can hold.
+Json fraction(const Q& value) { return exact::to_fraction_string(value); }
 
-std::string json_row(const Row& row) {
-  std::vector<std::string> entries;
-  for (const Q& value : row) entries.push_back(quoted_fraction(value));
-  return fmt::format("[{}]", fmt::join(entries, ", "));
+Json json_row(const Row& row) {
+  Json entries = Json::array();
+  for (const Q& value : row) entries.push_back(fraction(value));
+  return entries;
 }
 
 // The name of the multi-draft optimum, which `--method` takes beside the verifiers: a bound, not a
@@ -162,18 +162,18 @@ void run_lp_optimal(const ExactOptions& options, const Row& probs_target, const 
   const int branches = parse_branches(options.branches);
   const exact::MultiDraftOptimum optimum =
       exact::multidraft_optimum(probs_target, probs_draft, branches);
-  std::string json = "{\n";
-  json += fmt::format("  \"method\": \"{}\",\n", kLpOptimal);
-  json += "  \"gamma\": 1,\n";
-  json += fmt::format("  \"branches\": {},\n", branches);
-  json += fmt::format("  \"target\": {},\n", json_row(probs_target));
-  json += fmt::format("  \"draft\": {},\n", json_row(probs_draft));
-  json += fmt::format("  \"expected_accepted\": {},\n", quoted_fraction(optimum.acceptance));
-  json += fmt::format("  \"expected_emitted\": {},\n", quoted_fraction(Q(optimum.acceptance + 1)));
-  json += fmt::format("  \"lp\": {{\"variables\": {}, \"constraints\": {}, \"pivots\": {}}}\n",
-                      optimum.variables, optimum.constraints, optimum.pivots);
-  json += "}\n";
-  fmt::print("{}", json);
+  const Json json = {{"method", kLpOptimal},
+                     {"gamma", 1},
+                     {"branches", branches},
+                     {"target", json_row(probs_target)},
+                     {"draft", json_row(probs_draft)},
+                     {"expected_accepted", fraction(optimum.acceptance)},
+                     {"expected_emitted", fraction(Q(optimum.acceptance + 1))},
+                     {"lp",
+                      {{"variables", optimum.variables},
+                       {"constraints", optimum.constraints},
+                       {"pivots", optimum.pivots}}}};
+  fmt::print("{}\n", json_pretty(json));
 }
 
 void run_exact(const ExactOptions& options) {
@@ -255,61 +255,51 @@ void run_exact(const ExactOptions& options) {
   for (const auto& [emitted, probability] : step.distribution) {
     distribution.emplace(exact::sequence_key(emitted), probability);
   }
-  std::vector<std::string> distribution_entries;
-  for (const auto& [key, probability] : distribution) {
-    distribution_entries.push_back(
-        fmt::format("    \"{}\": {}", key, quoted_fraction(probability)));
-  }
-  std::vector<std::string> marginal_entries;
+  Json distribution_json = Json::object();
+  for (const auto& [key, probability] : distribution)
+    distribution_json[key] = fraction(probability);
+  Json marginal = Json::object();
   for (size_t a = 0; a < step.first_token_marginal.size(); ++a) {
-    marginal_entries.push_back(
-        fmt::format("    \"{}\": {}", a, quoted_fraction(step.first_token_marginal[a])));
+    marginal[std::to_string(a)] = fraction(step.first_token_marginal[a]);
+  }
+  Json conditional = Json::array();
+  for (const auto& value : step.position_acceptance_conditional) {
+    conditional.push_back(value ? fraction(*value) : Json(nullptr));
   }
 
-  std::string json = "{\n";
-  json += fmt::format("  \"method\": \"{}\",\n", choice.name);
-  json += fmt::format("  \"gamma\": {},\n", gamma);
-  if (tree) json += fmt::format("  \"branches\": {},\n", branches);
+  Json json = {{"method", choice.name}, {"gamma", gamma}};
+  if (tree) json["branches"] = branches;
   if (choice.family == VerifierFamily::kTree && choice.tree_method == TreeMethod::kKseq) {
     // ρ is irrational in general; the enumeration uses a dyadic ρ ≥ ρ* (core/exact/exact_tree.hpp).
-    json += fmt::format("  \"rho\": \"{}\",\n",
-                        exact::kseq_rho(probs_target, probs_draft, branches).convert_to<double>());
+    json["rho"] = fmt::format(
+        "{}", exact::kseq_rho(probs_target, probs_draft, branches).convert_to<double>());
   }
   if (choice.family == VerifierFamily::kChain && method.method == ChainMethod::kLenient) {
-    json += fmt::format("  \"leniency\": {},\n", quoted_fraction(method.leniency));
+    json["leniency"] = fraction(method.leniency);
   }
   if (choice.family == VerifierFamily::kTypical) {
-    json += fmt::format("  \"epsilon\": {},\n  \"delta\": {},\n", typical.epsilon, typical.delta);
+    json["epsilon"] = typical.epsilon;
+    json["delta"] = typical.delta;
   }
-  json += fmt::format("  \"lossy\": {},\n", choice.lossy);
-  json += fmt::format("  \"target\": {},\n", json_row(probs_target));
-  json += fmt::format("  \"draft\": {},\n", json_row(probs_draft));
-  json +=
-      fmt::format("  \"distribution\": {{\n{}\n  }},\n", fmt::join(distribution_entries, ",\n"));
-  json += fmt::format("  \"accepted_length\": {},\n", json_row(step.accepted_length));
-  json += fmt::format("  \"position_acceptance_marginal\": {},\n",
-                      json_row(step.position_acceptance_marginal));
-  std::vector<std::string> conditional;
-  for (const auto& value : step.position_acceptance_conditional) {
-    conditional.push_back(value ? quoted_fraction(*value) : "null");
-  }
-  json +=
-      fmt::format("  \"position_acceptance_conditional\": [{}],\n", fmt::join(conditional, ", "));
-  json += fmt::format("  \"expected_accepted\": {},\n", quoted_fraction(step.expected_accepted));
-  json += fmt::format("  \"expected_emitted\": {},\n", quoted_fraction(step.expected_emitted));
-  json += fmt::format("  \"first_token_marginal\": {{\n{}\n  }},\n",
-                      fmt::join(marginal_entries, ",\n"));
-  json += fmt::format("  \"lossless_reference\": \"{}\",\n", greedy ? "argmax(target)" : "target");
+  json["lossy"] = choice.lossy;
+  json["target"] = json_row(probs_target);
+  json["draft"] = json_row(probs_draft);
+  json["distribution"] = distribution_json;
+  json["accepted_length"] = json_row(step.accepted_length);
+  json["position_acceptance_marginal"] = json_row(step.position_acceptance_marginal);
+  json["position_acceptance_conditional"] = conditional;
+  json["expected_accepted"] = fraction(step.expected_accepted);
+  json["expected_emitted"] = fraction(step.expected_emitted);
+  json["first_token_marginal"] = marginal;
+  json["lossless_reference"] = greedy ? "argmax(target)" : "target";
   if (const int drafts = lp_drafts_of(choice, method, gamma, branches); drafts > 0) {
     const Q bound = exact::multidraft_optimum(probs_target, probs_draft, drafts).acceptance;
-    json += fmt::format("  \"lp_optimal\": {},\n", quoted_fraction(bound));
-    json += fmt::format("  \"gap_to_lp_optimal\": {},\n",
-                        quoted_fraction(Q(bound - step.expected_accepted)));
+    json["lp_optimal"] = fraction(bound);
+    json["gap_to_lp_optimal"] = fraction(Q(bound - step.expected_accepted));
   }
-  json += fmt::format("  \"conditionals_hold\": {},\n", conditionals_hold);
-  json += fmt::format("  \"lossless\": {}\n", lossless);
-  json += "}\n";
-  fmt::print("{}", json);
+  json["conditionals_hold"] = conditionals_hold;
+  json["lossless"] = lossless;
+  fmt::print("{}\n", json_pretty(json));
 }
 
 void setup_exact(CLI::App& app) {

@@ -19,6 +19,7 @@ namespace speclab::cli {
 // number format for every JSON speclab writes.
 using speclab::Json;
 using speclab::json_number;
+using speclab::json_pretty;
 using speclab::json_string;
 using speclab::json_text;
 

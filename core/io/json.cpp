@@ -34,6 +34,10 @@ std::string json_text(const Json& value) {
   return scalar_text(value);
 }
 
+std::string json_pretty(const Json& value) {
+  return value.dump(2, ' ', false, Json::error_handler_t::replace);
+}
+
 std::string json_string(std::string_view text) { return scalar_text(Json(std::string(text))); }
 
 std::string json_number(double value) {

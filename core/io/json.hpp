@@ -16,6 +16,9 @@ using Json = nlohmann::ordered_json;
 
 /// `value` as one line of JSON text: ", " between members and elements, ": " after keys.
 std::string json_text(const Json& value);
+/// `value` indented by two spaces per level, one member or element per line, for documents a
+/// reader reads whole (`speclab exact`).
+std::string json_pretty(const Json& value);
 /// A string as JSON text, quotes included.
 std::string json_string(std::string_view text);
 /// A double as JSON text: its shortest round trip, null when not finite.
