@@ -12,6 +12,7 @@
 #include "core/base/error.hpp"
 #include "core/base/philox.hpp"
 #include "core/decode/decode.hpp"
+#include "core/io/json.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "core/models/synthetic_draft.hpp"
@@ -189,28 +190,38 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   load.reset();
   const MachineIdentity& machine = machine_identity();
   if (o.json) {
-    std::string out = fmt::format(
-        "{{{}, \"contending_processes\": {}, \"target\": \"{}\", \"draft\": \"{}\", \"batch\": {}, "
-        "\"tokens\": {}, "
-        "\"temperature\": {}, \"prompts\": \"{}\", \"plain_tokens_per_s\": {:.6g}, "
-        "\"target_step_seconds\": {:.6g}, \"plain_generated\": {}, \"plain_stopped_at_eos\": {}, "
-        "\"prompt_tokens_per_s\": {}, \"rows\": [",
-        machine_json_members(machine), o.contend, o.target, o.draft, o.batch, o.tokens,
-        o.temperature, made.source, plain_rate, target_step, plain.metrics.tokens, plain_eos,
-        std::isfinite(prompt_rate) ? fmt::format("{:.6g}", prompt_rate) : "null");
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      out += fmt::format(
-          "{}{{\"gamma\": {}, \"alpha\": {:.6g}, \"alpha_sum_min\": {:.6g}, "
-          "\"emitted_per_step\": {:.6g}, \"emitted_formula\": {:.6g}, \"speedup\": {:.6g}, "
-          "\"speedup_predicted\": {:.6g}, \"c\": {:.6g}, \"tokens_per_s\": {:.6g}, "
-          "\"target_call_ratio\": {:.6g}, \"overhead\": {:.6g}, \"speedup_leviathan\": {:.6g}, "
-          "\"generated\": {}, \"stopped_at_eos\": {}}}",
-          i ? ", " : "", r.gamma, r.alpha, r.alpha_sum_min, r.emitted_per_step, r.emitted_formula,
-          r.speedup, r.speedup_predicted, r.c, r.tokens_per_s, r.target_ratio, r.overhead,
-          r.speedup_leviathan, r.tokens, r.eos);
+    Json list = Json::array();
+    for (const Row& r : rows) {
+      list.push_back({{"gamma", r.gamma},
+                      {"alpha", r.alpha},
+                      {"alpha_sum_min", r.alpha_sum_min},
+                      {"emitted_per_step", r.emitted_per_step},
+                      {"emitted_formula", r.emitted_formula},
+                      {"speedup", r.speedup},
+                      {"speedup_predicted", r.speedup_predicted},
+                      {"c", r.c},
+                      {"tokens_per_s", r.tokens_per_s},
+                      {"target_call_ratio", r.target_ratio},
+                      {"overhead", r.overhead},
+                      {"speedup_leviathan", r.speedup_leviathan},
+                      {"generated", r.tokens},
+                      {"stopped_at_eos", r.eos}});
     }
-    std::printf("%s]}\n", out.c_str());
+    Json json = machine_json(machine);
+    json.update(Json{{"contending_processes", o.contend},
+                     {"target", o.target},
+                     {"draft", o.draft},
+                     {"batch", o.batch},
+                     {"tokens", o.tokens},
+                     {"temperature", o.temperature},
+                     {"prompts", made.source},
+                     {"plain_tokens_per_s", plain_rate},
+                     {"target_step_seconds", target_step},
+                     {"plain_generated", plain.metrics.tokens},
+                     {"plain_stopped_at_eos", plain_eos},
+                     {"prompt_tokens_per_s", prompt_rate},
+                     {"rows", list}});
+    std::printf("%s\n", json_text(json).c_str());
     return;
   }
   std::printf("speclab bench decode: target %s, draft %s, B=%lld, %lld tokens per request, T=%g\n",

@@ -17,6 +17,7 @@
 #include "core/base/error.hpp"
 #include "core/base/philox.hpp"
 #include "core/decode/decode.hpp"
+#include "core/io/json.hpp"
 #include "core/models/linear_softmax.hpp"
 #include "core/probe/machine.hpp"
 
@@ -80,7 +81,7 @@ void run_bench_gpu(const BenchGpuOptions& o) {
   gpu_shapes(o, {});  // nothing is measured, but a bad option is still an error
   const char* message = "speclab was built without CUDA (SPECLAB_ENABLE_CUDA=OFF or no nvcc)";
   if (o.json) {
-    std::printf("{\"device\": null, \"message\": \"%s\"}\n", message);
+    std::printf("%s\n", json_text({{"device", nullptr}, {"message", message}}).c_str());
   } else {
     std::printf("speclab bench gpu: %s; nothing measured\n", message);
   }
@@ -474,7 +475,7 @@ void run_bench_gpu(const BenchGpuOptions& o) {
   if (gpu::device_count() == 0) {
     const char* message = "no CUDA device (cudaGetDeviceCount failed or returned 0)";
     if (o.json) {
-      std::printf("{\"device\": null, \"message\": \"%s\"}\n", message);
+      std::printf("%s\n", json_text({{"device", nullptr}, {"message", message}}).c_str());
     } else {
       std::printf("speclab bench gpu: %s; nothing measured\n", message);
     }
@@ -505,31 +506,37 @@ void run_bench_gpu(const BenchGpuOptions& o) {
   SPECLAB_CUDA_CHECK(cudaStreamDestroy(stream));
 
   if (o.json) {
-    std::printf(
-        "{%s, \"device\": \"%s\", \"copy_gbps\": %.6g, \"launch_seconds\": %.6g, \"repeats\": "
-        "%d, \"kernels\": [",
-        machine_json_members(machine_identity()).c_str(), prop.name, copy, launch, o.repeats);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const auto& r = rows[i];
-      std::printf(
-          "%s{\"kernel\": \"%s\", \"input\": \"%s\", \"batch\": %lld, \"gamma\": %lld, "
-          "\"vocab\": %lld, \"seconds\": %.6g, \"bytes\": %.6g, \"gbps\": %.6g, "
-          "\"ratio_to_copy\": %.4g, \"floor_seconds\": %.6g, \"ratio_to_floor\": %.4g}",
-          i ? ", " : "", r.kernel.c_str(), r.input.c_str(), static_cast<long long>(r.batch),
-          static_cast<long long>(r.gamma), static_cast<long long>(r.vocab), r.seconds, r.bytes,
-          r.gbps, r.gbps / copy, floor_seconds(r), r.seconds / floor_seconds(r));
+    Json kernels = Json::array(), decode = Json::array();
+    for (const auto& r : rows) {
+      kernels.push_back({{"kernel", r.kernel},
+                         {"input", r.input},
+                         {"batch", r.batch},
+                         {"gamma", r.gamma},
+                         {"vocab", r.vocab},
+                         {"seconds", r.seconds},
+                         {"bytes", r.bytes},
+                         {"gbps", r.gbps},
+                         {"ratio_to_copy", r.gbps / copy},
+                         {"floor_seconds", floor_seconds(r)},
+                         {"ratio_to_floor", r.seconds / floor_seconds(r)}});
     }
-    std::printf("], \"decode\": [");
-    for (size_t i = 0; i < loops.size(); ++i) {
-      const auto& l = loops[i];
-      std::printf(
-          "%s{\"model\": \"lsm-target/lsm-draft\", \"batch\": %lld, \"gamma\": 5, "
-          "\"gpu_tokens_per_s\": %.6g, \"core_tokens_per_s\": %.6g, \"speedup_over_core\": %.4g, "
-          "\"emitted_per_step\": %.4g}",
-          i ? ", " : "", static_cast<long long>(l.batch), l.gpu_tokens_per_s, l.core_tokens_per_s,
-          l.gpu_tokens_per_s / l.core_tokens_per_s, l.emitted_per_step);
+    for (const auto& l : loops) {
+      decode.push_back({{"model", "lsm-target/lsm-draft"},
+                        {"batch", l.batch},
+                        {"gamma", 5},
+                        {"gpu_tokens_per_s", l.gpu_tokens_per_s},
+                        {"core_tokens_per_s", l.core_tokens_per_s},
+                        {"speedup_over_core", l.gpu_tokens_per_s / l.core_tokens_per_s},
+                        {"emitted_per_step", l.emitted_per_step}});
     }
-    std::printf("]}\n");
+    Json json = machine_json(machine_identity());
+    json.update(Json{{"device", prop.name},
+                     {"copy_gbps", copy},
+                     {"launch_seconds", launch},
+                     {"repeats", o.repeats},
+                     {"kernels", kernels},
+                     {"decode", decode}});
+    std::printf("%s\n", json_text(json).c_str());
     return;
   }
   std::printf("speclab bench gpu on %s\n", prop.name);

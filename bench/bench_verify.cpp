@@ -18,6 +18,7 @@
 #include "bench/contention.hpp"
 #include "core/base/error.hpp"
 #include "core/io/hdf5_file.hpp"
+#include "core/io/json.hpp"
 #include "core/probe/machine.hpp"
 #include "core/probe/membw.hpp"
 #include "core/verify/synthetic_batch.hpp"
@@ -38,18 +39,6 @@ struct PeerResult {
   std::string torch_version;
   int threads = 0;
 };
-
-// The `"key": value` member of a one-line JSON object printed by the peer script.
-std::string json_member(const std::string& json, std::string_view key) {
-  const std::string quoted = fmt::format("\"{}\":", key);
-  const auto at = json.find(quoted);
-  if (at == std::string::npos) return {};
-  auto start = json.find_first_not_of(' ', at + quoted.size());
-  auto end = json.find_first_of(",}", start);
-  std::string value = json.substr(start, end - start);
-  if (!value.empty() && value.front() == '"') value = value.substr(1, value.size() - 2);
-  return value;
-}
 
 // Runs scripts/peer/torch_v0_sampler.py on the first kPeerBatches batches; nullopt (with the reason
 // printed) when the script, Python or torch is missing or the script fails.
@@ -100,10 +89,16 @@ std::optional<PeerResult> run_peer(const std::vector<ChainBatchData>& batches, i
                  failure.empty() ? "see its message above" : failure.c_str());
     return std::nullopt;
   }
+  // The script prints one JSON object, on the last line of its output.
   PeerResult peer;
-  peer.seconds = std::atof(json_member(output, "seconds_per_batch").c_str());
-  peer.torch_version = json_member(output, "torch");
-  peer.threads = std::atoi(json_member(output, "threads").c_str());
+  const size_t last_line = output.find_last_of('\n', output.size() >= 2 ? output.size() - 2 : 0);
+  const Json printed = Json::parse(
+      output.substr(last_line == std::string::npos ? 0 : last_line + 1), nullptr, false);
+  if (printed.is_object()) {
+    peer.seconds = printed.value("seconds_per_batch", 0.0);
+    peer.torch_version = printed.value("torch", std::string());
+    peer.threads = printed.value("threads", 0);
+  }
   if (!(peer.seconds > 0.0)) {
     std::fprintf(stderr, "speclab bench verify: --peer: unreadable output: %s\n", output.c_str());
     return std::nullopt;
@@ -188,25 +183,33 @@ void run_bench_verify(const BenchVerifyOptions& o) {
   const double requests = static_cast<double>(o.repeats) * n_batches * o.batch;
   const MachineIdentity& machine = machine_identity();
   if (o.json) {
-    const std::string peer_json =
-        peer ? fmt::format(
-                   "\"peer\": \"torch {} vLLM-V0-style sampler\", \"peer_threads\": {}, "
-                   "\"peer_seconds_per_batch\": {:.6g}, \"speedup_over_peer\": {:.4g}",
-                   peer->torch_version, peer->threads, peer->seconds, peer->seconds / seconds)
-             : std::string(
-                   "\"peer\": null, \"peer_seconds_per_batch\": null, "
-                   "\"speedup_over_peer\": null");
-    std::printf(
-        "{%s, \"batch\": %lld, \"gamma\": %lld, \"vocab\": %lld, \"contending_processes\": %d, "
-        "\"seconds_per_batch\": %.9g, \"floor_seconds\": %.9g, \"ratio_to_floor\": %.4g, "
-        "\"read_gbps\": %.4g, \"bandwidth_threads\": %d, \"verified_tokens_per_s\": %.6g, "
-        "\"reference_seconds_per_batch\": %.9g, %s, \"mean_accepted\": %.4g, "
-        "\"residual_fraction\": %.4g, \"distinct_batches\": %d, \"repeats\": %d}\n",
-        machine_json_members(machine).c_str(), static_cast<long long>(o.batch),
-        static_cast<long long>(o.gamma), static_cast<long long>(o.vocab), o.contend, seconds,
-        floor_seconds, seconds / floor_seconds, bw.read_gbps, bw.threads, verified_tokens / seconds,
-        reference_seconds, peer_json.c_str(), accepted / requests, residual_rows / requests,
-        n_batches, o.repeats);
+    Json json = machine_json(machine);
+    json.update(Json{{"batch", o.batch},
+                     {"gamma", o.gamma},
+                     {"vocab", o.vocab},
+                     {"contending_processes", o.contend},
+                     {"seconds_per_batch", seconds},
+                     {"floor_seconds", floor_seconds},
+                     {"ratio_to_floor", seconds / floor_seconds},
+                     {"read_gbps", bw.read_gbps},
+                     {"bandwidth_threads", bw.threads},
+                     {"verified_tokens_per_s", verified_tokens / seconds},
+                     {"reference_seconds_per_batch", reference_seconds}});
+    if (peer) {
+      json["peer"] = fmt::format("torch {} vLLM-V0-style sampler", peer->torch_version);
+      json["peer_threads"] = peer->threads;
+      json["peer_seconds_per_batch"] = peer->seconds;
+      json["speedup_over_peer"] = peer->seconds / seconds;
+    } else {
+      json["peer"] = nullptr;
+      json["peer_seconds_per_batch"] = nullptr;
+      json["speedup_over_peer"] = nullptr;
+    }
+    json.update(Json{{"mean_accepted", accepted / requests},
+                     {"residual_fraction", residual_rows / requests},
+                     {"distinct_batches", n_batches},
+                     {"repeats", o.repeats}});
+    std::printf("%s\n", json_text(json).c_str());
     return;
   }
   std::printf("speclab bench verify: V1 token-level, B=%lld, gamma=%lld, V=%lld\n",

@@ -13,6 +13,7 @@
 #include "bench/benches.hpp"
 #include "core/base/philox.hpp"
 #include "core/decode/decode.hpp"
+#include "core/io/json.hpp"
 #include "core/models/linear_softmax.hpp"
 #include "core/plan/cost_model.hpp"
 #include "core/plan/hardware.hpp"
@@ -77,10 +78,6 @@ std::optional<int64_t> first_not_paying(const std::vector<BatchRow>& rows, bool 
     if (best <= 1.0) return r.batch;
   }
   return std::nullopt;
-}
-
-std::string json_optional(std::optional<int64_t> v) {
-  return v ? fmt::format("{}", *v) : std::string("null");
 }
 
 }  // namespace
@@ -153,36 +150,45 @@ void run_plan_validate(bool json) {
                           1.0;
 
   if (json) {
-    std::string out = fmt::format(
-        "{{\"machine\": {{\"read_gbps\": {:.4g}, \"read_gbps_one_core\": {:.4g}, "
-        "\"gflops\": {:.4g}, \"gflops_one_core\": {:.4g}, \"ns_per_logit\": {:.4g}, "
-        "\"call_overhead_us\": {:.4g}, {}}}, \"target\": \"{}\", \"draft\": \"{}\", "
-        "\"tokens\": {}, \"alpha\": {:.4f}, \"rows\": [",
-        all_cores.bandwidth_gbps, one_core.bandwidth_gbps, all_cores.fp32_tflops * 1e3,
-        one_core.fp32_tflops * 1e3, all_cores.seconds_per_logit * 1e9,
-        all_cores.launch_overhead_seconds * 1e6, machine_json_members(machine_identity()),
-        target->name(), draft->name(), kTokens, alpha);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const BatchRow& r = rows[i];
+    Json machine = {{"read_gbps", all_cores.bandwidth_gbps},
+                    {"read_gbps_one_core", one_core.bandwidth_gbps},
+                    {"gflops", all_cores.fp32_tflops * 1e3},
+                    {"gflops_one_core", one_core.fp32_tflops * 1e3},
+                    {"ns_per_logit", all_cores.seconds_per_logit * 1e9},
+                    {"call_overhead_us", all_cores.launch_overhead_seconds * 1e6}};
+    machine.update(machine_json(machine_identity()));
+    Json list = Json::array();
+    for (const BatchRow& r : rows) {
       const Cell p = r.predicted_best(), m = r.measured_best();
-      const double measured_at_p = measured_at(r, p.gamma);
-      std::string grid;
+      Json grid = Json::array();
       for (const Cell& c : r.cells) {
-        grid += fmt::format(
-            "{}{{\"gamma\": {}, \"predicted\": {:.4f}, \"measured\": {:.4f}, "
-            "\"alpha\": {:.4f}}}",
-            grid.empty() ? "" : ", ", c.gamma, c.predicted, c.measured, c.alpha);
+        grid.push_back({{"gamma", c.gamma},
+                        {"predicted", c.predicted},
+                        {"measured", c.measured},
+                        {"alpha", c.alpha}});
       }
-      out += fmt::format(
-          "{}{{\"batch\": {}, \"gamma\": {}, \"predicted\": {:.4f}, \"measured\": {:.4f}, "
-          "\"measured_best_gamma\": {}, \"measured_best\": {:.4f}, \"by_gamma\": [{}]}}",
-          i ? ", " : "", r.batch, p.gamma, p.predicted, measured_at_p, m.gamma, m.measured, grid);
+      list.push_back({{"batch", r.batch},
+                      {"gamma", p.gamma},
+                      {"predicted", p.predicted},
+                      {"measured", measured_at(r, p.gamma)},
+                      {"measured_best_gamma", m.gamma},
+                      {"measured_best", m.measured},
+                      {"by_gamma", grid}});
     }
-    out += fmt::format(
-        "], \"predicted_break_even_batch\": {}, \"measured_break_even_batch\": {}, "
-        "\"batch1_relative_error\": {:.4f}, \"seconds\": {:.3g}}}",
-        json_optional(predicted_even), json_optional(measured_even), error_b1, elapsed);
-    std::printf("%s\n", out.c_str());
+    const auto optional_batch = [](std::optional<int64_t> v) {
+      return v ? Json(*v) : Json(nullptr);
+    };
+    const Json out = {{"machine", machine},
+                      {"target", target->name()},
+                      {"draft", draft->name()},
+                      {"tokens", kTokens},
+                      {"alpha", alpha},
+                      {"rows", list},
+                      {"predicted_break_even_batch", optional_batch(predicted_even)},
+                      {"measured_break_even_batch", optional_batch(measured_even)},
+                      {"batch1_relative_error", error_b1},
+                      {"seconds", elapsed}};
+    std::printf("%s\n", json_text(out).c_str());
     return;
   }
   std::printf(

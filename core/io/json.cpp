@@ -1,8 +1,6 @@
 // JSON text through nlohmann::ordered_json (see json.hpp).
 #include "core/io/json.hpp"
 
-#include <cmath>
-
 namespace speclab {
 namespace {
 
@@ -39,9 +37,5 @@ std::string json_pretty(const Json& value) {
 }
 
 std::string json_string(std::string_view text) { return scalar_text(Json(std::string(text))); }
-
-std::string json_number(double value) {
-  return std::isfinite(value) ? scalar_text(Json(value)) : "null";
-}
 
 }  // namespace speclab

@@ -21,7 +21,5 @@ std::string json_text(const Json& value);
 std::string json_pretty(const Json& value);
 /// A string as JSON text, quotes included.
 std::string json_string(std::string_view text);
-/// A double as JSON text: its shortest round trip, null when not finite.
-std::string json_number(double value);
 
 }  // namespace speclab

@@ -72,11 +72,12 @@ const MachineIdentity& machine_identity() {
   return identity;
 }
 
-std::string machine_json_members(const MachineIdentity& m) {
-  return fmt::format(
-      "\"cpu\": {}, \"build_isa\": {}, \"cpu_isa\": {}, \"threads\": {}, \"omp_wait_policy\": {}",
-      json_string(m.cpu_model), json_string(m.build_isa), json_string(m.cpu_isa), m.threads,
-      json_string(m.omp_wait_policy));
+Json machine_json(const MachineIdentity& m) {
+  return {{"cpu", m.cpu_model},
+          {"build_isa", m.build_isa},
+          {"cpu_isa", m.cpu_isa},
+          {"threads", m.threads},
+          {"omp_wait_policy", m.omp_wait_policy}};
 }
 
 std::string machine_line(const MachineIdentity& m) {

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "core/io/json.hpp"
+
 namespace speclab {
 
 struct MachineIdentity {
@@ -24,9 +26,9 @@ struct MachineIdentity {
 /// Computed once per process.
 const MachineIdentity& machine_identity();
 
-/// `"cpu": "...", "build_isa": "...", ...` — the fields as JSON members, without braces, for the
-/// benches' one-object JSON.
-std::string machine_json_members(const MachineIdentity& m);
+/// {"cpu": ..., "build_isa": ..., "cpu_isa": ..., "threads": ..., "omp_wait_policy": ...}: the
+/// members every bench's JSON object starts with.
+Json machine_json(const MachineIdentity& m);
 
 /// One line for a bench header: "AMD EPYC 9R14 · build avx512-vnni, CPU avx512-vnni · 2 threads
 /// · OpenMP wait passive".
