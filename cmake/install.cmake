@@ -6,6 +6,10 @@
 include(CMakePackageConfigHelpers)
 set(SPECLAB_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/speclab)
 
+# Headers are reached as an installed package's are, <speclab/core/verify/verifier.hpp>: the
+# install tree's include/ is the only include directory a consumer gets, and the headers' own
+# includes of each other ("core/...", "gpu/...") are rewritten to the same prefix as they are
+# installed (below), so no bare core/ or gpu/ path can clash with another package's headers.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/speclab
         FILES_MATCHING PATTERN "*.hpp")
 install(TARGETS speclab_verify EXPORT speclabVerifyTargets
@@ -22,6 +26,13 @@ if(SPECLAB_CUDA_ENABLED)
   install(EXPORT speclabGpuTargets NAMESPACE speclab:: DESTINATION ${SPECLAB_CMAKE_DIR})
   list(APPEND SPECLAB_COMPONENTS gpu)
 endif()
+install(CODE "
+  file(GLOB_RECURSE speclab_headers \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_INCLUDEDIR}/speclab/*.hpp\")
+  foreach(header IN LISTS speclab_headers)
+    file(READ \"\${header}\" text)
+    string(REGEX REPLACE \"#include \\\"(core|gpu)/\" \"#include \\\"speclab/\\\\1/\" text \"\${text}\")
+    file(WRITE \"\${header}\" \"\${text}\")
+  endforeach()")
 install(TARGETS speclab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The Python modules the executable runs (`speclab plot`: speclab.plot, `speclab report`:
 # speclab.report, with speclab.io; none needs the compiled extension), where it looks for them

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/verify/verifier.hpp"
-#include "core/verify/verify_chain.hpp"
+#include <speclab/core/verify/verifier.hpp>
+#include <speclab/core/verify/verify_chain.hpp>
 
 int main() {
   constexpr int64_t kBatch = 2, kGamma = 2, kVocab = 4;
