@@ -1,4 +1,4 @@
-// The message of the speclab::InvalidInput a call throws, for asserting on error texts.
+// The message of the speclab error a call throws, for asserting on error texts.
 #pragma once
 
 #include <string>
@@ -7,12 +7,13 @@
 
 namespace speclab::testing {
 
-/// Runs f; returns the InvalidInput message, or "(no error)" when nothing is thrown.
-template <class F>
+/// Runs f; returns the message of the E it throws (InvalidInput unless named, e.g.
+/// error_of<IoError>), or "(no error)" when nothing is thrown.
+template <class E = InvalidInput, class F>
 std::string error_of(F&& f) {
   try {
     f();
-  } catch (const InvalidInput& e) {
+  } catch (const E& e) {
     return e.what();
   }
   return "(no error)";

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/base/error.hpp"
+#include "tests/support/error_of.hpp"
 #include "tests/support/experiment_fixture.hpp"
 
 namespace speclab {
@@ -24,14 +25,7 @@ using speclab::testing::write_text;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-std::string io_error_message(const auto& action) {
-  try {
-    action();
-  } catch (const IoError& e) {
-    return e.what();
-  }
-  return "(no IoError)";
-}
+std::string io_error_message(const auto& action) { return testing::error_of<IoError>(action); }
 
 TEST(AtomicFile, CommitGivesTheBytesTheirNameAndLeavesNoPartial) {
   const fs::path path = fresh_test_dir() / "out.csv";
