@@ -599,11 +599,9 @@ __global__ void __launch_bounds__(1024) verify_block_split_kernel(BlockKernelArg
   const int64_t g = a.gamma;
   const int64_t r = blockIdx.x / ((g + 1) * w.slices);
   const BlockShared sm = block_shared(shared, g, a.n_chunks);
-  const BlockRows<false> rows{a, r, sm};
-  const RandomAddress base = block_random_base(a, r);
   if (state.status == kChainOk) {  // block-uniform
     const int64_t n_draft = state.n_draft;
-    const bool top_passes = block_top_test_passes(base, sm.w, n_draft);
+    const bool top_passes = block_top_test_passes(block_random_base(a, r), sm.w, n_draft);
     SlicePartial* partials = w.partials + r * (g + 1) * w.slices;
     // Warp 0 reduces the slice partials of every row the tests may read (the rows the slices
     // wrote) and leaves each total in the row's slice-0 partial, which only this CTA reads now.
@@ -615,6 +613,8 @@ __global__ void __launch_bounds__(1024) verify_block_split_kernel(BlockKernelArg
       }
     }
     __syncthreads();
+    const BlockRows<false> rows{a, r, sm};
+    const RandomAddress base = block_random_base(a, r);
     if (threadIdx.x == 0) {
       const BlockTauSearch found =
           block_split_tau(a, rows, sm, base, partials, w.slices, top_passes, n_draft);

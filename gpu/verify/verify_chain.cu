@@ -1,5 +1,6 @@
 // Host side of the chain verifier kernels (gpu/verify/verify_chain.cuh): shape checks and the
 // launch.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -148,7 +149,9 @@ int vocab_split_slices(int64_t batch, int64_t gamma, int64_t vocab, const ChainW
     const int64_t wanted = batch >= multiprocessors
                                ? 1
                                : (2 * static_cast<int64_t>(multiprocessors) + batch - 1) / batch;
-    slices = static_cast<int>(wanted < max_slices ? wanted : max_slices);
+    const int64_t n_chunks = (vocab + kChunkTokens - 1) / kChunkTokens;
+    const int64_t largest = std::min<int64_t>(max_slices, n_chunks / kAutoSliceChunks);
+    slices = static_cast<int>(std::max<int64_t>(1, std::min(wanted, largest)));
   }
   return slices < 1 ? 1 : slices;
 }

@@ -376,19 +376,21 @@ __device__ inline void slice_chunk_range(const SplitArgs& w, int64_t n_chunks, i
 __device__ inline SlicePartial warp_reduce_slice_partials(const SlicePartial* partials,
                                                           int slices) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  // One field at a time (warp_sum_double), which keeps few values live: the 1024-thread kernels
+  // that call this have 64 registers.
+  const auto field_sum = [&](double SlicePartial::*field) {
+    double sum = 0.0;
+    for (int k = lane; k < slices; k += kWarpSize) sum += load_coherent(&(partials[k].*field));
+    return warp_sum_double(sum);
+  };
   SlicePartial total{};
-  for (int k = lane; k < slices; k += kWarpSize) {
-    total.sum_p += load_coherent(&partials[k].sum_p);
-    total.sum_q += load_coherent(&partials[k].sum_q);
-    total.z += load_coherent(&partials[k].z);
-    total.invalid |= load_coherent(&partials[k].invalid);
-  }
-  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
-    total.sum_p += __shfl_xor_sync(kFullMask, total.sum_p, offset);
-    total.sum_q += __shfl_xor_sync(kFullMask, total.sum_q, offset);
-    total.z += __shfl_xor_sync(kFullMask, total.z, offset);
-    total.invalid |= __shfl_xor_sync(kFullMask, total.invalid, offset);
-  }
+  total.sum_p = field_sum(&SlicePartial::sum_p);
+  total.sum_q = field_sum(&SlicePartial::sum_q);
+  total.z = field_sum(&SlicePartial::z);
+  int invalid = 0;
+  for (int k = lane; k < slices; k += kWarpSize)
+    invalid |= load_coherent(&partials[k].invalid) != 0;
+  total.invalid = __any_sync(kFullMask, invalid) ? 1u : 0u;
   return total;
 }
 

@@ -22,7 +22,7 @@ namespace speclab::gpu {
 /// chain_workspace_bytes(B, γ, V) of device memory, zeroed once (cudaMemset) before its first use;
 /// every launch leaves it zeroed again (its arrival counters), so it can be reused by the next
 /// launch on the same stream and by a replayed graph. `slices`: 0 picks ⌈2·SMs / B⌉ (at most one
-/// slice per kMinSliceChunks chunks; 1 when B fills the device; V2 and the logits statistics:
+/// slice per kAutoSliceChunks chunks; 1 when B fills the device; V2 and the logits statistics:
 /// rows in parallel when B < SMs), 1 keeps one CTA per request, S ≥ 2 forces S slices (up to
 /// chain_max_slices(V); V2 and the logits statistics: rows in parallel). The tokens never depend on
 /// the split: the slices write exact integer chunk sums, which the last slice to finish reduces in
@@ -32,8 +32,12 @@ struct ChainWorkspace {
   int slices = 0;
 };
 
-/// Chunks of 256 tokens each slice of a split request covers at least.
+/// Chunks of 256 tokens each slice of a split request covers at least (a forced S).
 inline constexpr int64_t kMinSliceChunks = 4;
+/// Chunks each slice covers at least when the launcher picks S itself: fewer, larger slices
+/// (at most 31 at V = 128256, 7 at V = 32000) than a forced S may use, so every slice streams
+/// 4096 tokens or more and the last CTA reduces few partials.
+inline constexpr int64_t kAutoSliceChunks = 16;
 
 /// The most slices a request of vocabulary V is split into (1 when V < 2·4·256 tokens).
 int chain_max_slices(int64_t vocab);
