@@ -24,9 +24,9 @@ property_bin=$build/tests/speclab_property_mutant_tests
 # Not part of the default build (tests/CMakeLists.txt): built here, a no-op when up to date.
 if ! cmake --build "$build" -j"${SPECLAB_JOBS:-2}" --target speclab_stat_mutant_tests \
   speclab_property_mutant_tests >/dev/null; then
-  echo "mutant_sweep: building the mutant test executables in $build failed; rerun" \
-    "cmake --build $build --target speclab_stat_mutant_tests speclab_property_mutant_tests" \
-    "to see why" >&2
+  echo "mutant_sweep: building the mutant test executables in $build failed; they exist only" \
+    "in a build configured with -DSPECLAB_MUTANT_TESTS=ON (rerun cmake --build $build --target" \
+    "speclab_stat_mutant_tests speclab_property_mutant_tests to see why)" >&2
   exit 2
 fi
 

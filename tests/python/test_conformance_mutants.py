@@ -17,7 +17,7 @@ import speclab.verify
 
 mutants_ext = pytest.importorskip(
     "_speclab_mutants", reason="the test-only extension _speclab_mutants is not built "
-    "(build/tests/python, needs SPECLAB_BUILD_TESTS and pybind11)")
+    "(build/tests/python; configure with -DSPECLAB_MUTANT_TESTS=ON, as CI does, and pybind11)")
 
 # Each mutant of the token-level chain verifier, with the instances that show it (a few, to keep
 # the test short; every one of them must fail).
