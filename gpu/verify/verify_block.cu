@@ -7,9 +7,7 @@ namespace {
 
 void set_block_params(detail::BlockKernelArgs& args, const BlockParams& params,
                       const BlockKernelOptions& options) {
-  args.seed = params.seed;
-  args.step = params.step;
-  args.seed_step = options.seed_step;
+  detail::set_launch_seed(args, params.seed, params.step, options.seed_step);
   args.always_serial_z = options.always_serial_z ? 1 : 0;
 }
 

@@ -222,12 +222,7 @@ cudaError_t verify_chain(const LogitsBatch& batch, const ChainParams& params,
   detail::fill_request_args(args, batch, output);
   args.target = detail::logits_source(batch.target);
   args.draft = detail::logits_source(batch.draft);
-  args.method = static_cast<int>(params.method);
-  args.leniency =
-      params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
-  args.seed = params.seed;
-  args.step = params.step;
-  args.seed_step = seed_step;
+  detail::set_chain_params(args, params, seed_step);
   const size_t shared_bytes = detail::chain_logits_shared_bytes(args.n_chunks);
   const bool greedy = params.method == ChainMethod::kGreedy;
   // V1/V3 with the sampled row split over slices (small batches): the rows' statistics first, then

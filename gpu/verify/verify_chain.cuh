@@ -129,6 +129,25 @@ void fill_request_args(RequestIo& args, const Batch& batch, const Output& output
   args.n_chunks = (batch.vocab + kChunkTokens - 1) / kChunkTokens;
 }
 
+/// A launch's seed and step: the params', or, when `seed_step` (device memory) is set, the word
+/// the kernel reads at run time (launch_seed_step).
+inline void set_launch_seed(RequestIo& args, uint64_t seed, uint32_t step,
+                            const DeviceSeedStep* seed_step) {
+  args.seed = seed;
+  args.step = step;
+  args.seed_step = seed_step;
+}
+
+/// A chain launch's method, leniency (1 but for V3) and seed: ChainKernelArgs and
+/// LogitsChainKernelArgs alike.
+template <class Args>
+void set_chain_params(Args& args, const ChainParams& params, const DeviceSeedStep* seed_step) {
+  args.method = static_cast<int>(params.method);
+  args.leniency =
+      params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
+  set_launch_seed(args, params.seed, params.step, seed_step);
+}
+
 /// fill_request_args and the probability rows.
 template <class Args, class Output>
 void fill_common_args(Args& args, const ChainBatch& batch, const Output& output) {
@@ -623,12 +642,7 @@ cudaError_t launch_verify_chain(const ChainBatch& batch, const ChainParams& para
   ChainKernelArgs args{};
   fill_common_args(args, batch, output);
   args.batch = batch.batch;
-  args.method = static_cast<int>(params.method);
-  args.leniency =
-      params.method == ChainMethod::kLenient ? static_cast<float>(params.leniency) : 1.0f;
-  args.seed = params.seed;
-  args.step = params.step;
-  args.seed_step = seed_step;
+  set_chain_params(args, params, seed_step);
   const size_t shared_bytes =
       sizeof(BlockScratch) + static_cast<size_t>(args.n_chunks) * sizeof(uint64_t);
   const int slices =
