@@ -175,17 +175,14 @@ void run_plan_validate(bool json) {
                       {"measured_best", m.measured},
                       {"by_gamma", grid}});
     }
-    const auto optional_batch = [](std::optional<int64_t> v) {
-      return v ? Json(*v) : Json(nullptr);
-    };
     const Json out = {{"machine", machine},
                       {"target", target->name()},
                       {"draft", draft->name()},
                       {"tokens", kTokens},
                       {"alpha", alpha},
                       {"rows", list},
-                      {"predicted_break_even_batch", optional_batch(predicted_even)},
-                      {"measured_break_even_batch", optional_batch(measured_even)},
+                      {"predicted_break_even_batch", json_or_null(predicted_even)},
+                      {"measured_break_even_batch", json_or_null(measured_even)},
                       {"batch1_relative_error", error_b1},
                       {"seconds", elapsed}};
     std::printf("%s\n", json_text(out).c_str());

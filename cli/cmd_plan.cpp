@@ -266,11 +266,6 @@ Json plan_json_vram(const MemoryPlan& mem) {
           {"headroom_gb", mem.headroom_with_draft / kGB}};
 }
 
-// An optional batch size: the number, or null.
-Json optional_batch(const std::optional<int64_t>& batch) {
-  return batch ? Json(*batch) : Json(nullptr);
-}
-
 void print_plan_json(const PlanOptions& o, const Alpha& alpha, const PlanResult& plan) {
   print_json_line(
       {{"gpu", plan.gpu.name},
@@ -285,9 +280,9 @@ void print_plan_json(const PlanOptions& o, const Alpha& alpha, const PlanResult&
        {"memory_utilization", o.memory_utilization},
        {"gamma_mode", plan.auto_gamma ? "auto" : "list"},
        {"rows", plan_json_rows(plan)},
-       {"break_even_batch", optional_batch(plan.break_even_batch())},
+       {"break_even_batch", json_or_null(plan.break_even_batch())},
        {"break_even_limit", break_even_limit_name(plan.break_even_limit())},
-       {"break_even_batch_ignoring_memory", optional_batch(plan.break_even_batch_ignoring_memory)},
+       {"break_even_batch_ignoring_memory", json_or_null(plan.break_even_batch_ignoring_memory)},
        {"leviathan_batch1",
         {{"c", plan.batch1.c}, {"gamma", plan.leviathan.gamma}, {"gain", plan.leviathan.gain}}},
        {"vram", plan_json_vram(plan.memory)}});

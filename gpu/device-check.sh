@@ -366,6 +366,7 @@ step "preflight: ncu" 5 "$ncu_bin" --version
 note "ncu: $(grep -m1 -i version "$work/step.log" || echo 'not found')"
 lib_path=""
 missing=""
+search_dirs=$(cuda_lib_dirs)
 for lib in libcublas.so.13 libcublasLt.so.13 libcudart.so.13; do
   found=""
   while read -r dir; do
@@ -373,7 +374,7 @@ for lib in libcublas.so.13 libcublasLt.so.13 libcudart.so.13; do
       found=$dir
       break
     fi
-  done < <(cuda_lib_dirs)
+  done <<<"$search_dirs"
   if [ -n "$found" ]; then
     case $found in */nvidia/*) kind="pip wheel" ;; *) kind="CUDA directory" ;; esac
     note "$lib: $found ($kind)"
@@ -393,7 +394,7 @@ if [ "$mode" = device ]; then
   done
 fi
 if [ -n "$missing" ]; then
-  fail "preflight: missing here:$missing (searched: $(cuda_lib_dirs | tr '\n' ' ')); nothing run"
+  fail "preflight: missing here:$missing (searched: $(tr '\n' ' ' <<<"$search_dirs")); nothing run"
   cat "$work/steps.txt" >>"$summary"
   exit 1
 fi

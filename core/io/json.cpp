@@ -1,12 +1,16 @@
 // JSON text through nlohmann::ordered_json (see json.hpp).
 #include "core/io/json.hpp"
 
+#include <string_view>
+
 namespace speclab {
 namespace {
 
 std::string scalar_text(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
+
+std::string json_string(std::string_view text) { return scalar_text(Json(std::string(text))); }
 
 }  // namespace
 
@@ -35,7 +39,5 @@ std::string json_text(const Json& value) {
 std::string json_pretty(const Json& value) {
   return value.dump(2, ' ', false, Json::error_handler_t::replace);
 }
-
-std::string json_string(std::string_view text) { return scalar_text(Json(std::string(text))); }
 
 }  // namespace speclab

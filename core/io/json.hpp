@@ -7,8 +7,8 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
-#include <string_view>
 
 namespace speclab {
 
@@ -19,7 +19,10 @@ std::string json_text(const Json& value);
 /// `value` indented by two spaces per level, one member or element per line, for documents a
 /// reader reads whole (`speclab exact`).
 std::string json_pretty(const Json& value);
-/// A string as JSON text, quotes included.
-std::string json_string(std::string_view text);
+/// An optional value as Json: the value, or null where there is none.
+template <class T>
+Json json_or_null(const std::optional<T>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
 
 }  // namespace speclab

@@ -22,10 +22,10 @@ TEST(Json, OneLineLayoutKeepsInsertionOrder) {
 TEST(Json, StringsAreEscapedAndInvalidUtf8Replaced) {
   // RFC 8259 §7: '"' and '\' are escaped, every control character below 0x20 too; the byte 0xFF
   // is no UTF-8, so it becomes U+FFFD (EF BF BD) rather than an exception.
-  EXPECT_EQ(json_string("a\"b\\c"), R"("a\"b\\c")");
-  EXPECT_EQ(json_string(std::string("tab\there\x01")), R"("tab\there\u0001")");
-  EXPECT_EQ(json_string("\xff"), "\"\xef\xbf\xbd\"");
-  EXPECT_EQ(json_string("γ"), "\"γ\"");  // valid UTF-8 passes through
+  EXPECT_EQ(json_text(Json(std::string("a\"b\\c"))), R"("a\"b\\c")");
+  EXPECT_EQ(json_text(Json(std::string("tab\there\x01"))), R"("tab\there\u0001")");
+  EXPECT_EQ(json_text(Json(std::string("\xff"))), "\"\xef\xbf\xbd\"");
+  EXPECT_EQ(json_text(Json(std::string("γ"))), "\"γ\"");  // valid UTF-8 passes through
 }
 
 TEST(Json, NumbersAreShortestRoundTripsAndNonFiniteIsNull) {
