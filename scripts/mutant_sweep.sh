@@ -8,7 +8,8 @@
 #   scripts/mutant_sweep.sh [--all] [BUILD_DIR]
 #
 # By default only the regular tests that can see a broken verifier or engine are run (the filters
-# below: the one-step joint laws, the Markov streams and the properties of the verifiers), which
+# below: the one-step joint laws, the Markov streams, the properties of the verifiers, of the
+# sampling pipeline and its scalar rules, and of every engine's batch and draft pipeline), which
 # keeps the sweep to a few minutes on 2 cores; --all runs both layers whole for every mutant.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,7 @@ stat_filter+=':*VerifyTreeStat.ContextDependent*:DecodeStat.SpeculativeAtHalfTem
 stat_filter+=':DecodeStat.PlainDecodingIsTheTargetChainAtItsTemperature'
 stat_filter+=':DecodeLsmStat.TokenLevelPairLawAtLowTemperatureWithTopK'
 property_filter='VerifyChainProperty.*:VerifyBlockProperty.*:VerifyTreeProperty.*'
+property_filter+=':SamplingPipeline*:Rules*:Engines/DecodeInvariance.*:Engines/DraftPipeline.*'
 if [ "$all" = 1 ]; then
   stat_filter='*'
   property_filter='*'
@@ -45,8 +47,8 @@ fi
 
 # The mutants, read from to_string in core/base/mutants.cpp (kNone is "none").
 mapfile -t mutants < <(grep -oP 'return "\K[a-z-]+(?=";)' core/base/mutants.cpp | grep -vx -e none -e unknown)
-if [ "${#mutants[@]}" -lt 12 ]; then
-  echo "mutant_sweep: found ${#mutants[@]} mutants in core/base/mutants.cpp; expected at least 12" >&2
+if [ "${#mutants[@]}" -lt 21 ]; then
+  echo "mutant_sweep: found ${#mutants[@]} mutants in core/base/mutants.cpp; expected at least 21" >&2
   exit 2
 fi
 

@@ -28,6 +28,14 @@ constexpr std::array kAllMutants{
     Mutant::kTypicalThresholdOnce,
     Mutant::kPlainUniformWithoutIndex,
     Mutant::kTraversalStaleSiblingWeight,
+    Mutant::kMinPUntempered,
+    Mutant::kTopPUntempered,
+    Mutant::kTopPStrict,
+    Mutant::kMinPTokenZero,
+    Mutant::kFloatAcceptTest,
+    Mutant::kChainSlotNoise,
+    Mutant::kTreeSlotNoise,
+    Mutant::kTreeDraftSampling,
 };
 
 std::string known_names() {
@@ -68,6 +76,22 @@ std::string_view to_string(Mutant mutant) {
       return "plain-uniform-without-index";
     case Mutant::kTraversalStaleSiblingWeight:
       return "traversal-stale-sibling-weight";
+    case Mutant::kMinPUntempered:
+      return "min-p-untempered";
+    case Mutant::kTopPUntempered:
+      return "top-p-untempered";
+    case Mutant::kTopPStrict:
+      return "top-p-strict";
+    case Mutant::kMinPTokenZero:
+      return "min-p-token-zero";
+    case Mutant::kFloatAcceptTest:
+      return "float-accept-test";
+    case Mutant::kChainSlotNoise:
+      return "chain-slot-noise";
+    case Mutant::kTreeSlotNoise:
+      return "tree-slot-noise";
+    case Mutant::kTreeDraftSampling:
+      return "tree-draft-sampling";
   }
   return "unknown";
 }

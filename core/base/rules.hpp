@@ -10,6 +10,9 @@
 #include <cstdint>
 
 #include "core/base/hd.hpp"
+#ifdef SPECLAB_MUTANTS  // host-only mutant libraries (core/base/mutants.hpp); never the device
+#include "core/base/mutants.hpp"
+#endif
 
 namespace speclab {
 
@@ -48,6 +51,12 @@ SPECLAB_HD inline bool drafted_from(float prob_draft) { return prob_draft > 0.0f
 
 /// V1 accept test: accept x iff q(x) > 0 and u * q(x) <= p(x), in double.
 SPECLAB_HD inline bool token_accepts(double u, float prob_draft, float prob_target) {
+#ifdef SPECLAB_MUTANTS
+  // Mutant: the product formed in float, which moves the law by rounding only.
+  if (mutant(Mutant::kFloatAcceptTest)) {
+    return drafted_from(prob_draft) && static_cast<float>(u) * prob_draft <= prob_target;
+  }
+#endif
   return drafted_from(prob_draft) &&
          u * static_cast<double>(prob_draft) <= static_cast<double>(prob_target);
 }
@@ -56,6 +65,11 @@ SPECLAB_HD inline bool token_accepts(double u, float prob_draft, float prob_targ
 /// l is a float, the same value the residual uses; with l = 1 it is bit-for-bit the V1 test.
 SPECLAB_HD inline bool lenient_accepts(double u, float leniency, float prob_draft,
                                        float prob_target) {
+#ifdef SPECLAB_MUTANTS
+  if (mutant(Mutant::kFloatAcceptTest)) {
+    return drafted_from(prob_draft) && static_cast<float>(u) * leniency * prob_draft <= prob_target;
+  }
+#endif
   return drafted_from(prob_draft) &&
          (u * static_cast<double>(leniency)) * static_cast<double>(prob_draft) <=
              static_cast<double>(prob_target);

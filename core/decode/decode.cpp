@@ -60,6 +60,23 @@ void validate_decode_config(const DecodeConfig& config,
   }
   validate_sampling_params(config.sampling);
   validate_sampling_params(config.draft_sampling);
+  if (!config.request_ids.empty()) {
+    if (config.request_ids.size() != prompts.size()) {
+      throw InvalidInput(
+          fmt::format("decode.request_ids has {} ids for {} prompts; expected one "
+                      "per prompt (or none: prompt b is request b)",
+                      config.request_ids.size(), prompts.size()));
+    }
+    std::vector<uint32_t> sorted = config.request_ids;
+    std::sort(sorted.begin(), sorted.end());
+    const auto twin = std::adjacent_find(sorted.begin(), sorted.end());
+    if (twin != sorted.end()) {
+      throw InvalidInput(fmt::format(
+          "decode.request_ids gives id {} to two prompts; expected distinct ids (two requests "
+          "with one id would draw the same random numbers)",
+          *twin));
+    }
+  }
   for (size_t b = 0; b < prompts.size(); ++b) {
     if (prompts[b].empty()) {
       throw InvalidInput(fmt::format("prompt {} is empty; expected at least one token", b));
@@ -236,8 +253,7 @@ DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int3
       // Mutant: the token index dropped from the address, so a request reuses one uniform.
       const uint32_t index =
           mutant(Mutant::kPlainUniformWithoutIndex) ? 0u : static_cast<uint32_t>(t);
-      const RandomAddress a{config.seed, static_cast<uint32_t>(b), index,
-                            0,           Purpose::kPlainSample,    0};
+      const RandomAddress a{config.seed, config.request_id(b), index, 0, Purpose::kPlainSample, 0};
       const int32_t token =
           sample_categorical(std::span<const float>(probs).subspan(k * v, v), philox_bits(a));
       bool done = false;
@@ -308,12 +324,11 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
       for (size_t j = 0; j < who.size(); ++j) {
         const int64_t k = who[j], b = active[k];
         std::copy_n(&q_rows[j * v], v, &probs_draft[(k * gamma + i) * v]);
-        const RandomAddress a{config.seed,
-                              static_cast<uint32_t>(b),
-                              step,
-                              static_cast<uint32_t>(i + 1),
-                              Purpose::kDraftSample,
-                              0};
+        // Mutant: the noise addressed by the request's slot in this step's batch.
+        const uint32_t id =
+            mutant(Mutant::kChainSlotNoise) ? static_cast<uint32_t>(k) : config.request_id(b);
+        const RandomAddress a{config.seed,           id, step, static_cast<uint32_t>(i + 1),
+                              Purpose::kDraftSample, 0};
         const int32_t x = sample_categorical(std::span<const float>(&q[j * v], v), philox_bits(a));
         draft_tokens[k * gamma + i] = x;
         run.sequence(b).push_back(x);  // drafted tokens extend the sequence until verified
@@ -342,7 +357,11 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
       probs_target.swap(scattered);
     }
 
-    std::vector<uint32_t> request_ids(active.begin(), active.end());
+    std::vector<uint32_t> request_ids;
+    for (int64_t k = 0; k < n_active; ++k) {
+      request_ids.push_back(mutant(Mutant::kChainSlotNoise) ? static_cast<uint32_t>(k)
+                                                            : config.request_id(active[k]));
+    }
     const ChainBatch chain{n_active,    gamma,        v,       probs_target,
                            probs_draft, draft_tokens, n_draft, request_ids};
     const double verify_start = now_seconds();

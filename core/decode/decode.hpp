@@ -24,6 +24,16 @@ struct DecodeConfig {
   int64_t gamma = 4;  ///< draft tokens per step (chain verifiers; a tree's depth plays its role)
   /// Which verifier a speculative step uses, with its parameters (core/verify/verifier.hpp).
   VerifierSpec verifier = ChainVerifier{};
+  /// The id that addresses prompt b's random numbers (docs/randomness.md), distinct per prompt;
+  /// empty means b. A request given the same id, seed and settings gets the same tokens whatever
+  /// else is in the batch and wherever it sits (the device loop, gpu/decode, takes only the
+  /// default).
+  std::vector<uint32_t> request_ids;
+
+  /// The id of prompt b: request_ids[b], or b when none are given.
+  uint32_t request_id(int64_t b) const {
+    return request_ids.empty() ? static_cast<uint32_t>(b) : request_ids[b];
+  }
 };
 
 /// The metrics every run records (docs/verifiers.md). "accepted" never counts the bonus token;
@@ -87,8 +97,9 @@ struct DecodeResult {
 };
 
 /// Checks the prompts (non-empty, token ids in [0, vocab)), the token budget, γ (speculative
-/// only) and both sampling pipelines; throws InvalidInput naming what is wrong. Every engine,
-/// including the device loop (gpu/decode/speculative_decode.hpp), starts with it.
+/// only), the request ids (one per prompt, distinct) and both sampling pipelines; throws
+/// InvalidInput naming what is wrong. Every engine, including the device loop
+/// (gpu/decode/speculative_decode.hpp), starts with it.
 void validate_decode_config(const DecodeConfig& config,
                             std::span<const std::vector<int32_t>> prompts, int64_t vocab,
                             bool speculative);
@@ -97,14 +108,15 @@ void validate_decode_config(const DecodeConfig& config,
 /// per request), then starts the decode clock; DecodeMetrics keeps the two apart.
 ///
 /// Plain decoding: one target call (m = 1) per token; token t of request b is sampled with the
-/// uniform at (seed; b, t, 0, kPlainSample). Under T = 0 this is greedy decoding.
+/// uniform at (seed; id(b), t, 0, kPlainSample), id(b) = config.request_id(b) (as everywhere
+/// below). Under T = 0 this is greedy decoding.
 DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
                           const DecodeConfig& config);
 
 /// Speculative decoding (chain verifiers V1-V5; with VerifierFamily::kTree, tree decoding as
 /// below). Step s of request b: γ_b = min(γ, tokens left - 1) draft tokens, each
-/// x_i ~ q_i with the uniform at (seed; b, s, i, kDraftSample); one target call over γ_b+1
-/// positions; verify_chain with request id b and step s; append the accepted prefix and one
+/// x_i ~ q_i with the uniform at (seed; id(b), s, i, kDraftSample); one target call over γ_b+1
+/// positions; verify_chain with request id id(b) and step s; append the accepted prefix and one
 /// token, cutting after EOS; truncate both models to the new length.
 DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
                                 std::span<const std::vector<int32_t>> prompts,
@@ -115,7 +127,7 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
 /// draft call per depth over every frontier node of every request; the children of a node are drawn
 /// from its q by the tree method's law (i.i.d. and K-SEQ: independent draws; without replacement:
 /// sequential draws with drawn tokens removed; top-k: the k most probable, lowest id on ties),
-/// each draw with the uniform at (seed; b, s, depth, kDraftSample, index = draws so far in the
+/// each draw with the uniform at (seed; id(b), s, depth, kDraftSample, index = draws so far in the
 /// step). Then one target call over all nodes of all trees (each node's context is its path,
 /// which is what a tree attention mask computes), verify_tree, append the accepted path and one
 /// token. "Drafted" per step is the tree depth; position i counts depth-i candidates.

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/base/error.hpp"
+#include "core/base/mutants.hpp"
 #include "core/base/philox.hpp"
 #include "core/decode/decode.hpp"
 #include "core/decode/decode_detail.hpp"
@@ -86,6 +87,11 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
     std::vector<std::vector<std::vector<float>>> q_rows(n_active);
     std::vector<int64_t> tree_depth(n_active);
     std::vector<RandomAddress> addresses(n_active);
+    // The id that addresses slot k's request (mutant: the slot itself).
+    const auto id_of = [&](int64_t k) {
+      return mutant(Mutant::kTreeSlotNoise) ? static_cast<uint32_t>(k)
+                                            : config.request_id(active[k]);
+    };
     auto path_tokens = [&](int64_t k, int32_t node) {
       std::vector<int32_t> path = run.sequence(active[k]);
       std::vector<int32_t> suffix;
@@ -95,8 +101,7 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
     };
     for (int64_t k = 0; k < n_active; ++k) {
       tree_depth[k] = std::min(depth, run.tokens_left(active[k]) - 1);
-      addresses[k] = {
-          config.seed, static_cast<uint32_t>(active[k]), step, 0, Purpose::kDraftSample, 0};
+      addresses[k] = {config.seed, id_of(k), step, 0, Purpose::kDraftSample, 0};
       q_rows[k].resize(1);
     }
     for (int64_t d = 0; d < depth; ++d) {
@@ -115,7 +120,9 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
       for (size_t j = 0; j < who.size(); ++j) {
         requests.push_back({contexts[j], 1, active[who[j].first]});
       }
-      const std::vector<float> q = draft.score(requests, config.draft_sampling);
+      // Mutant: the draft sampled with the target's pipeline.
+      const std::vector<float> q = draft.score(
+          requests, mutant(Mutant::kTreeDraftSampling) ? config.sampling : config.draft_sampling);
       for (size_t j = 0; j < who.size(); ++j) {
         const auto [k, n] = who[j];
         std::span<const float> row(&q[j * v], v);
@@ -165,7 +172,8 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
         tokens[k * width + n] = std::max(trees[k][n].token, 0);
       }
     }
-    std::vector<uint32_t> request_ids(active.begin(), active.end());
+    std::vector<uint32_t> request_ids;
+    for (int64_t k = 0; k < n_active; ++k) request_ids.push_back(id_of(k));
     const TreeBatch tree_batch{n_active, max_nodes, v,       probs_target, probs_draft,
                                parents,  tokens,    n_nodes, request_ids,  {}};
     const double verify_start = now_seconds();

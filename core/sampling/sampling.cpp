@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "core/base/error.hpp"
+#include "core/base/mutants.hpp"
 #include "core/base/rules.hpp"
 #include "core/base/simd_width.hpp"
 
@@ -191,6 +192,15 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
   }
   std::vector<double> tempered(vocab);
   for (size_t i = 0; i < vocab; ++i) tempered[i] = probs[i] / total;
+  // Mutants: a filter that measures the T = 1 probabilities instead of the tempered ones.
+  std::vector<double> untempered;
+  if (mutant(Mutant::kMinPUntempered) || mutant(Mutant::kTopPUntempered)) {
+    std::vector<float> exps(vocab);
+    const double untempered_total = exp_shifted(logits.data(), exps.data(), vocab, max_logit, 1.0f);
+    for (size_t i = 0; i < vocab; ++i) untempered.push_back(exps[i] / untempered_total);
+  }
+  const std::vector<double>& top_p_probs = mutant(Mutant::kTopPUntempered) ? untempered : tempered;
+  const std::vector<double>& min_p_probs = mutant(Mutant::kMinPUntempered) ? untempered : tempered;
 
   std::vector<uint8_t> keep(vocab, 1);
   for (size_t i = 0; i < vocab; ++i) keep[i] = tempered[i] > 0.0;
@@ -210,20 +220,22 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
     for (size_t r = k; r < vocab; ++r) keep[order[r]] = 0;
     if (params.top_p < 1.0) {
       double survivor_mass = 0.0;
-      for (size_t r = 0; r < k; ++r) survivor_mass += tempered[order[r]];
+      for (size_t r = 0; r < k; ++r) survivor_mass += top_p_probs[order[r]];
       double cumulative = 0.0;
       size_t r = 0;
       for (; r < k; ++r) {
-        cumulative += tempered[order[r]];
-        if (cumulative >= params.top_p * survivor_mass) break;
+        cumulative += top_p_probs[order[r]];
+        const double needed = params.top_p * survivor_mass;
+        if (mutant(Mutant::kTopPStrict) ? cumulative > needed : cumulative >= needed) break;
       }
       for (size_t s = r + 1; s < k; ++s) keep[order[s]] = 0;
     }
   }
   if (params.min_p > 0.0) {
-    const double threshold = params.min_p * tempered[argmax_lowest(logits)];
+    const int32_t best = mutant(Mutant::kMinPTokenZero) ? 0 : argmax_lowest(logits);
+    const double threshold = params.min_p * min_p_probs[best];
     for (size_t i = 0; i < vocab; ++i) {
-      if (tempered[i] < threshold) keep[i] = 0;
+      if (min_p_probs[i] < threshold) keep[i] = 0;
     }
   }
 

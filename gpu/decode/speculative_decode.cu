@@ -113,7 +113,7 @@ double now() {
 }
 
 // What the device loop cannot run: models of different vocabularies or streams, a verifier other
-// than the chain and block families, sampling beyond a temperature.
+// than the chain and block families, sampling beyond a temperature, request ids other than b.
 void check_inputs(LinearSoftmaxDevice& target, LinearSoftmaxDevice& draft,
                   std::span<const std::vector<int32_t>> prompts, const DecodeConfig& config) {
   if (target.vocab() != draft.vocab()) {
@@ -131,6 +131,14 @@ void check_inputs(LinearSoftmaxDevice& target, LinearSoftmaxDevice& draft,
   }
   check_temperature_only(config.sampling, "decode.sampling");
   check_temperature_only(config.draft_sampling, "decode.draft_sampling");
+  for (size_t b = 0; b < config.request_ids.size(); ++b) {
+    if (config.request_ids[b] != b) {
+      throw InvalidInput("decode.request_ids[" + std::to_string(b) + "] is " +
+                         std::to_string(config.request_ids[b]) +
+                         "; the device loop addresses request b's random numbers by b, so it "
+                         "takes request_ids empty or 0, 1, ..., B-1");
+    }
+  }
   if (target.stream() != draft.stream()) {
     throw InvalidInput("target and draft run on different streams; expected one stream");
   }

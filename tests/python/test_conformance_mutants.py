@@ -44,6 +44,15 @@ OTHER_MUTANTS = {
     "typical-threshold-once": "typical acceptance (V4), lossy with or without it",
     "plain-uniform-without-index": "plain decoding",
     "traversal-stale-sibling-weight": "traversal verification (V7)",
+    "min-p-untempered": "the sampling pipeline; conformance is given probabilities",
+    "top-p-untempered": "the sampling pipeline; conformance is given probabilities",
+    "top-p-strict": "the sampling pipeline; conformance is given probabilities",
+    "min-p-token-zero": "the sampling pipeline; conformance is given probabilities",
+    "float-accept-test": "a change of rounding only, which no distribution test can see (the "
+    "rules' exact tests in tests/property/rules_test.cpp pin it)",
+    "chain-slot-noise": "the chain engine's batching; conformance addresses requests itself",
+    "tree-slot-noise": "the tree engine's batching",
+    "tree-draft-sampling": "the tree engine's draft pipeline",
 }
 # Requests per sampler call: many calls, as an engine makes, so that a uniform shared between
 # steps shows.

@@ -1,0 +1,193 @@
+// Properties every decoding engine (plain, and speculative with every verifier of the registry:
+// the chain, block and tree engines) must have whatever its law:
+// - a request's tokens depend on its id, prompt, seed and settings only: not on the other
+//   requests, their number or the order of the batch (docs/randomness.md: noise is addressed by
+//   request id, never by a slot in the batch);
+// - the draft tokens a step accepts were drawn from the draft's own sampling pipeline (its
+//   temperature and filters), which differ from the target's here: each lies in the support of
+//   the draft's row at its context (for top-k trees, among that row's k most probable tokens).
+// The models are Markov tables with an end-of-sequence token, so requests finish at different
+// steps and the active batch shrinks and reorders as a run goes.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/base/error.hpp"
+#include "core/decode/decode.hpp"
+#include "core/verify/verifier.hpp"
+#include "tests/support/markov_models.hpp"
+
+namespace speclab {
+namespace {
+
+constexpr int64_t kVocab = 6;
+constexpr int32_t kEos = 5;
+
+struct Setup {
+  MarkovModel target, draft;
+  DecodeConfig config;
+};
+
+// `name` is a registry verifier, or "plain".
+Setup gen_setup(const std::string& name) {
+  const auto model_seed = *rc::gen::arbitrary<uint64_t>();
+  Setup s{testing::random_markov("target", kVocab, 2, model_seed, kEos),
+          testing::random_markov("draft", kVocab, 1, model_seed + 1, kEos),
+          {}};
+  DecodeConfig& c = s.config;
+  c.seed = *rc::gen::arbitrary<uint64_t>();
+  c.max_new_tokens = *rc::gen::inRange<int64_t>(1, 12);
+  c.sampling = {.temperature = *rc::gen::element(1.0, 0.7)};
+  c.draft_sampling = {.temperature = *rc::gen::element(1.0, 1.5), .top_k = 3};
+  c.gamma = *rc::gen::inRange<int64_t>(1, 5);
+  if (name != "plain") {
+    const bool tree = verifier_entry(name).uses_branches;
+    c.verifier = make_verifier(
+        name, tree ? *rc::gen::element(std::vector<int64_t>{2, 2}, std::vector<int64_t>{3, 1, 2})
+                   : std::vector<int64_t>{});
+  }
+  return s;
+}
+
+std::vector<int32_t> gen_prompt() {
+  return *rc::gen::container<std::vector<int32_t>>(*rc::gen::inRange<size_t>(1, 4),
+                                                   rc::gen::inRange<int32_t>(0, kVocab - 1));
+}
+
+DecodeResult run(Setup& s, const std::string& name,
+                 const std::vector<std::vector<int32_t>>& prompts, std::vector<uint32_t> ids) {
+  DecodeConfig config = s.config;
+  config.request_ids = std::move(ids);
+  return name == "plain" ? plain_decode(s.target, prompts, config)
+                         : speculative_decode(s.target, s.draft, prompts, config);
+}
+
+void check_batch_invariance(const std::string& name) {
+  Setup s = gen_setup(name);
+  const auto n = *rc::gen::inRange<size_t>(2, 6);
+  std::vector<std::vector<int32_t>> prompts(n);
+  for (auto& p : prompts) p = gen_prompt();
+  const auto id_set =
+      *rc::gen::unique<std::vector<uint32_t>>(n, rc::gen::inRange<uint32_t>(0, 1000));
+  const DecodeResult whole = run(s, name, prompts, id_set);
+
+  // A sub-batch in another order, among requests that were not there before (ids ≥ 1000).
+  std::vector<size_t> kept =
+      *rc::gen::suchThat(rc::gen::container<std::vector<size_t>>(rc::gen::inRange<size_t>(0, n)),
+                         [](const std::vector<size_t>& k) { return !k.empty(); });
+  std::sort(kept.begin(), kept.end());
+  kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+  std::vector<std::pair<int64_t, std::vector<int32_t>>> batch;  // (index in whole or -1, prompt)
+  for (size_t k : kept) batch.emplace_back(static_cast<int64_t>(k), prompts[k]);
+  const auto others = *rc::gen::inRange<size_t>(0, 4);
+  for (size_t o = 0; o < others; ++o) batch.emplace_back(-1, gen_prompt());
+  const auto order = *rc::gen::inRange<uint64_t>(0, 1u << 30);
+  std::shuffle(batch.begin(), batch.end(), std::mt19937_64(order));
+
+  std::vector<std::vector<int32_t>> sub_prompts;
+  std::vector<uint32_t> sub_ids;
+  uint32_t fresh = 1000;
+  for (const auto& [index, prompt] : batch) {
+    sub_prompts.push_back(prompt);
+    sub_ids.push_back(index >= 0 ? id_set[index] : fresh++);
+  }
+  const DecodeResult part = run(s, name, sub_prompts, sub_ids);
+  for (size_t j = 0; j < batch.size(); ++j) {
+    if (batch[j].first < 0) continue;
+    RC_ASSERT(part.tokens[j] == whole.tokens[batch[j].first]);
+  }
+}
+
+void check_drafts_from_draft_pipeline(const std::string& name) {
+  Setup s = gen_setup(name);
+  const std::vector<int32_t> prompt = gen_prompt();
+  const std::vector<std::vector<int32_t>> prompts{prompt};
+  const DecodeResult result = speculative_decode(s.target, s.draft, prompts, s.config);
+  // One request: steps are recorded in order, and a step's first `accepted` tokens are drafts.
+  const auto* tree = std::get_if<TreeVerifier>(&s.config.verifier);
+  const bool deterministic = tree != nullptr && (tree->method == TreeMethod::kTopk ||
+                                                 tree->method == TreeMethod::kTopkSoftmaxQ);
+  const auto& tokens = result.tokens[0];
+  std::vector<int32_t> context = prompt;
+  size_t at = 0;
+  for (size_t step = 0; step < result.metrics.step_emitted.size(); ++step) {
+    for (int32_t j = 0; j < result.metrics.step_accepted[step]; ++j) {
+      const ScoreRequest request{context, 1, 0};
+      const std::vector<float> q = s.draft.score(std::span(&request, 1), s.config.draft_sampling);
+      const int32_t x = tokens[at];
+      if (deterministic) {
+        // Top-k children: among the k most probable under q, the lower id first among equals.
+        int64_t rank = 0;
+        for (int32_t t = 0; t < kVocab; ++t) rank += q[t] > q[x] || (q[t] == q[x] && t < x);
+        RC_ASSERT(rank < tree->branches[j]);
+      } else {
+        RC_ASSERT(q[x] > 0.0f);  // in the support of the draft's own pipeline
+      }
+      context.push_back(tokens[at++]);
+    }
+    for (int32_t j = result.metrics.step_accepted[step]; j < result.metrics.step_emitted[step];
+         ++j) {
+      context.push_back(tokens[at++]);
+    }
+  }
+  RC_ASSERT(at == tokens.size());
+}
+
+std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string id = info.param;
+  std::replace(id.begin(), id.end(), '-', '_');
+  return id;
+}
+
+class DecodeInvariance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecodeInvariance, RequestTokensDoNotDependOnTheBatch) {
+  const std::string name = GetParam();
+  EXPECT_TRUE(rc::check("a request's tokens are its own whatever the batch",
+                        [&] { check_batch_invariance(name); }));
+}
+
+std::vector<std::string> engines() {
+  std::vector<std::string> names = verifier_names();
+  names.insert(names.begin(), "plain");
+  return names;
+}
+INSTANTIATE_TEST_SUITE_P(Engines, DecodeInvariance, ::testing::ValuesIn(engines()), test_name);
+
+class DraftPipeline : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DraftPipeline, AcceptedDraftsComeFromTheDraftsOwnPipeline) {
+  const std::string name = GetParam();
+  EXPECT_TRUE(rc::check("accepted drafts lie in the support of the draft's pipeline",
+                        [&] { check_drafts_from_draft_pipeline(name); }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, DraftPipeline, ::testing::ValuesIn(verifier_names()), test_name);
+
+TEST(DecodeRequestIds, AreCheckedAgainstThePrompts) {
+  MarkovModel m = testing::random_markov("m", kVocab, 1, 7, kEos);
+  const std::vector<std::vector<int32_t>> prompts{{0}, {1}};
+  DecodeConfig config{.request_ids = {4}};
+  EXPECT_THROW(plain_decode(m, prompts, config), InvalidInput);
+  config.request_ids = {3, 3};
+  try {
+    plain_decode(m, prompts, config);
+    ADD_FAILURE() << "duplicate ids accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("gives id 3 to two prompts"), std::string::npos)
+        << e.what();
+  }
+  // The default is the prompt's index: ids 0, 1 are the same run as none.
+  config.request_ids = {0, 1};
+  const auto with = plain_decode(m, prompts, config);
+  const auto without = plain_decode(m, prompts, DecodeConfig{});
+  EXPECT_EQ(with.tokens, without.tokens);
+}
+
+}  // namespace
+}  // namespace speclab
