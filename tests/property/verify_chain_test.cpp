@@ -9,6 +9,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/base/philox.hpp"
 #include "core/exact/exact.hpp"
 #include "core/sampling/sampling.hpp"
 #include "tests/support/chain_fixture.hpp"
@@ -169,13 +170,59 @@ RC_GTEST_PROP(VerifyChainProperty, ResultsDoNotDependOnBatchOrder, ()) {
   }
 }
 
+// The output is a function of the batch, seed and step alone: the same again after calls at
+// other seeds and steps (no state carried between calls, no stream advanced by a previous call),
+// from a copy of the batch in other memory, and the same from the reference.
 RC_GTEST_PROP(VerifyChainProperty, SameSeedGivesSameOutput, ()) {
   const auto inst = gen_instance(gen_method());
   const auto a = verify_chain(inst.batch.view(), inst.params);
-  const auto b = verify_chain_reference(inst.batch.view(), inst.params);
-  const auto c = verify_chain(inst.batch.view(), inst.params);
+  ChainParams other = inst.params;
+  other.seed += 1;
+  other.step += 7;
+  verify_chain(inst.batch.view(), other);
+  verify_chain_reference(inst.batch.view(), other);
+  const OwnedChainBatch copy = inst.batch;
+  const auto b = verify_chain_reference(copy.view(), inst.params);
+  const auto c = verify_chain(copy.view(), inst.params);
   RC_ASSERT(a.emitted_tokens == c.emitted_tokens);
   RC_ASSERT(a.emitted_tokens == b.emitted_tokens);
+}
+
+// After a fully accepted chain the bonus token is the categorical draw from p_{γ_b+1} with the
+// uniform at (seed; request, step, γ_b + 1, kBonusSample) — docs/randomness.md — in the fast path
+// and the reference.
+RC_GTEST_PROP(VerifyChainProperty, BonusTokenIsTheDrawAtItsAddress, ()) {
+  auto inst = gen_instance(*rc::gen::element(ChainMethod::kToken, ChainMethod::kLenient));
+  auto& b = inst.batch;
+  // Drafts equal to the target accept every position (the lenient test too: l·u ≤ 1), so each
+  // request ends with its bonus.
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t i = 0; i < b.gamma; ++i) {
+      std::copy_n(b.target_row(r, i), b.vocab, b.draft_row(r, i));
+      const float* p = b.target_row(r, i);
+      if (p[b.draft_tokens[r * b.gamma + i]] == 0.0f) {
+        b.draft_tokens[r * b.gamma + i] =
+            static_cast<int32_t>(std::max_element(p, p + b.vocab) - p);
+      }
+    }
+  }
+  for (const auto& res :
+       {verify_chain(b.view(), inst.params), verify_chain_reference(b.view(), inst.params)}) {
+    for (int64_t r = 0; r < b.batch; ++r) {
+      const int64_t n = n_draft_of(b, r);
+      RC_ASSERT(res.n_accepted[r] == n);
+      const RandomAddress address{
+          inst.params.seed,
+          b.request_ids.empty() ? static_cast<uint32_t>(r) : b.request_ids[r],
+          inst.params.step,
+          static_cast<uint32_t>(n + 1),
+          Purpose::kBonusSample,
+          0};
+      const std::span<const float> row(b.target_row(r, n), b.vocab);
+      RC_ASSERT(res.emitted_tokens[r * (b.gamma + 1) + n] ==
+                sample_categorical(row, philox_bits(address)));
+    }
+  }
 }
 
 RC_GTEST_PROP(VerifyChainProperty, GreedyEmitsTheArgmaxChain, ()) {

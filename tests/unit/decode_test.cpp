@@ -15,6 +15,10 @@
 #include <tuple>
 
 #include "core/base/error.hpp"
+#include "core/base/philox.hpp"
+#include "core/verify/verify_block.hpp"
+#include "core/verify/verify_typical.hpp"
+#include "tests/support/chain_fixture.hpp"
 #include "tests/support/error_of.hpp"
 #include "tests/support/markov_models.hpp"
 #include "tests/support/trusting_model.hpp"
@@ -404,20 +408,66 @@ TEST(DecodeEngine, EveryVerifierEqualsPlainGreedyAtTemperatureZero) {
 }
 
 TEST(DecodeEngine, EachVerifierIsTheOneThatRuns) {
-  // Same models, seed and shape: V1, V5 and V4 consume different uniforms and accept
-  // differently, so their streams differ; a dispatch that ignored the verifier would not.
+  // The first step rebuilt here from decode.hpp's addresses: the drafts
+  // x_i ~ q_i at (seed; b, 0, i, kDraftSample), the target's γ + 1 rows over them, and the named
+  // verifier function called directly on that batch. The engine's tokens must be that function's
+  // output: a dispatch that ran another verifier (or another verifier's parameters) would differ,
+  // as V1, V5 and V4 consume different uniforms and accept differently.
   auto target = random_markov("target", 6, 1, 81);
   auto draft = random_markov("draft", 6, 1, 82);
   const auto ps = prompts(32, 6);
-  std::vector<std::vector<std::vector<int32_t>>> streams;
-  for (const char* name : {"token", "block", "typical"}) {
-    DecodeConfig config{
-        .max_new_tokens = 16, .seed = 5, .gamma = 3, .verifier = make_verifier(name)};
-    streams.push_back(speculative_decode(target, draft, ps, config).tokens);
+  constexpr int64_t kGamma = 3, kVocab = 6;
+  constexpr uint64_t kSeed = 5;
+  const SamplingParams draft_sampling{.temperature = 1.5};
+  testing::OwnedChainBatch batch;
+  batch.batch = static_cast<int64_t>(ps.size());
+  batch.gamma = kGamma;
+  batch.vocab = kVocab;
+  for (size_t b = 0; b < ps.size(); ++b) {
+    std::vector<int32_t> sequence = ps[b];
+    for (int64_t i = 1; i <= kGamma; ++i) {
+      const ScoreRequest request{sequence, 1, static_cast<int64_t>(b)};
+      const auto q = draft.score(std::span(&request, 1), draft_sampling);
+      const RandomAddress a{
+          kSeed, static_cast<uint32_t>(b), 0, static_cast<uint32_t>(i), Purpose::kDraftSample, 0};
+      const int32_t x = sample_categorical(q, philox_bits(a));
+      batch.probs_draft.insert(batch.probs_draft.end(), q.begin(), q.end());
+      batch.draft_tokens.push_back(x);
+      sequence.push_back(x);
+    }
+    const ScoreRequest request{sequence, kGamma + 1, static_cast<int64_t>(b)};
+    const auto p = target.score(std::span(&request, 1), SamplingParams{});
+    batch.probs_target.insert(batch.probs_target.end(), p.begin(), p.end());
+    batch.n_draft.push_back(static_cast<int32_t>(kGamma));
   }
-  EXPECT_NE(streams[0], streams[1]);
-  EXPECT_NE(streams[0], streams[2]);
-  EXPECT_NE(streams[1], streams[2]);
+  const auto step_tokens = [&](const ChainResult& r) {
+    std::vector<std::vector<int32_t>> tokens(ps.size());
+    for (size_t b = 0; b < ps.size(); ++b) {
+      for (int64_t i = 0; i <= r.n_accepted[b]; ++i)
+        tokens[b].push_back(r.emitted_tokens[b * (kGamma + 1) + i]);
+    }
+    return tokens;
+  };
+  const auto view = batch.view();
+  const std::map<std::string, std::vector<std::vector<int32_t>>> expected{
+      {"token", step_tokens(verify_chain(view, {.seed = kSeed, .step = 0}))},
+      {"block", step_tokens(verify_block(view, {.seed = kSeed, .step = 0}))},
+      {"typical", step_tokens(verify_typical(view, {.seed = kSeed, .step = 0}))}};
+  for (const auto& [name, tokens] : expected) {
+    DecodeConfig config{.max_new_tokens = kGamma + 1,
+                        .draft_sampling = draft_sampling,
+                        .seed = kSeed,
+                        .gamma = kGamma,
+                        .verifier = make_verifier(name)};
+    const auto run = speculative_decode(target, draft, ps, config).tokens;
+    for (size_t b = 0; b < ps.size(); ++b) {  // the first step's tokens begin each stream
+      ASSERT_GE(run[b].size(), tokens[b].size());
+      EXPECT_EQ(std::vector<int32_t>(run[b].begin(), run[b].begin() + tokens[b].size()), tokens[b])
+          << name << " request " << b;
+    }
+  }
+  EXPECT_NE(expected.at("token"), expected.at("block"));
+  EXPECT_NE(expected.at("token"), expected.at("typical"));
 }
 
 TEST(DecodeEngine, TreeDecodingAcceptsEverythingWhenDraftEqualsTarget) {
