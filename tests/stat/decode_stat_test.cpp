@@ -210,6 +210,35 @@ TEST(DecodeStat, SpeculativeAtHalfTemperatureIsPlainDecodingsLaw) {
   check_six_token_streams("t05-gamma2", probs, result.tokens, seed);
 }
 
+// The draft's own pipeline differs from the target's (T = 1.5 with top-k 2 against T = 0.5): the
+// chain, block and tree engines must verify each draft against the q it was drawn from, and the
+// stream is still the target's chain at T = 0.5 (its weights squared), whatever the draft.
+TEST(DecodeStat, DraftWithItsOwnPipelineLeavesTheTargetsLaw) {
+  const testing::MarkovPair pair = testing::stream_pair_v4();
+  const std::vector<double> probs = testing::stream_probs(
+      exact::chain_distribution(testing::exact_chain(squared(pair.target)), 0, kSixLength), 4,
+      kSixLength);
+  const std::vector<std::vector<int32_t>> prompts(kSixSamples, std::vector<int32_t>{0});
+  const std::vector<std::pair<const char*, VerifierSpec>> verifiers{
+      {"own-pipeline-token", make_verifier("token")},
+      {"own-pipeline-block", make_verifier("block")},
+      {"own-pipeline-tree-swor", make_verifier("tree-swor", {2, 2})}};
+  for (const auto& [label, verifier] : verifiers) {
+    auto target = testing::markov_model("target", pair.target);
+    auto draft = testing::markov_model("draft", pair.draft);
+    const uint64_t seed = stat_seed(label);
+    const DecodeResult result =
+        speculative_decode(target, draft, prompts,
+                           {.max_new_tokens = kSixLength,
+                            .sampling = {.temperature = 0.5},
+                            .draft_sampling = {.temperature = 1.5, .top_k = 2},
+                            .seed = seed,
+                            .gamma = 2,
+                            .verifier = verifier});
+    check_six_token_streams(label, probs, result.tokens, seed);
+  }
+}
+
 TEST(DecodeStat, SixTokenStreamsAreTheTargetChain) {
   const testing::MarkovPair pair = testing::stream_pair_v4();
   const std::vector<double> probs = testing::stream_probs(
