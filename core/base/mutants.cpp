@@ -36,6 +36,7 @@ constexpr std::array kAllMutants{
     Mutant::kChainSlotNoise,
     Mutant::kTreeSlotNoise,
     Mutant::kTreeDraftSampling,
+    Mutant::kFallbackFromDraft,
 };
 
 std::string known_names() {
@@ -92,6 +93,8 @@ std::string_view to_string(Mutant mutant) {
       return "tree-slot-noise";
     case Mutant::kTreeDraftSampling:
       return "tree-draft-sampling";
+    case Mutant::kFallbackFromDraft:
+      return "fallback-from-draft";
   }
   return "unknown";
 }

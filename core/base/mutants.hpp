@@ -38,6 +38,7 @@ enum class Mutant {
   kChainSlotNoise,     ///< the chain engine addresses a request's noise by its batch slot
   kTreeSlotNoise,      ///< the tree engine addresses a request's noise by its batch slot
   kTreeDraftSampling,  ///< the tree engine drafts with the target's sampling parameters
+  kFallbackFromDraft,  ///< a zero-mass residual falls back to a draw from q instead of p
 };
 
 std::string_view to_string(Mutant mutant);

@@ -86,7 +86,9 @@ void verify_request(const ChainBatch& batch, const BlockParams& params, int64_t 
     if (mass == 0) {
       out.residual_fallback[r] =
           1;  // rounding only: docs/verifiers.md V5 says sample p and count it
-      last = sample_categorical(p, philox_bits(address));
+      last = sample_categorical(
+          mutant(Mutant::kFallbackFromDraft) ? detail::draft_row(batch, r, tau) : p,
+          philox_bits(address));
     } else {
       const uint64_t target = fixed_target(philox_bits(address), mass);
       uint64_t cumulative = 0;

@@ -206,7 +206,10 @@ void verify_request_reference(const ChainBatch& batch, const ChainParams& params
       // Rounding left no residual mass although a rejection happened: docs/verifiers.md V1 says
       // sample p and count the event.
       out.residual_fallback[r] = 1;
-      last = sample_categorical(p, philox_bits(address));
+      // Mutant: the fallback drawn from q.
+      last = sample_categorical(
+          mutant(Mutant::kFallbackFromDraft) ? detail::draft_row(batch, r, n) : p,
+          philox_bits(address));
     } else {
       last = sample_fixed(residual, philox_bits(address));
     }

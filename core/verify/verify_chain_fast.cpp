@@ -201,7 +201,8 @@ void verify_request_fast(const ChainBatch& batch, const ChainParams& params, int
     const uint32_t bits = philox_bits(address);
     if (!bonus && pass.total == 0) {
       out.residual_fallback[r] = 1;  // docs/verifiers.md V1: sample p and count the event
-      last = sample_categorical(p, bits);
+      last = sample_categorical(
+          mutant(Mutant::kFallbackFromDraft) ? detail::draft_row(batch, r, n) : p, bits);
     } else {
       last = locate(p.data(), mutant(Mutant::kResidualFromTarget) ? nullptr : q, leniency, v, pass,
                     bits);

@@ -282,6 +282,7 @@ TreeNodeLaws tree_node_laws(TreeMethod method, std::span<const float> probs_targ
       // K-SEQ, or p⁽ʲ⁾ ≤ q⁽ʲ⁾ up to rounding: keep p⁽ʲ⁾ (only the lossy variant reaches this)
       next = laws.residual.back();
       next_mass = mass;
+      laws.kept_residual = laws.kept_residual || method != TreeMethod::kKseq;
     }
     laws.draft.push_back(std::move(law));
     laws.residual.push_back(std::move(next));
@@ -439,7 +440,8 @@ void verify_traversal_request(const TreeBatch& batch, const TreeParams& params, 
     }
     if (last < 0) {  // zero mass after rounding: p, counted (docs/verifiers.md V1)
       out.residual_fallback[r] = 1;
-      last = sample_categorical(p, philox_bits(address));
+      last = sample_categorical(mutant(Mutant::kFallbackFromDraft) ? draft_row(batch, r, node) : p,
+                                philox_bits(address));
     }
   }
   out.emitted_tokens[r * width + n_accepted] = last;
@@ -513,10 +515,16 @@ void verify_request(const TreeBatch& batch, const TreeParams& params, int64_t r,
     }
     address.index = 0;
     address.purpose = Purpose::kResidualSample;
-    int32_t last = sample_double_weights(residual, philox_bits(address));
-    if (last < 0) {
-      out.residual_fallback[r] = 1;
-      last = sample_categorical(p, philox_bits(address));
+    const uint32_t bits = philox_bits(address);
+    int32_t last = sample_double_weights(residual, bits);
+    // Zero mass: K-SEQ's p_res after rounding, or a p⁽ʲ⁾ the node laws kept. Either way the token
+    // comes from the target's row (p, or the kept p⁽ʲ⁾), and the event is counted.
+    const bool fallback = last < 0 || laws.kept_residual;
+    if (fallback) out.residual_fallback[r] = 1;
+    if (fallback && mutant(Mutant::kFallbackFromDraft)) {  // Mutant: the fallback drawn from q.
+      last = sample_categorical(draft_row(batch, r, node), bits);
+    } else if (last < 0) {
+      last = sample_categorical(p, bits);
     }
     out.emitted_tokens[r * width + n_accepted] = last;
     break;

@@ -93,6 +93,9 @@ struct TreeNodeLaws {
   /// (its residual is p_res, computed by the verifier).
   std::vector<std::vector<double>> residual;
   std::vector<double> mass;  ///< [k+1] Σ residual[j]
+  /// Some p⁽ʲ⁺¹⁾ had no mass and p⁽ʲ⁾ was kept (never for K-SEQ): a residual drawn from what
+  /// follows is the zero-mass fallback, which the verifier counts.
+  bool kept_residual = false;
 };
 
 /// A pure function, checked against the rational recursion

@@ -13,6 +13,7 @@
 #include "core/exact/exact.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/chain_gen.hpp"
+#include "tests/support/zero_mass_rows.hpp"
 
 namespace speclab {
 namespace {
@@ -139,6 +140,24 @@ RC_GTEST_PROP(VerifyBlockProperty, SameSeedGivesSameOutput, ()) {
   const auto c = verify_block(copy.view(), inst.params);
   RC_ASSERT(a.emitted_tokens == c.emitted_tokens);
   RC_ASSERT(a.n_accepted == c.n_accepted);
+}
+
+// V5's zero-mass fallback reached (tests/support/zero_mass_rows.hpp): the weight at the drafted
+// token is 0, so τ = 0, and max(0, p − q) has no mass: p's draw at the residual uniform, counted.
+TEST(VerifyBlockFallback, ZeroMassResidualDrawsFromTheTarget) {
+  const testing::ZeroMassRows rows;
+  testing::OwnedChainBatch b(1, 1, 4);
+  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 0));
+  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 1));
+  std::copy(rows.q.begin(), rows.q.end(), b.draft_row(0, 0));
+  b.draft_tokens = {testing::ZeroMassRows::kDraft};
+  const uint32_t step = 3;
+  const uint64_t seed = testing::seed_telling_p_from_q(rows, 0, step);
+  const uint32_t bits = philox_bits({seed, 0, step, 1, Purpose::kResidualSample, 0});
+  const auto res = verify_block(b.view(), {.seed = seed, .step = step});
+  EXPECT_EQ(res.n_accepted[0], 0);
+  EXPECT_EQ(res.residual_fallback[0], 1);
+  EXPECT_EQ(res.emitted_tokens[0], sample_categorical(rows.p, bits)) << "seed " << seed;
 }
 
 RC_GTEST_PROP(VerifyBlockProperty, WeightsMatchRationalFormulas, ()) {

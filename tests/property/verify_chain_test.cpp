@@ -14,6 +14,7 @@
 #include "core/sampling/sampling.hpp"
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/chain_gen.hpp"
+#include "tests/support/zero_mass_rows.hpp"
 
 namespace speclab {
 namespace {
@@ -221,6 +222,31 @@ RC_GTEST_PROP(VerifyChainProperty, BonusTokenIsTheDrawAtItsAddress, ()) {
       const std::span<const float> row(b.target_row(r, n), b.vocab);
       RC_ASSERT(res.emitted_tokens[r * (b.gamma + 1) + n] ==
                 sample_categorical(row, philox_bits(address)));
+    }
+  }
+}
+
+// The zero-mass fallback reached: one request, γ = 1, the draft token rejected with certainty and
+// no residual mass (tests/support/zero_mass_rows.hpp). The token is p's draw at the residual
+// uniform, counted as a fallback, in the fast path and the reference; V3 at l = 1 too.
+TEST(VerifyChainFallback, ZeroMassResidualDrawsFromTheTarget) {
+  const testing::ZeroMassRows rows;
+  OwnedChainBatch b(1, 1, 4);
+  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 0));
+  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 1));
+  std::copy(rows.q.begin(), rows.q.end(), b.draft_row(0, 0));
+  b.draft_tokens = {testing::ZeroMassRows::kDraft};
+  const uint32_t step = 3;
+  const uint64_t seed = testing::seed_telling_p_from_q(rows, 0, step);
+  const uint32_t bits = philox_bits({seed, 0, step, 1, Purpose::kResidualSample, 0});
+  const int32_t expected = sample_categorical(rows.p, bits);
+  for (const ChainMethod method : {ChainMethod::kToken, ChainMethod::kLenient}) {
+    const ChainParams params{.method = method, .leniency = 1.0, .seed = seed, .step = step};
+    for (const auto& res :
+         {verify_chain(b.view(), params), verify_chain_reference(b.view(), params)}) {
+      EXPECT_EQ(res.n_accepted[0], 0);
+      EXPECT_EQ(res.residual_fallback[0], 1);
+      EXPECT_EQ(res.emitted_tokens[0], expected) << "seed " << seed;
     }
   }
 }

@@ -17,6 +17,7 @@
 #include "tests/support/chain_fixture.hpp"
 #include "tests/support/chain_gen.hpp"
 #include "tests/support/tree_fixture.hpp"
+#include "tests/support/zero_mass_rows.hpp"
 
 namespace speclab {
 namespace {
@@ -183,6 +184,31 @@ RC_GTEST_PROP(VerifyTreeProperty, PaddedBatchEqualsEachRequestAlone, ()) {
 
 // The output is a function of the batch, seed and step alone: the same again after a call at
 // another seed and step, from a copy of the batch in other memory.
+// Each tree verifier's zero-mass fallback reached (tests/support/zero_mass_rows.hpp): a root with
+// one child, the token the accept test (V7: the weight min(1, p/q)) always rejects, and no
+// residual mass after it: p's draw at the residual uniform, counted.
+TEST(VerifyTreeFallback, ZeroMassResidualDrawsFromTheTarget) {
+  const testing::ZeroMassRows rows;
+  for (const TreeMethod method :
+       {TreeMethod::kIid, TreeMethod::kSwor, TreeMethod::kKseq, TreeMethod::kTraversal}) {
+    testing::OwnedTreeBatch b(1, 1, 4);
+    std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 0));
+    std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 1));
+    std::copy(rows.q.begin(), rows.q.end(), b.draft_row(0, 0));
+    std::copy(rows.q.begin(), rows.q.end(), b.draft_row(0, 1));
+    b.parent(0, 1) = 0;
+    b.token(0, 1) = testing::ZeroMassRows::kDraft;
+    const uint32_t step = 3;
+    const uint64_t seed = testing::seed_telling_p_from_q(rows, 0, step);
+    const uint32_t bits = philox_bits({seed, 0, step, 1, Purpose::kResidualSample, 0});
+    const auto res = verify_tree(b.view(), {.method = method, .seed = seed, .step = step});
+    const std::string name(to_string(method));
+    EXPECT_EQ(res.n_accepted[0], 0) << name;
+    EXPECT_EQ(res.residual_fallback[0], 1) << name;
+    EXPECT_EQ(res.emitted_tokens[0], sample_categorical(rows.p, bits)) << name << " seed " << seed;
+  }
+}
+
 RC_GTEST_PROP(VerifyTreeProperty, SameSeedGivesSameOutput, ()) {
   const auto inst = gen_instance();
   const auto a = verify_tree(inst.batch.view(), inst.params);

@@ -53,6 +53,8 @@ OTHER_MUTANTS = {
     "chain-slot-noise": "the chain engine's batching; conformance addresses requests itself",
     "tree-slot-noise": "the tree engine's batching",
     "tree-draft-sampling": "the tree engine's draft pipeline",
+    "fallback-from-draft": "the zero-mass fallback, reached only by rounding: its rows differ from "
+    "q by at most the row-sum tolerance (tests/property's *Fallback tests reach it)",
 }
 # Requests per sampler call: many calls, as an engine makes, so that a uniform shared between
 # steps shows.
