@@ -146,14 +146,10 @@ RC_GTEST_PROP(VerifyBlockProperty, SameSeedGivesSameOutput, ()) {
 // token is 0, so τ = 0, and max(0, p − q) has no mass: p's draw at the residual uniform, counted.
 TEST(VerifyBlockFallback, ZeroMassResidualDrawsFromTheTarget) {
   const testing::ZeroMassRows rows;
-  testing::OwnedChainBatch b(1, 1, 4);
-  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 0));
-  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 1));
-  std::copy(rows.q.begin(), rows.q.end(), b.draft_row(0, 0));
-  b.draft_tokens = {testing::ZeroMassRows::kDraft};
+  const auto b = testing::zero_mass_chain_batch(rows);
   const uint32_t step = 3;
   const uint64_t seed = testing::seed_telling_p_from_q(rows, 0, step);
-  const uint32_t bits = philox_bits({seed, 0, step, 1, Purpose::kResidualSample, 0});
+  const uint32_t bits = testing::residual_bits(seed, step);
   const auto res = verify_block(b.view(), {.seed = seed, .step = step});
   EXPECT_EQ(res.n_accepted[0], 0);
   EXPECT_EQ(res.residual_fallback[0], 1);

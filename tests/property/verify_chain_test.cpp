@@ -231,14 +231,10 @@ RC_GTEST_PROP(VerifyChainProperty, BonusTokenIsTheDrawAtItsAddress, ()) {
 // uniform, counted as a fallback, in the fast path and the reference; V3 at l = 1 too.
 TEST(VerifyChainFallback, ZeroMassResidualDrawsFromTheTarget) {
   const testing::ZeroMassRows rows;
-  OwnedChainBatch b(1, 1, 4);
-  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 0));
-  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 1));
-  std::copy(rows.q.begin(), rows.q.end(), b.draft_row(0, 0));
-  b.draft_tokens = {testing::ZeroMassRows::kDraft};
+  const auto b = testing::zero_mass_chain_batch(rows);
   const uint32_t step = 3;
   const uint64_t seed = testing::seed_telling_p_from_q(rows, 0, step);
-  const uint32_t bits = philox_bits({seed, 0, step, 1, Purpose::kResidualSample, 0});
+  const uint32_t bits = testing::residual_bits(seed, step);
   const int32_t expected = sample_categorical(rows.p, bits);
   for (const ChainMethod method : {ChainMethod::kToken, ChainMethod::kLenient}) {
     const ChainParams params{.method = method, .leniency = 1.0, .seed = seed, .step = step};

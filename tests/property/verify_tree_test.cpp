@@ -200,7 +200,7 @@ TEST(VerifyTreeFallback, ZeroMassResidualDrawsFromTheTarget) {
     b.token(0, 1) = testing::ZeroMassRows::kDraft;
     const uint32_t step = 3;
     const uint64_t seed = testing::seed_telling_p_from_q(rows, 0, step);
-    const uint32_t bits = philox_bits({seed, 0, step, 1, Purpose::kResidualSample, 0});
+    const uint32_t bits = testing::residual_bits(seed, step);
     const auto res = verify_tree(b.view(), {.method = method, .seed = seed, .step = step});
     const std::string name(to_string(method));
     EXPECT_EQ(res.n_accepted[0], 0) << name;

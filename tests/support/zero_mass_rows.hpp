@@ -2,11 +2,13 @@
 // every verifier's zero-mass fallback (docs/verifiers.md V1: sample p and count the event).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "core/base/philox.hpp"
 #include "core/sampling/sampling.hpp"
+#include "tests/support/chain_fixture.hpp"
 
 namespace speclab::testing {
 
@@ -29,6 +31,22 @@ inline uint64_t seed_telling_p_from_q(const ZeroMassRows& rows, uint32_t request
     const uint32_t bits = philox_bits({seed, request, step, 1, Purpose::kResidualSample, 0});
     if (sample_categorical(rows.p, bits) != sample_categorical(rows.q, bits)) return seed;
   }
+}
+
+/// One request, γ = 1, drafting token 0 under the rows: p at both positions (the second is the
+/// bonus row), q at the first.
+inline OwnedChainBatch zero_mass_chain_batch(const ZeroMassRows& rows) {
+  OwnedChainBatch b(1, 1, 4);
+  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 0));
+  std::copy(rows.p.begin(), rows.p.end(), b.target_row(0, 1));
+  std::copy(rows.q.begin(), rows.q.end(), b.draft_row(0, 0));
+  b.draft_tokens = {ZeroMassRows::kDraft};
+  return b;
+}
+
+/// The residual uniform's bits at (seed; request 0, step, position 1).
+inline uint32_t residual_bits(uint64_t seed, uint32_t step) {
+  return philox_bits({seed, 0, step, 1, Purpose::kResidualSample, 0});
 }
 
 }  // namespace speclab::testing
