@@ -142,6 +142,21 @@ RC_GTEST_PROP(VerifyBlockProperty, SameSeedGivesSameOutput, ()) {
   RC_ASSERT(a.n_accepted == c.n_accepted);
 }
 
+// After a fully accepted block the bonus token is the categorical draw from p_{γ_b+1} at the
+// bonus address (docs/randomness.md).
+RC_GTEST_PROP(VerifyBlockProperty, BonusTokenIsTheDrawAtItsAddress, ()) {
+  auto inst = gen_instance();
+  auto& b = inst.batch;
+  b.draft_the_target();
+  const auto res = verify_block(b.view(), inst.params);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    const int64_t n = testing::n_draft_of(b, r);
+    RC_ASSERT(res.n_accepted[r] == n);
+    RC_ASSERT(res.emitted_tokens[r * (b.gamma + 1) + n] ==
+              b.bonus_token(r, n, inst.params.seed, inst.params.step));
+  }
+}
+
 // V5's zero-mass fallback reached (tests/support/zero_mass_rows.hpp): the weight at the drafted
 // token is 0, so τ = 0, and max(0, p − q) has no mass: p's draw at the residual uniform, counted.
 TEST(VerifyBlockFallback, ZeroMassResidualDrawsFromTheTarget) {

@@ -195,33 +195,14 @@ RC_GTEST_PROP(VerifyChainProperty, SameSeedGivesSameOutput, ()) {
 RC_GTEST_PROP(VerifyChainProperty, BonusTokenIsTheDrawAtItsAddress, ()) {
   auto inst = gen_instance(*rc::gen::element(ChainMethod::kToken, ChainMethod::kLenient));
   auto& b = inst.batch;
-  // Drafts equal to the target accept every position (the lenient test too: l·u ≤ 1), so each
-  // request ends with its bonus.
-  for (int64_t r = 0; r < b.batch; ++r) {
-    for (int64_t i = 0; i < b.gamma; ++i) {
-      std::copy_n(b.target_row(r, i), b.vocab, b.draft_row(r, i));
-      const float* p = b.target_row(r, i);
-      if (p[b.draft_tokens[r * b.gamma + i]] == 0.0f) {
-        b.draft_tokens[r * b.gamma + i] =
-            static_cast<int32_t>(std::max_element(p, p + b.vocab) - p);
-      }
-    }
-  }
+  b.draft_the_target();
   for (const auto& res :
        {verify_chain(b.view(), inst.params), verify_chain_reference(b.view(), inst.params)}) {
     for (int64_t r = 0; r < b.batch; ++r) {
       const int64_t n = n_draft_of(b, r);
       RC_ASSERT(res.n_accepted[r] == n);
-      const RandomAddress address{
-          inst.params.seed,
-          b.request_ids.empty() ? static_cast<uint32_t>(r) : b.request_ids[r],
-          inst.params.step,
-          static_cast<uint32_t>(n + 1),
-          Purpose::kBonusSample,
-          0};
-      const std::span<const float> row(b.target_row(r, n), b.vocab);
       RC_ASSERT(res.emitted_tokens[r * (b.gamma + 1) + n] ==
-                sample_categorical(row, philox_bits(address)));
+                b.bonus_token(r, n, inst.params.seed, inst.params.step));
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "core/base/philox.hpp"
@@ -47,6 +48,34 @@ struct OwnedChainBatch {
             sample_categorical({draft_row(r, i), static_cast<size_t>(vocab)}, philox_bits(a));
       }
     }
+  }
+
+  /// Makes every q row its p row, each draft token one p gives weight (its argmax where the drawn
+  /// one has none): then every accept test passes, V1's and V3's (u·l·q ≤ p) and V5's (weights
+  /// 1), and each request ends with its bonus token.
+  void draft_the_target() {
+    for (int64_t r = 0; r < batch; ++r) {
+      for (int64_t i = 0; i < gamma; ++i) {
+        const float* p = target_row(r, i);
+        std::copy_n(p, vocab, draft_row(r, i));
+        if (p[token(r, i)] == 0.0f)
+          token(r, i) = static_cast<int32_t>(std::max_element(p, p + vocab) - p);
+      }
+    }
+  }
+
+  /// The bonus token request r must emit after accepting all n of its drafts: the categorical draw
+  /// from p_{n+1} with the uniform at (seed; request id, step, n + 1, kBonusSample) —
+  /// docs/randomness.md.
+  int32_t bonus_token(int64_t r, int64_t n, uint64_t seed, uint32_t step) const {
+    const RandomAddress address{seed,
+                                request_ids.empty() ? static_cast<uint32_t>(r) : request_ids[r],
+                                step,
+                                static_cast<uint32_t>(n + 1),
+                                Purpose::kBonusSample,
+                                0};
+    const std::span<const float> row(&probs_target[(r * (gamma + 1) + n) * vocab], vocab);
+    return sample_categorical(row, philox_bits(address));
   }
 };
 
