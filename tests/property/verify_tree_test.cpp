@@ -184,6 +184,44 @@ RC_GTEST_PROP(VerifyTreeProperty, PaddedBatchEqualsEachRequestAlone, ()) {
 
 // The output is a function of the batch, seed and step alone: the same again after a call at
 // another seed and step, from a copy of the batch in other memory.
+// A chain-shaped tree whose every draft row is its target row and whose tokens have weight there
+// accepts every node (iid, swor and K-SEQ: u·q ≤ p; V7: weights 1), so it ends at the leaf: the
+// bonus token is the categorical draw from the leaf's p with the uniform at (seed; request,
+// step, depth + 1, kBonusSample) — docs/randomness.md. (The top-k trees accept by p alone and so
+// not with certainty.)
+RC_GTEST_PROP(VerifyTreeProperty, BonusTokenIsTheDrawAtItsAddress, ()) {
+  const TreeMethod method = *rc::gen::element(TreeMethod::kIid, TreeMethod::kSwor,
+                                              TreeMethod::kKseq, TreeMethod::kTraversal);
+  const auto v = *rc::gen::inRange<int64_t>(2, 9);
+  const auto depth = *rc::gen::inRange<int64_t>(1, 5);
+  testing::OwnedTreeBatch b(1, depth, v);
+  for (int64_t node = 0; node <= depth; ++node) {
+    auto weights = *rc::gen::container<std::vector<int>>(v, rc::gen::inRange(0, 5));
+    weights[*rc::gen::inRange<int64_t>(0, v)] += 1;  // a positive total
+    const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+    for (int64_t t = 0; t < v; ++t) {
+      b.target_row(0, node)[t] = b.draft_row(0, node)[t] = static_cast<float>(weights[t] / total);
+    }
+    if (node > 0) {
+      b.parent(0, node) = static_cast<int32_t>(node - 1);
+      const float* parent_row = b.target_row(0, node - 1);
+      std::vector<int32_t> possible;
+      for (int32_t t = 0; t < v; ++t) {
+        if (parent_row[t] > 0.0f) possible.push_back(t);
+      }
+      b.token(0, node) = *rc::gen::elementOf(possible);
+    }
+  }
+  const auto seed = *rc::gen::arbitrary<uint64_t>();
+  const auto step = *rc::gen::arbitrary<uint32_t>();
+  const auto res = verify_tree(b.view(), {.method = method, .seed = seed, .step = step});
+  RC_ASSERT(res.n_accepted[0] == depth);
+  const RandomAddress address{
+      seed, 0, step, static_cast<uint32_t>(depth + 1), Purpose::kBonusSample, 0};
+  const std::span<const float> leaf(b.target_row(0, depth), static_cast<size_t>(v));
+  RC_ASSERT(res.emitted_tokens[depth] == sample_categorical(leaf, philox_bits(address)));
+}
+
 // Each tree verifier's zero-mass fallback reached (tests/support/zero_mass_rows.hpp): a root with
 // one child, the token the accept test (V7: the weight min(1, p/q)) always rejects, and no
 // residual mass after it: p's draw at the residual uniform, counted.
