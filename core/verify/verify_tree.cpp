@@ -196,6 +196,24 @@ namespace {
 constexpr double kKseqRoundingTolerance = 1e-12;
 }  // namespace
 
+std::vector<double> kseq_residual(std::span<const float> probs_target,
+                                  std::span<const float> probs_draft, int64_t k, double rho) {
+  const size_t v = probs_target.size();
+  double beta = 0.0;
+  for (size_t t = 0; t < v; ++t) {
+    beta += std::min(static_cast<double>(probs_draft[t]), probs_target[t] / rho);
+  }
+  const double scale =
+      beta > 0.0 ? (1.0 - std::pow(1.0 - beta, static_cast<double>(k))) / beta : 0.0;
+  std::vector<double> residual(v);
+  for (size_t t = 0; t < v; ++t) {
+    residual[t] = std::max(
+        0.0, probs_target[t] -
+                 std::min(static_cast<double>(probs_draft[t]), probs_target[t] / rho) * scale);
+  }
+  return residual;
+}
+
 double kseq_rho(std::span<const float> probs_target, std::span<const float> probs_draft,
                 int64_t k) {
   if (k < 1) throw InvalidInput(fmt::format("K-SEQ k is {}; expected k ≥ 1 i.i.d. drafts", k));
@@ -501,18 +519,8 @@ void verify_request(const TreeBatch& batch, const TreeParams& params, int64_t r,
       continue;
     }
     // All k rejected: one token from p⁽ᵏ⁺¹⁾, or K-SEQ's p_res ∝ p − min(q, p/ρ)·(1−(1−β)^k)/β.
-    std::vector<double> residual = laws.residual[k];
-    if (method == TreeMethod::kKseq) {
-      double beta = 0.0;
-      for (int64_t t = 0; t < batch.vocab; ++t) {
-        beta += std::min(static_cast<double>(q[t]), p[t] / rho);
-      }
-      const double scale =
-          beta > 0.0 ? (1.0 - std::pow(1.0 - beta, static_cast<double>(k))) / beta : 0.0;
-      for (int64_t t = 0; t < batch.vocab; ++t) {
-        residual[t] = std::max(0.0, p[t] - std::min(static_cast<double>(q[t]), p[t] / rho) * scale);
-      }
-    }
+    const std::vector<double> residual =
+        method == TreeMethod::kKseq ? kseq_residual(p, q, k, rho) : laws.residual[k];
     address.index = 0;
     address.purpose = Purpose::kResidualSample;
     const uint32_t bits = philox_bits(address);

@@ -134,4 +134,10 @@ TreeResult verify_tree(const TreeBatch& batch, const TreeParams& params);
 /// @param[in] probs_target [V]  @param[in] probs_draft [V]
 double kseq_rho(std::span<const float> probs_target, std::span<const float> probs_draft, int64_t k);
 
+/// K-SEQ's residual after all k i.i.d. drafts are rejected, unnormalised, in double:
+/// p_res = max(0, p − min(q, p/ρ)·(1 − (1 − β)^k)/β) with β = Σ min(q, p/ρ) (0 where β = 0).
+/// @param[in] probs_target [V]  @param[in] probs_draft [V]  @param[in] rho kseq_rho's ρ
+std::vector<double> kseq_residual(std::span<const float> probs_target,
+                                  std::span<const float> probs_draft, int64_t k, double rho);
+
 }  // namespace speclab

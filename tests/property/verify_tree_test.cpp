@@ -336,6 +336,34 @@ RC_GTEST_PROP(VerifyTreeProperty, TraversalOnAChainIsBlockVerification, ()) {
   RC_ASSERT(c.residual_fallback == t.residual_fallback);
 }
 
+// kseq_residual, what K-SEQ draws from after k rejections, against its formula in rationals on
+// the very float rows and ρ given (every float and double is a rational): β = Σ min(q, p/ρ),
+// p_res = max(0, p − min(q, p/ρ)·(1 − (1 − β)^k)/β). The verifier computes it in double, so
+// entries agree to 1e-12.
+RC_GTEST_PROP(VerifyTreeProperty, KseqResidualMatchesRationalFormula, ()) {
+  using exact::Q;
+  const int64_t v = *rc::gen::inRange<int64_t>(2, 7);
+  const int64_t k = *rc::gen::inRange<int64_t>(1, 5);
+  const std::vector<float> p = as_row(testing::gen_dyadic_weights(v));
+  const std::vector<float> q = as_row(testing::gen_dyadic_weights(v));
+  const double rho = kseq_rho(p, q, k);
+  const std::vector<double> residual = kseq_residual(p, q, k, rho);
+  const Q rho_q(rho);
+  Q beta = 0;
+  for (int64_t t = 0; t < v; ++t) beta += std::min(Q(q[t]), Q(Q(p[t]) / rho_q));
+  Q scale = 0;
+  if (beta > 0) {
+    Q miss = 1;
+    for (int64_t j = 0; j < k; ++j) miss *= Q(1 - beta);
+    scale = Q(Q(1 - miss) / beta);
+  }
+  for (int64_t t = 0; t < v; ++t) {
+    const Q kept = Q(std::min(Q(q[t]), Q(Q(p[t]) / rho_q)) * scale);
+    const Q expected = std::max(Q(0), Q(Q(p[t]) - kept));
+    RC_ASSERT(std::abs(residual[t] - expected.convert_to<double>()) <= 1e-12);
+  }
+}
+
 RC_GTEST_PROP(VerifyTreeProperty, NodeLawsMatchRationalRecursion, ()) {
   // docs/testing.md "A thin random layer over pure functions": tree_node_laws, the q⁽ʲ⁾ and p⁽ʲ⁾
   // that verify_tree's accept tests and residual read, against docs/verifiers.md V6 step 1 in
