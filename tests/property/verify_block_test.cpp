@@ -148,13 +148,8 @@ RC_GTEST_PROP(VerifyBlockProperty, BonusTokenIsTheDrawAtItsAddress, ()) {
   auto inst = gen_instance();
   auto& b = inst.batch;
   b.draft_the_target();
-  const auto res = verify_block(b.view(), inst.params);
-  for (int64_t r = 0; r < b.batch; ++r) {
-    const int64_t n = testing::n_draft_of(b, r);
-    RC_ASSERT(res.n_accepted[r] == n);
-    RC_ASSERT(res.emitted_tokens[r * (b.gamma + 1) + n] ==
-              b.bonus_token(r, n, inst.params.seed, inst.params.step));
-  }
+  RC_ASSERT(testing::ends_with_every_bonus(b, verify_block(b.view(), inst.params), inst.params.seed,
+                                           inst.params.step));
 }
 
 // V5's zero-mass fallback reached (tests/support/zero_mass_rows.hpp): the weight at the drafted

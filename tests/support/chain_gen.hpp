@@ -81,4 +81,16 @@ inline int64_t n_draft_of(const OwnedChainBatch& b, int64_t r) {
   return b.n_draft.empty() ? b.gamma : b.n_draft[r];
 }
 
+/// Whether every request of `b` accepted all its drafts and then emitted its bonus draw
+/// (OwnedChainBatch::bonus_token) in `res`, verified at (seed, step).
+inline bool ends_with_every_bonus(const OwnedChainBatch& b, const ChainResult& res, uint64_t seed,
+                                  uint32_t step) {
+  for (int64_t r = 0; r < b.batch; ++r) {
+    const int64_t n = n_draft_of(b, r);
+    if (res.n_accepted[r] != n) return false;
+    if (res.emitted_tokens[r * (b.gamma + 1) + n] != b.bonus_token(r, n, seed, step)) return false;
+  }
+  return true;
+}
+
 }  // namespace speclab::testing
