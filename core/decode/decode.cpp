@@ -293,6 +293,12 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
     const std::vector<int64_t> active = run.active();
     if (active.empty()) break;
     const int64_t n_active = static_cast<int64_t>(active.size());
+    // The id that addresses each slot's draws and verification (mutant: the slot itself).
+    std::vector<uint32_t> request_ids;
+    for (int64_t k = 0; k < n_active; ++k) {
+      request_ids.push_back(mutant(Mutant::kChainSlotNoise) ? static_cast<uint32_t>(k)
+                                                            : config.request_id(active[k]));
+    }
     std::vector<int32_t> n_draft(n_active);
     int64_t max_draft = 0;
     for (int64_t k = 0; k < n_active; ++k) {
@@ -324,11 +330,12 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
       for (size_t j = 0; j < who.size(); ++j) {
         const int64_t k = who[j], b = active[k];
         std::copy_n(&q_rows[j * v], v, &probs_draft[(k * gamma + i) * v]);
-        // Mutant: the noise addressed by the request's slot in this step's batch.
-        const uint32_t id =
-            mutant(Mutant::kChainSlotNoise) ? static_cast<uint32_t>(k) : config.request_id(b);
-        const RandomAddress a{config.seed,           id, step, static_cast<uint32_t>(i + 1),
-                              Purpose::kDraftSample, 0};
+        const RandomAddress a{config.seed,
+                              request_ids[k],
+                              step,
+                              static_cast<uint32_t>(i + 1),
+                              Purpose::kDraftSample,
+                              0};
         const int32_t x = sample_categorical(std::span<const float>(&q[j * v], v), philox_bits(a));
         draft_tokens[k * gamma + i] = x;
         run.sequence(b).push_back(x);  // drafted tokens extend the sequence until verified
@@ -357,11 +364,6 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
       probs_target.swap(scattered);
     }
 
-    std::vector<uint32_t> request_ids;
-    for (int64_t k = 0; k < n_active; ++k) {
-      request_ids.push_back(mutant(Mutant::kChainSlotNoise) ? static_cast<uint32_t>(k)
-                                                            : config.request_id(active[k]));
-    }
     const ChainBatch chain{n_active,    gamma,        v,       probs_target,
                            probs_draft, draft_tokens, n_draft, request_ids};
     const double verify_start = now_seconds();

@@ -87,11 +87,12 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
     std::vector<std::vector<std::vector<float>>> q_rows(n_active);
     std::vector<int64_t> tree_depth(n_active);
     std::vector<RandomAddress> addresses(n_active);
-    // The id that addresses slot k's request (mutant: the slot itself).
-    const auto id_of = [&](int64_t k) {
-      return mutant(Mutant::kTreeSlotNoise) ? static_cast<uint32_t>(k)
-                                            : config.request_id(active[k]);
-    };
+    // The id that addresses each slot's draws and verification (mutant: the slot itself).
+    std::vector<uint32_t> request_ids;
+    for (int64_t k = 0; k < n_active; ++k) {
+      request_ids.push_back(mutant(Mutant::kTreeSlotNoise) ? static_cast<uint32_t>(k)
+                                                           : config.request_id(active[k]));
+    }
     auto path_tokens = [&](int64_t k, int32_t node) {
       std::vector<int32_t> path = run.sequence(active[k]);
       std::vector<int32_t> suffix;
@@ -101,7 +102,7 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
     };
     for (int64_t k = 0; k < n_active; ++k) {
       tree_depth[k] = std::min(depth, run.tokens_left(active[k]) - 1);
-      addresses[k] = {config.seed, id_of(k), step, 0, Purpose::kDraftSample, 0};
+      addresses[k] = {config.seed, request_ids[k], step, 0, Purpose::kDraftSample, 0};
       q_rows[k].resize(1);
     }
     for (int64_t d = 0; d < depth; ++d) {
@@ -172,8 +173,6 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
         tokens[k * width + n] = std::max(trees[k][n].token, 0);
       }
     }
-    std::vector<uint32_t> request_ids;
-    for (int64_t k = 0; k < n_active; ++k) request_ids.push_back(id_of(k));
     const TreeBatch tree_batch{n_active, max_nodes, v,       probs_target, probs_draft,
                                parents,  tokens,    n_nodes, request_ids,  {}};
     const double verify_start = now_seconds();

@@ -221,11 +221,11 @@ void probs_from_logits(std::span<const float> logits, const SamplingParams& para
     if (params.top_p < 1.0) {
       double survivor_mass = 0.0;
       for (size_t r = 0; r < k; ++r) survivor_mass += top_p_probs[order[r]];
+      const double needed = params.top_p * survivor_mass;
       double cumulative = 0.0;
       size_t r = 0;
       for (; r < k; ++r) {
         cumulative += top_p_probs[order[r]];
-        const double needed = params.top_p * survivor_mass;
         if (mutant(Mutant::kTopPStrict) ? cumulative > needed : cumulative >= needed) break;
       }
       for (size_t s = r + 1; s < k; ++s) keep[order[s]] = 0;
