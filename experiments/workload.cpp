@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/base/error.hpp"
+#include "core/base/source_tree.hpp"
 #include "core/io/gguf.hpp"
 #include "core/models/model_registry.hpp"
 #include "experiments/config.hpp"
@@ -23,11 +24,7 @@ fs::path workloads_dir() {
   if (const char* env = std::getenv("SPECLAB_WORKLOADS"); env != nullptr && *env != '\0') {
     return env;
   }
-  constexpr std::string_view file = __FILE__;
-  constexpr std::string_view suffix = "experiments/workload.cpp";
-  const std::string root(file.ends_with(suffix) ? file.substr(0, file.size() - suffix.size())
-                                                : std::string_view());
-  return fs::path(root) / "data/workloads";
+  return source_tree_path("data/workloads");
 }
 
 std::vector<std::string> workload_names() {

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "core/base/error.hpp"
+#include "core/base/source_tree.hpp"
 #include "core/io/gguf.hpp"
 #include "core/models/layer_skip.hpp"
 #include "core/models/linear_softmax.hpp"
@@ -38,11 +39,7 @@ constexpr int kSmolLM2NGramMinOrder = 2, kSmolLM2NGramMaxOrder = 4;
 // data/models/ of the source tree (where `speclab fetch-model` writes), or $SPECLAB_MODELS.
 std::filesystem::path models_dir() {
   if (const char* env = std::getenv("SPECLAB_MODELS"); env != nullptr && *env != '\0') return env;
-  constexpr std::string_view file = __FILE__;
-  constexpr std::string_view suffix = "core/models/model_registry.cpp";
-  const std::string root(file.ends_with(suffix) ? file.substr(0, file.size() - suffix.size())
-                                                : std::string_view());
-  return std::filesystem::path(root) / "data/models";
+  return source_tree_path("data/models");
 }
 
 std::string smollm2_ngram_name(int order) { return fmt::format("ngram{}-smollm2", order); }

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "core/base/error.hpp"
+#include "core/base/source_tree.hpp"
 #include "core/models/prompt_lookup.hpp"
 
 namespace speclab {
@@ -52,11 +53,7 @@ std::string default_corpus_path() {
   if (const char* env = std::getenv("SPECLAB_NGRAM_CORPUS"); env != nullptr && *env != '\0') {
     return env;
   }
-  constexpr std::string_view file = __FILE__;
-  constexpr std::string_view suffix = "core/models/ngram.cpp";
-  const std::string root(file.ends_with(suffix) ? file.substr(0, file.size() - suffix.size())
-                                                : std::string_view());
-  return root + "data/corpus/english.txt";
+  return source_tree_path("data/corpus/english.txt").string();
 }
 
 std::shared_ptr<const NGramCorpus> load_corpus(const std::string& path) {

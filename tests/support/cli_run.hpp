@@ -20,10 +20,14 @@ struct CliRun {
 inline std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
 
 /// Runs `speclab ARGUMENTS` through the shell; quote paths in ARGUMENTS yourself. `output` is
-/// stdout and stderr together, or stdout alone with `stdout_only` (stderr is dropped).
-inline CliRun run_cli(const std::string& arguments, bool stdout_only = false) {
+/// stdout and stderr together, or stdout alone with `stdout_only` (stderr is dropped). With
+/// `working_directory`, speclab runs there (the test's own directory otherwise).
+inline CliRun run_cli(const std::string& arguments, bool stdout_only = false,
+                      const std::filesystem::path& working_directory = {}) {
+  const std::string cd =
+      working_directory.empty() ? std::string() : "cd " + quoted(working_directory) + " && ";
   const std::string command =
-      std::string("'") + SPECLAB_CLI + "' " + arguments + (stdout_only ? " 2>/dev/null" : " 2>&1");
+      cd + "'" + SPECLAB_CLI + "' " + arguments + (stdout_only ? " 2>/dev/null" : " 2>&1");
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {
     ADD_FAILURE() << "popen failed for: " << command;
