@@ -1,5 +1,7 @@
 // `speclab bench decode`: measured speculative-decoding speedup for a model pair, beside the
-// closed forms of docs/verifiers.md V1 (E = (1 − α^{γ+1})/(1 − α), predicted gain E/(γc + 1)).
+// closed forms of docs/verifiers.md V1 (E = (1 − α^{γ+1})/(1 − α), Leviathan's gain E/(γc + 1)) and
+// the planner's finite-run prediction from the run's own costs (core/plan/cost_model.hpp
+// predict_run).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -9,20 +11,18 @@
 
 #include "bench/benches.hpp"
 #include "bench/contention.hpp"
+#include "bench/prompts.hpp"
 #include "core/base/error.hpp"
-#include "core/base/philox.hpp"
 #include "core/decode/decode.hpp"
 #include "core/io/json.hpp"
 #include "core/models/model_registry.hpp"
-#include "core/models/ngram.hpp"
 #include "core/models/synthetic_draft.hpp"
+#include "core/plan/cost_model.hpp"
 #include "core/probe/machine.hpp"
-#include "experiments/workload.hpp"
+#include "experiments/run_costs.hpp"
 
 namespace speclab::cli {
 namespace {
-
-constexpr std::string_view kDefaultWorkload = "rewrite";
 
 struct Row {
   int64_t gamma = 0;
@@ -33,67 +33,6 @@ struct Row {
 };
 
 double per_call(const ModelStats& s) { return s.calls ? s.seconds / s.calls : 0.0; }
-
-struct Prompts {
-  std::vector<std::vector<int32_t>> tokens;
-  std::string source;  // what the prompts are, for the report
-};
-
-// Byte-vocabulary models: held-out corpus text. Models with a tokenizer: a chat workload (or
-// --prompt) in their chat template; request b takes conversation b mod n. Others: random ids.
-Prompts make_prompts(const BenchDecodeOptions& o, const LanguageModel& target) {
-  Prompts prompts;
-  const bool chat = !tokenizer_file(o.target).empty();
-  if (!chat && (!o.workload.empty() || !o.prompt.empty())) {
-    throw InvalidInput(fmt::format(
-        "{} needs a target with a tokenizer (such as smollm2-135m); target {} has vocabulary "
-        "size {} and no tokenizer",
-        o.workload.empty() ? "--prompt" : "--workload", o.target, target.vocab()));
-  }
-  if (chat && !o.workload.empty() && !o.prompt.empty()) {
-    throw InvalidInput("--workload and --prompt are exclusive: give one");
-  }
-  if (chat && !o.prompt.empty()) {
-    const experiments::ChatTokenizer t = experiments::chat_tokenizer(o.target);
-    const std::vector<ChatMessage> conversation = {{"user", o.prompt}};
-    const auto ids = experiments::tokenize_conversation(t, conversation, o.tokens, "--prompt");
-    prompts.tokens.assign(static_cast<size_t>(o.batch), ids);
-    prompts.source = fmt::format("--prompt, {} tokens in the chat template", ids.size());
-    return prompts;
-  }
-  if (chat) {
-    const experiments::Workload w =
-        experiments::load_workload(o.workload.empty() ? kDefaultWorkload : o.workload);
-    prompts.tokens = experiments::workload_prompts(w, o.target, o.batch, o.tokens);
-    std::string lengths;
-    for (size_t b = 0; b < prompts.tokens.size(); ++b) {
-      lengths += fmt::format("{}{}", b ? ", " : "", prompts.tokens[b].size());
-    }
-    prompts.source = fmt::format(
-        "workload {} ({} conversations; request b takes b mod {}), "
-        "prompt tokens {}",
-        w.name, w.conversations.size(), w.conversations.size(), lengths);
-    return prompts;
-  }
-  const bool text = target.vocab() == kByteVocab;
-  for (int64_t b = 0; b < o.batch; ++b) {
-    if (text) {
-      prompts.tokens.push_back(corpus_prompt(4096 * b, 64));
-    } else {
-      std::vector<int32_t> p(16);
-      for (size_t i = 0; i < p.size(); ++i) {
-        const RandomAddress a{
-            o.seed, static_cast<uint32_t>(b), 0, static_cast<uint32_t>(i), Purpose::kPlainSample,
-            1};
-        p[i] = static_cast<int32_t>(philox_bits(a) % static_cast<uint32_t>(target.vocab()));
-      }
-      prompts.tokens.push_back(p);
-    }
-  }
-  prompts.source =
-      text ? "held-out corpus text, 64 bytes per request" : "random token ids, 16 per request";
-  return prompts;
-}
 
 // Requests of a run that ended with the target's EOS token.
 int64_t stopped_at_eos(const DecodeResult& r, int32_t eos) {
@@ -126,7 +65,8 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     throw InvalidInput(fmt::format("draft {} has vocabulary size {} but target {} has {}",
                                    draft->name(), draft->vocab(), target->name(), target->vocab()));
   }
-  const Prompts made = make_prompts(o, *target);
+  const BenchPrompts made =
+      bench_prompts({o.target, o.batch, o.tokens, o.seed, o.workload, o.prompt}, *target);
   const auto& prompts = made.tokens;
   // Warm caches and lazily built weights before timing.
   DecodeConfig warm = config;
@@ -147,6 +87,7 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   const double plain_seconds = plain.metrics.decode_seconds;
   const double plain_rate = plain.metrics.tokens / plain_seconds;
   const double target_step = per_call(plain.metrics.target);
+  const double plain_step = experiments::measured_plain_step(plain.metrics);
   const int64_t plain_eos = stopped_at_eos(plain, target->eos_token());
 
   std::vector<Row> rows;
@@ -173,17 +114,20 @@ void run_bench_decode(const BenchDecodeOptions& o) {
     row.emitted_formula = a < 1.0 ? (1.0 - std::pow(a, gamma + 1)) / (1.0 - a) : gamma + 1.0;
     row.tokens_per_s = m.tokens / m.decode_seconds;
     row.speedup = row.tokens_per_s / plain_rate;
-    row.c = per_call(m.draft) / target_step;
-    row.target_ratio = per_call(m.target) / target_step;
-    // Per verification round, the time outside the models' calls (sampling the drafts,
-    // verifying, bookkeeping), in target steps.
-    const double outside = m.decode_seconds - m.target.seconds - m.draft.seconds;
-    row.overhead = m.target.calls ? outside / m.target.calls / target_step : 0.0;
-    // Leviathan et al.: E/(γc + 1) takes a verification call to cost one target step and
-    // everything else to be free. The prediction uses the measured costs of a round instead:
-    // E/(γc + r + o), r = T(γ+1)/T(1).
+    // The planner's finite run (predict_run) priced with this run's own costs: the plain step,
+    // and per round the drafting, the verification call and the time outside the calls
+    // (sampling the drafts, verifying, bookkeeping). Its terms c, r, o are in plain steps.
+    const MeasuredRoundCosts costs({{.batch = o.batch,
+                                     .plain_step = plain_step,
+                                     .rounds = {experiments::measured_round(m, gamma)}}});
+    const RunPrediction prediction = predict_run(costs, a, o.batch, gamma, o.tokens);
+    row.c = prediction.c;
+    row.target_ratio = prediction.r;
+    row.overhead = prediction.o;
+    // Leviathan et al.: E/(γc + 1) takes a verification call to cost one plain step and
+    // everything else to be free.
     row.speedup_leviathan = row.emitted_formula / (gamma * row.c + 1.0);
-    row.speedup_predicted = row.emitted_formula / (gamma * row.c + row.target_ratio + row.overhead);
+    row.speedup_predicted = prediction.speedup;
     rows.push_back(row);
   }
 
@@ -260,10 +204,11 @@ void run_bench_decode(const BenchDecodeOptions& o) {
   }
   std::printf(
       "\n  alpha: accepted / tested draft positions; sum-min: mean Σ min(p, q) on the path;\n"
-      "  formula: (1 − α^(γ+1))/(1 − α); c = draft step ÷ target step; r = verification call ÷\n"
-      "  target step; o = time outside the model calls per round ÷ target step;\n"
-      "  predicted: formula / (γc + r + o); Leviathan: formula / (γc + 1); tokens: generated in\n"
-      "  all; EOS: requests that stopped at the end-of-sequence token.\n");
+      "  formula: (1 − α^(γ+1))/(1 − α); c = a round's drafting ÷ γ, r = its verification\n"
+      "  call, o = its time outside the model calls, each ÷ a plain step (the engine's sampling\n"
+      "  included); predicted: the planner's finite run at α from these costs (the rounds of the\n"
+      "  slowest request, formula / (γc + r + o) per round); Leviathan: formula / (γc + 1);\n"
+      "  tokens: generated in all; EOS: requests that stopped at the end-of-sequence token.\n");
 }
 
 }  // namespace speclab::cli

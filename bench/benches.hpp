@@ -50,8 +50,21 @@ struct BenchGpuOptions {
 /// CUDA, prints that and measures nothing.
 void run_bench_gpu(const BenchGpuOptions& options);
 
-/// `speclab plan --validate`: the planner's prediction against decoding runs of the LinearSoftmax
-/// pair on this machine, by batch size (bench/plan_validate.cpp).
-void run_plan_validate(bool json);
+struct PlanValidateOptions {
+  std::string target = "lsm-target";  ///< model registry names (`speclab models`)
+  std::string draft = "lsm-draft";
+  std::vector<int64_t> batches;  ///< empty: 1, 2, 4, 8, 16 (1, 2, 4 for a target with a tokenizer)
+  std::vector<int64_t> gammas = {1, 2, 4, 6};
+  int64_t tokens = 64;              ///< generated per request in each timed run
+  int64_t calibration_tokens = 16;  ///< per request in each calibration run
+  int rounds = 5;                   ///< interleaved rounds (the interval is their spread)
+  double temperature = 1.0;
+  std::string workload;  ///< models with a tokenizer: a data/workloads name or file ("" = rewrite)
+  bool json = false;
+};
+
+/// `speclab plan --validate`: the planner's prediction against decoding runs of a pair on this
+/// machine, by batch size and γ, over interleaved rounds (bench/plan_validate.cpp).
+void run_plan_validate(const PlanValidateOptions& options);
 
 }  // namespace speclab::cli

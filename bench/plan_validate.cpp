@@ -1,220 +1,551 @@
-// `speclab plan --validate`: the cost model's predicted speedup (core/plan/cost_model.hpp, on the
-// measured `this-machine` preset) against speculative decoding measured with the decode engine,
-// for the LinearSoftmax pair lsm-target / lsm-draft by batch size.
+// `speclab plan --validate`: the planner's prediction of a run's speedup (core/plan/cost_model.hpp
+// predict_run) against speculative decoding measured with the decode engine on this machine, by
+// batch size and γ, for any target/draft pair of the model registry (lsm-target / lsm-draft by
+// default).
+//
+// Each of R rounds runs, for every batch size, first a calibration on other requests and another
+// seed — a short plain run (its step), the target's verification pass and the draft's step timed
+// as calls on that run's text, and short speculative runs (the time outside the calls per round)
+// — and then the timed runs on the same requests: plain decoding, then speculative decoding at
+// each γ. The prediction's inputs are the calibration's medians over rounds at every batch size,
+// and α = the mean Σ min(p, q) teacher-forced along the timed plain runs' text (the target's own
+// law, so no speculative run enters the prediction). A round's measured speedup is its plain time
+// over its speculative time; the report gives the median over rounds and its order-statistic
+// interval (plan_validate.hpp), and for each prediction the term (α, c, r, o) whose disagreement
+// with the timed runs moves it most. For the LinearSoftmax pair it also gives the roofline's
+// prediction on this host's measured rates (what `speclab plan --gpu this-machine` would say).
+#include "bench/plan_validate.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/benches.hpp"
-#include "core/base/philox.hpp"
+#include "bench/prompts.hpp"
+#include "core/base/error.hpp"
 #include "core/decode/decode.hpp"
 #include "core/io/json.hpp"
-#include "core/models/linear_softmax.hpp"
+#include "core/models/model_registry.hpp"
+#include "core/models/synthetic_draft.hpp"
 #include "core/plan/cost_model.hpp"
-#include "core/plan/hardware.hpp"
 #include "core/probe/machine.hpp"
 #include "core/probe/this_machine.hpp"
+#include "experiments/run_costs.hpp"
 
 namespace speclab::cli {
+
+// ---- the arithmetic (plan_validate.hpp) ---------------------------------------------------------
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) throw InvalidInput("the median of no values");
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+RoundsSpeedup speedup_over_rounds(std::span<const double> plain_seconds,
+                                  std::span<const double> speculative_seconds) {
+  if (plain_seconds.size() != speculative_seconds.size() || plain_seconds.size() < 2) {
+    throw InvalidInput(fmt::format(
+        "a speedup over rounds needs the same number ≥ 2 of plain and speculative times (got {} "
+        "and {})",
+        plain_seconds.size(), speculative_seconds.size()));
+  }
+  std::vector<double> ratios;
+  for (size_t k = 0; k < plain_seconds.size(); ++k) {
+    if (!(plain_seconds[k] > 0.0 && speculative_seconds[k] > 0.0)) {
+      throw InvalidInput(fmt::format("round {}: times must be positive (got {} s and {} s)", k,
+                                     plain_seconds[k], speculative_seconds[k]));
+    }
+    ratios.push_back(plain_seconds[k] / speculative_seconds[k]);
+  }
+  const int rounds = static_cast<int>(ratios.size());
+  return {.median = median_of(ratios),
+          .low = *std::min_element(ratios.begin(), ratios.end()),
+          .high = *std::max_element(ratios.begin(), ratios.end()),
+          .confidence = 1.0 - std::ldexp(1.0, 1 - rounds),
+          .rounds = rounds};
+}
+
+Verdict judge(double predicted, const RoundsSpeedup& measured) {
+  if (std::abs(predicted / measured.median - 1.0) <= kGoalRelativeError) {
+    return Verdict::kWithinTenPercent;
+  }
+  if (predicted >= measured.low && predicted <= measured.high) return Verdict::kInsideInterval;
+  return Verdict::kOutside;
+}
+
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::kWithinTenPercent:
+      return "within 10%";
+    case Verdict::kInsideInterval:
+      return "inside interval";
+    case Verdict::kOutside:
+      return "outside";
+  }
+  return "?";
+}
+
+double per_round_speedup(const RoundTerms& t, int64_t gamma) {
+  return expected_emitted(t.alpha, gamma) / (static_cast<double>(gamma) * t.c + t.r + t.o);
+}
+
+std::vector<TermEffect> term_effects(const RoundTerms& predicted, const RoundTerms& measured,
+                                     int64_t gamma) {
+  const double base = per_round_speedup(predicted, gamma);
+  std::vector<TermEffect> out;
+  const auto add = [&](const char* name, double RoundTerms::*term) {
+    RoundTerms swapped = predicted;
+    swapped.*term = measured.*term;
+    out.push_back({.term = name,
+                   .predicted = predicted.*term,
+                   .measured = measured.*term,
+                   .effect = per_round_speedup(swapped, gamma) / base - 1.0});
+  };
+  add("acceptance α", &RoundTerms::alpha);
+  add("draft cost c", &RoundTerms::c);
+  add("verification cost r", &RoundTerms::r);
+  add("overhead o", &RoundTerms::o);
+  return out;
+}
+
+TermEffect largest_effect(const std::vector<TermEffect>& effects) {
+  if (effects.empty()) throw InvalidInput("no term effects");
+  return *std::max_element(effects.begin(), effects.end(), [](const auto& a, const auto& b) {
+    return std::abs(a.effect) < std::abs(b.effect);
+  });
+}
+
+// ---- the timing loop ----------------------------------------------------------------------------
+
 namespace {
 
-constexpr int64_t kTokens = 48;  // generated per sequence, plain and speculative
-constexpr int64_t kPromptLength = 16;
-constexpr int kRepeats = 3;  // best of: the machine is shared
-const std::vector<int64_t> kBatches = {1, 2, 4, 8, 16};
-const std::vector<int64_t> kGammas = {1, 2, 4, 6};
-
-std::vector<std::vector<int32_t>> random_prompts(int64_t batch, int64_t vocab) {
-  std::vector<std::vector<int32_t>> prompts(batch, std::vector<int32_t>(kPromptLength));
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t i = 0; i < kPromptLength; ++i) {
-      const RandomAddress a{
-          7, static_cast<uint32_t>(b), 0, static_cast<uint32_t>(i), Purpose::kPlainSample, 1};
-      prompts[b][i] = static_cast<int32_t>(philox_bits(a) % static_cast<uint32_t>(vocab));
-    }
-  }
-  return prompts;
-}
-
-struct Cell {
-  int64_t gamma = 0;
-  double predicted = 0.0, measured = 0.0, alpha = 0.0;
-};
-
-struct BatchRow {
-  int64_t batch = 0;
-  double plain_seconds = 0.0;  // measured, whole run
-  std::vector<Cell> cells;     // one per γ of kGammas
-  Cell predicted_best() const {
-    return *std::max_element(cells.begin(), cells.end(), [](const Cell& a, const Cell& b) {
-      return a.predicted < b.predicted;
-    });
-  }
-  Cell measured_best() const {
-    return *std::max_element(cells.begin(), cells.end(),
-                             [](const Cell& a, const Cell& b) { return a.measured < b.measured; });
-  }
-};
-
-double measured_at(const BatchRow& row, int64_t gamma) {
-  for (const Cell& c : row.cells) {
-    if (c.gamma == gamma) return c.measured;
-  }
-  return 0.0;
-}
+const std::vector<int64_t> kDefaultBatches = {1, 2, 4, 8, 16};
+// A target with a tokenizer is a real model (SmolLM2): ~10× slower per token on a CPU.
+const std::vector<int64_t> kDefaultModelBatches = {1, 2, 4};
+constexpr uint64_t kSeed = 11, kCalibrationSeed = 12;
+constexpr uint64_t kPromptSeed = 7, kCalibrationPromptSeed = 8;
+constexpr int kPassRepeats = 3;  // calls per timed pass (their median)
 
 double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::optional<int64_t> first_not_paying(const std::vector<BatchRow>& rows, bool measured) {
-  for (const BatchRow& r : rows) {
-    const double best = measured ? r.measured_best().measured : r.predicted_best().predicted;
+double acceptance(int64_t accepted, int64_t tested) {
+  return tested > 0 ? static_cast<double>(accepted) / static_cast<double>(tested) : 0.0;
+}
+
+// What R rounds measured for one (batch, γ).
+struct CellRuns {
+  std::vector<double> speculative_seconds;        // timed runs, per round
+  std::vector<MeasuredRound> timed, calibration;  // per round
+  int64_t accepted = 0, tested = 0;               // timed runs, pooled
+};
+
+struct BatchRuns {
+  int64_t batch = 0;
+  std::vector<double> plain_seconds, plain_step, calibration_plain_step;  // per round
+  std::vector<CellRuns> cells;                                            // per γ
+};
+
+MeasuredRound median_round(const std::vector<MeasuredRound>& rounds, int64_t gamma) {
+  std::vector<double> drafting, verify, overhead;
+  for (const MeasuredRound& r : rounds) {
+    drafting.push_back(r.drafting);
+    verify.push_back(r.verify_pass);
+    overhead.push_back(r.overhead);
+  }
+  return {.gamma = gamma,
+          .drafting = median_of(drafting),
+          .verify_pass = median_of(verify),
+          .overhead = median_of(overhead)};
+}
+
+// The result for one (batch, γ).
+struct Cell {
+  int64_t gamma = 0;
+  RunPrediction prediction;
+  std::optional<double> roofline;  // the roofline's prediction (LinearSoftmax pairs)
+  RoundsSpeedup measured;
+  Verdict verdict = Verdict::kOutside;
+  RoundTerms predicted_terms, measured_terms;
+  std::vector<TermEffect> effects;
+};
+
+struct Row {
+  int64_t batch = 0;
+  std::vector<Cell> cells;
+  const Cell& predicted_best() const {
+    return *std::max_element(cells.begin(), cells.end(), [](const Cell& a, const Cell& b) {
+      return a.prediction.speedup < b.prediction.speedup;
+    });
+  }
+  const Cell& measured_best() const {
+    return *std::max_element(cells.begin(), cells.end(), [](const Cell& a, const Cell& b) {
+      return a.measured.median < b.measured.median;
+    });
+  }
+};
+
+std::optional<int64_t> first_not_paying(const std::vector<Row>& rows, bool measured) {
+  for (const Row& r : rows) {
+    const double best =
+        measured ? r.measured_best().measured.median : r.predicted_best().prediction.speedup;
     if (best <= 1.0) return r.batch;
   }
   return std::nullopt;
 }
 
+// Seconds of one call of `model` scoring the last m positions of every context (median of
+// `repeats` calls), as a decoding round calls it: the state of each sequence (a KV cache) holds
+// the tokens before those m, and is rolled back after each call so that every call does the
+// same work.
+double time_pass(LanguageModel& model, const std::vector<std::vector<int32_t>>& contexts, int64_t m,
+                 const SamplingParams& sampling, int repeats) {
+  std::vector<ScoreRequest> requests, prefixes;
+  for (size_t b = 0; b < contexts.size(); ++b) {
+    const std::span<const int32_t> all(contexts[b]);
+    const auto kept = static_cast<int64_t>(all.size()) - m;  // the state before the m positions
+    if (kept < 1) {
+      throw InvalidInput(
+          fmt::format("context {} has {} tokens; timing m = {} needs more", b, all.size(), m));
+    }
+    requests.push_back({all, m, static_cast<int64_t>(b)});
+    prefixes.push_back({all.first(static_cast<size_t>(kept) + 1), 1, static_cast<int64_t>(b)});
+  }
+  model.prefill(prefixes);
+  std::vector<float> probs(static_cast<size_t>(total_positions(requests) * model.vocab()));
+  std::vector<double> seconds;
+  for (int r = 0; r < repeats; ++r) {
+    const double t0 = seconds_now();
+    model.score(requests, sampling, probs);
+    seconds.push_back(seconds_now() - t0);
+    for (const ScoreRequest& q : requests) {
+      model.truncate(q.sequence_id, static_cast<int64_t>(q.tokens.size()) - m);
+    }
+  }
+  for (const ScoreRequest& q : requests) model.release(q.sequence_id);
+  return median_of(seconds);
+}
+
+// Σ_x min(p, q) summed over the rows of the target's and the draft's distributions along each
+// request's prompt and generated tokens (teacher-forced, as the decode engine calls them: the
+// prompt pass, then one call scoring every generated position), and the number of rows. Its mean
+// is token-level verification's acceptance rate on text with the target's law.
+struct SumMin {
+  double sum = 0.0;
+  int64_t rows = 0;
+  double mean() const { return rows > 0 ? sum / static_cast<double>(rows) : 0.0; }
+};
+
+void add_teacher_forced(LanguageModel& target, LanguageModel& draft,
+                        const std::vector<std::vector<int32_t>>& prompts,
+                        const std::vector<std::vector<int32_t>>& generated,
+                        const DecodeConfig& config, SumMin& into) {
+  const int64_t v = target.vocab();
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    if (generated[b].empty()) continue;
+    std::vector<int32_t> tokens = prompts[b];
+    tokens.insert(tokens.end(), generated[b].begin(), generated[b].end() - 1);
+    const auto n = static_cast<int64_t>(generated[b].size());
+    const ScoreRequest prompt{prompts[b], 1, 0}, rows{tokens, n, 0};
+    std::vector<float> p(static_cast<size_t>(n * v)), q(p.size());
+    target.prefill(std::span(&prompt, 1));
+    target.score(std::span(&rows, 1), config.sampling, p);
+    target.release(0);
+    draft.prefill(std::span(&prompt, 1));
+    draft.score(std::span(&rows, 1), config.draft_sampling, q);
+    draft.release(0);
+    for (size_t i = 0; i < p.size(); ++i) into.sum += std::min(p[i], q[i]);
+    into.rows += n;
+  }
+}
+
+void check_options(const PlanValidateOptions& o) {
+  if (o.rounds < 2) {
+    throw InvalidInput(fmt::format(
+        "--rounds is {}; expected ≥ 2 (the interval is the spread over rounds)", o.rounds));
+  }
+  if (o.tokens < 2 || o.calibration_tokens < 2) {
+    throw InvalidInput(fmt::format("--tokens and --calibration-tokens must be ≥ 2 (got {} and {})",
+                                   o.tokens, o.calibration_tokens));
+  }
+  if (o.gammas.empty()) throw InvalidInput("--validate needs at least one --gamma");
+  for (int64_t g : o.gammas) {
+    if (g < 1) throw InvalidInput(fmt::format("--gamma value {} must be ≥ 1", g));
+  }
+  for (int64_t b : o.batches) {
+    if (b < 1) throw InvalidInput(fmt::format("--batch value {} must be ≥ 1", b));
+  }
+}
+
+Json terms_json(const RoundTerms& t) {
+  return {{"alpha", t.alpha}, {"c", t.c}, {"r", t.r}, {"o", t.o}};
+}
+
 }  // namespace
 
-void run_plan_validate(bool json) {
+void run_plan_validate(const PlanValidateOptions& o) {
+  check_options(o);
   const double start = seconds_now();
-  const HardwareSpec all_cores = find_hardware(kThisMachine);
-  const HardwareSpec one_core = this_machine_on_one_core();
-  auto target = make_linear_softmax_model("lsm-target");
-  auto draft = make_linear_softmax_model("lsm-draft");
-  const int64_t vocab = target->vocab();
-  const PairCostModel model = *linear_softmax_pair_on_this_machine(*target, *draft);
+  auto target = make_model(o.target);
+  const bool chat = !tokenizer_file(o.target).empty();
+  std::vector<int64_t> batches =
+      o.batches.empty() ? (chat ? kDefaultModelBatches : kDefaultBatches) : o.batches;
+  std::sort(batches.begin(), batches.end());
+  batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
 
-  DecodeConfig config{.max_new_tokens = kTokens,
-                      .sampling = {.temperature = 1.0},
-                      .draft_sampling = {.temperature = 1.0},
-                      .seed = 11};
+  DecodeConfig config{.max_new_tokens = o.tokens,
+                      .sampling = {.temperature = o.temperature},
+                      .draft_sampling = {.temperature = o.temperature},
+                      .seed = kSeed};
+  // A synthetic draft at T = 0 would be one-hot; it drafts at T = 1 from its constructed rows.
+  if (is_synthetic_draft(o.draft)) config.draft_sampling = {};
+  auto draft = make_draft_model(o.draft, o.target, config.sampling, config.draft_sampling);
+  if (target->vocab() != draft->vocab()) {
+    throw InvalidInput(fmt::format("draft {} has vocabulary size {} but target {} has {}",
+                                   draft->name(), draft->vocab(), target->name(), target->vocab()));
+  }
+  DecodeConfig calibration = config;
+  calibration.max_new_tokens = o.calibration_tokens;
+  calibration.seed = kCalibrationSeed;
+
+  std::vector<BenchPrompts> prompts, calibration_prompts;
+  for (int64_t b : batches) {
+    prompts.push_back(bench_prompts({o.target, b, o.tokens, kPromptSeed, o.workload, ""}, *target));
+    calibration_prompts.push_back(bench_prompts(
+        {o.target, b, o.calibration_tokens, kCalibrationPromptSeed, o.workload, ""}, *target));
+  }
   // Warm the lazily generated weights and the caches.
   {
-    const auto prompts = random_prompts(2, vocab);
     DecodeConfig warm = config;
     warm.max_new_tokens = 4;
-    plain_decode(*target, prompts, warm);
-    speculative_decode(*target, *draft, prompts, warm);
-  }
-  // α from a short calibration run (docs/verifiers.md "Metrics every run records").
-  double alpha = 0.0;
-  {
-    DecodeConfig calib = config;
-    calib.gamma = 4;
-    calib.seed = 12;
-    const DecodeResult r = speculative_decode(*target, *draft, random_prompts(4, vocab), calib);
-    alpha = r.metrics.acceptance_rate();
+    plain_decode(*target, prompts.front().tokens, warm);
+    speculative_decode(*target, *draft, prompts.front().tokens, warm);
   }
 
-  // Repeats are the outer loop, so the best of each configuration is taken from samples
-  // spread over the whole run: other processes' bursts of load last seconds.
-  std::vector<BatchRow> rows;
-  std::vector<std::vector<double>> spec_seconds(kBatches.size(),
-                                                std::vector<double>(kGammas.size(), 1e30));
-  for (int64_t batch : kBatches) rows.push_back({.batch = batch, .plain_seconds = 1e30});
-  for (int rep = 0; rep < kRepeats; ++rep) {
-    for (size_t i = 0; i < kBatches.size(); ++i) {
-      const auto prompts = random_prompts(kBatches[i], vocab);
-      rows[i].plain_seconds = std::min(
-          rows[i].plain_seconds, plain_decode(*target, prompts, config).metrics.decode_seconds);
-      for (size_t j = 0; j < kGammas.size(); ++j) {
-        DecodeConfig c = config;
-        c.gamma = kGammas[j];
-        const DecodeResult r = speculative_decode(*target, *draft, prompts, c);
-        spec_seconds[i][j] = std::min(spec_seconds[i][j], r.metrics.decode_seconds);
-        if (rep == 0) {
-          rows[i].cells.push_back({.gamma = kGammas[j], .alpha = r.metrics.acceptance_rate()});
-        }
+  std::vector<BatchRuns> runs;
+  for (int64_t b : batches) {
+    runs.push_back({.batch = b, .cells = std::vector<CellRuns>(o.gammas.size())});
+  }
+  SumMin sum_min;  // teacher-forced on the timed plain runs' text
+  // Rounds are the outer loop: each round times every configuration once, plain beside
+  // speculative, so that a slow spell of the machine falls on both sides of one round's ratio.
+  // Each round decodes with its own seed, so the interval covers the samples' acceptance too.
+  for (int k = 0; k < o.rounds; ++k) {
+    DecodeConfig timed = config, cal = calibration;
+    timed.seed = kSeed + static_cast<uint64_t>(k);
+    cal.seed = kCalibrationSeed + static_cast<uint64_t>(k);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      BatchRuns& br = runs[i];
+      // Calibration: a plain run's step, and on its text each γ's verification pass and draft
+      // step timed as calls, and the round's outside time from a short speculative run.
+      const std::vector<std::vector<int32_t>>& cal_prompts = calibration_prompts[i].tokens;
+      const DecodeResult cal_plain = plain_decode(*target, cal_prompts, cal);
+      br.calibration_plain_step.push_back(experiments::measured_plain_step(cal_plain.metrics));
+      std::vector<std::vector<int32_t>> contexts = cal_prompts;
+      for (size_t b = 0; b < contexts.size(); ++b) {
+        contexts[b].insert(contexts[b].end(), cal_plain.tokens[b].begin(),
+                           cal_plain.tokens[b].end());
       }
+      const double draft_step = time_pass(*draft, contexts, 1, cal.draft_sampling, kPassRepeats);
+      for (size_t j = 0; j < o.gammas.size(); ++j) {
+        DecodeConfig c = cal;
+        c.gamma = o.gammas[j];
+        const DecodeResult r = speculative_decode(*target, *draft, cal_prompts, c);
+        br.cells[j].calibration.push_back(
+            {.gamma = c.gamma,
+             .drafting = static_cast<double>(c.gamma) * draft_step,
+             .verify_pass = time_pass(*target, contexts, c.gamma + 1, c.sampling, kPassRepeats),
+             .overhead = experiments::measured_round(r.metrics, c.gamma).overhead});
+      }
+      const DecodeResult plain = plain_decode(*target, prompts[i].tokens, timed);
+      br.plain_seconds.push_back(plain.metrics.decode_seconds);
+      br.plain_step.push_back(experiments::measured_plain_step(plain.metrics));
+      for (size_t j = 0; j < o.gammas.size(); ++j) {
+        DecodeConfig c = timed;
+        c.gamma = o.gammas[j];
+        const DecodeResult r = speculative_decode(*target, *draft, prompts[i].tokens, c);
+        CellRuns& cell = br.cells[j];
+        cell.speculative_seconds.push_back(r.metrics.decode_seconds);
+        cell.timed.push_back(experiments::measured_round(r.metrics, c.gamma));
+        cell.accepted += r.metrics.accepted_positions;
+        cell.tested += r.metrics.tested_positions;
+      }
+      add_teacher_forced(*target, *draft, prompts[i].tokens, plain.tokens, timed, sum_min);
     }
   }
-  for (size_t i = 0; i < kBatches.size(); ++i) {
-    for (size_t j = 0; j < kGammas.size(); ++j) {
-      Cell& cell = rows[i].cells[j];
-      cell.measured = rows[i].plain_seconds / spec_seconds[i][j];  // same tokens generated
-      cell.predicted = step_cost(model, alpha, kBatches[i], kGammas[j]).speedup;
+
+  // The prediction's costs: the calibration's medians at every batch size.
+  std::vector<MeasuredBatchCost> entries;
+  for (const BatchRuns& br : runs) {
+    MeasuredBatchCost e{.batch = br.batch, .plain_step = median_of(br.calibration_plain_step)};
+    for (size_t j = 0; j < o.gammas.size(); ++j) {
+      e.rounds.push_back(median_round(br.cells[j].calibration, o.gammas[j]));
     }
+    entries.push_back(e);
+  }
+  const MeasuredRoundCosts costs(entries);
+  const std::optional<PairCostModel> roofline_model =
+      linear_softmax_pair_on_this_machine(*target, *draft);
+  std::optional<RooflineRoundCosts> roofline;
+  if (roofline_model) roofline.emplace(*roofline_model);
+
+  std::vector<Row> rows;
+  for (const BatchRuns& br : runs) {
+    Row row{.batch = br.batch};
+    const double plain_step = median_of(br.plain_step);
+    for (size_t j = 0; j < o.gammas.size(); ++j) {
+      const int64_t gamma = o.gammas[j];
+      const CellRuns& cr = br.cells[j];
+      const double alpha = sum_min.mean();
+      Cell cell{.gamma = gamma};
+      cell.prediction = predict_run(costs, alpha, br.batch, gamma, o.tokens);
+      if (roofline)
+        cell.roofline = predict_run(*roofline, alpha, br.batch, gamma, o.tokens).speedup;
+      cell.measured = speedup_over_rounds(br.plain_seconds, cr.speculative_seconds);
+      cell.verdict = judge(cell.prediction.speedup, cell.measured);
+      const RunPrediction& p = cell.prediction;
+      cell.predicted_terms = {.alpha = alpha, .c = p.c, .r = p.r, .o = p.o};
+      const MeasuredRound timed = median_round(cr.timed, gamma);
+      cell.measured_terms = {.alpha = acceptance(cr.accepted, cr.tested),
+                             .c = timed.drafting / static_cast<double>(gamma) / plain_step,
+                             .r = timed.verify_pass / plain_step,
+                             .o = timed.overhead / plain_step};
+      cell.effects = term_effects(cell.predicted_terms, cell.measured_terms, gamma);
+      row.cells.push_back(cell);
+    }
+    rows.push_back(row);
   }
   const auto predicted_even = first_not_paying(rows, false);
   const auto measured_even = first_not_paying(rows, true);
+  int within = 0;
+  for (const Row& r : rows) within += r.predicted_best().verdict != Verdict::kOutside;
   const double elapsed = seconds_now() - start;
-  const double error_b1 = rows.front().predicted_best().predicted /
-                              measured_at(rows.front(), rows.front().predicted_best().gamma) -
-                          1.0;
+  const double confidence = rows.front().cells.front().measured.confidence;
 
-  if (json) {
-    Json machine = {{"read_gbps", all_cores.bandwidth_gbps},
-                    {"read_gbps_one_core", one_core.bandwidth_gbps},
-                    {"gflops", all_cores.fp32_tflops * 1e3},
-                    {"gflops_one_core", one_core.fp32_tflops * 1e3},
-                    {"ns_per_logit", all_cores.seconds_per_logit * 1e9},
-                    {"call_overhead_us", all_cores.launch_overhead_seconds * 1e6}};
-    machine.update(machine_json(machine_identity()));
+  if (o.json) {
+    Json machine = machine_json(machine_identity());
     Json list = Json::array();
-    for (const BatchRow& r : rows) {
-      const Cell p = r.predicted_best(), m = r.measured_best();
+    for (const Row& r : rows) {
+      const Cell &p = r.predicted_best(), &m = r.measured_best();
       Json grid = Json::array();
       for (const Cell& c : r.cells) {
+        Json effects = Json::array();
+        for (const TermEffect& e : c.effects) {
+          effects.push_back({{"term", e.term},
+                             {"predicted", e.predicted},
+                             {"measured", e.measured},
+                             {"effect", e.effect}});
+        }
         grid.push_back({{"gamma", c.gamma},
-                        {"predicted", c.predicted},
-                        {"measured", c.measured},
-                        {"alpha", c.alpha}});
+                        {"predicted", c.prediction.speedup},
+                        {"predicted_per_round", c.prediction.per_round_speedup},
+                        {"roofline", json_or_null(c.roofline)},
+                        {"measured", c.measured.median},
+                        {"measured_low", c.measured.low},
+                        {"measured_high", c.measured.high},
+                        {"verdict", verdict_name(c.verdict)},
+                        {"alpha", c.measured_terms.alpha},
+                        {"terms_predicted", terms_json(c.predicted_terms)},
+                        {"terms_measured", terms_json(c.measured_terms)},
+                        {"term_effects", effects}});
       }
       list.push_back({{"batch", r.batch},
                       {"gamma", p.gamma},
-                      {"predicted", p.predicted},
-                      {"measured", measured_at(r, p.gamma)},
+                      {"predicted", p.prediction.speedup},
+                      {"measured", p.measured.median},
+                      {"measured_low", p.measured.low},
+                      {"measured_high", p.measured.high},
+                      {"verdict", verdict_name(p.verdict)},
                       {"measured_best_gamma", m.gamma},
-                      {"measured_best", m.measured},
+                      {"measured_best", m.measured.median},
                       {"by_gamma", grid}});
     }
     const Json out = {{"machine", machine},
-                      {"target", target->name()},
-                      {"draft", draft->name()},
-                      {"tokens", kTokens},
-                      {"alpha", alpha},
+                      {"target", o.target},
+                      {"draft", o.draft},
+                      {"tokens", o.tokens},
+                      {"calibration_tokens", o.calibration_tokens},
+                      {"alpha_teacher_forced", sum_min.mean()},
+                      {"alpha_rows", sum_min.rows},
+                      {"rounds", o.rounds},
+                      {"interval_confidence", confidence},
+                      {"temperature", o.temperature},
+                      {"prompts", prompts.front().source},
                       {"rows", list},
+                      {"batches_within_goal", within},
                       {"predicted_break_even_batch", json_or_null(predicted_even)},
                       {"measured_break_even_batch", json_or_null(measured_even)},
-                      {"batch1_relative_error", error_b1},
                       {"seconds", elapsed}};
     std::printf("%s\n", json_text(out).c_str());
     return;
   }
   std::printf(
-      "speclab plan --validate: %s + %s on this machine, %lld tokens per sequence, α = %.3f "
-      "(calibration run)\n",
-      target->name().c_str(), draft->name().c_str(), static_cast<long long>(kTokens), alpha);
+      "speclab plan --validate: %s + %s on this machine, %lld tokens per request, T = %g, %d "
+      "interleaved rounds\n",
+      o.target.c_str(), o.draft.c_str(), static_cast<long long>(o.tokens), o.temperature, o.rounds);
   std::printf("  machine: %s\n", machine_line(machine_identity()).c_str());
+  std::printf("  prompts: %s\n", prompts.front().source.c_str());
   std::printf(
-      "  this-machine: %.1f GB/s read (%.1f one core), %.0f GFLOP/s fp32 (%.0f one core), "
-      "%.2f ns per logit sampled, %.1f µs per call\n",
-      all_cores.bandwidth_gbps, one_core.bandwidth_gbps, all_cores.fp32_tflops * 1e3,
-      one_core.fp32_tflops * 1e3, all_cores.seconds_per_logit * 1e9,
-      all_cores.launch_overhead_seconds * 1e6);
-  std::printf("\n  batch  γ*  predicted  measured  error   | measured best: γ  speedup\n");
-  for (const BatchRow& r : rows) {
-    const Cell p = r.predicted_best(), m = r.measured_best();
-    const double measured_at_p = measured_at(r, p.gamma);
-    std::printf("  %5lld  %2lld  %8.2fx  %7.2fx  %+5.0f%%  |               %lld  %6.2fx\n",
-                static_cast<long long>(r.batch), static_cast<long long>(p.gamma), p.predicted,
-                measured_at_p, 100.0 * (p.predicted / measured_at_p - 1.0),
-                static_cast<long long>(m.gamma), m.measured);
+      "  prediction: the planner's finite run (predict_run) on costs calibrated in the same "
+      "rounds (per batch: plain step of a %lld-token run, verification pass and draft step timed "
+      "as calls, outside time per round), α = %.3f teacher-forced Σ min(p, q) on the plain "
+      "runs' text (%lld rows)\n",
+      static_cast<long long>(o.calibration_tokens), sum_min.mean(),
+      static_cast<long long>(sum_min.rows));
+  std::printf(
+      "\n  batch  γ*  predicted  measured [%2.0f%% interval]  error  verdict          | measured "
+      "best γ  speedup%s\n",
+      100.0 * confidence, roofline ? " | roofline" : "");
+  for (const Row& r : rows) {
+    const Cell &p = r.predicted_best(), &m = r.measured_best();
+    std::printf(
+        "  %5lld  %2lld  %8.2fx  %7.2fx [%.2f, %.2f]   %+5.0f%%  %-15s  |            %2lld  "
+        "%6.2fx",
+        static_cast<long long>(r.batch), static_cast<long long>(p.gamma), p.prediction.speedup,
+        p.measured.median, p.measured.low, p.measured.high,
+        100.0 * (p.prediction.speedup / p.measured.median - 1.0),
+        std::string(verdict_name(p.verdict)).c_str(), static_cast<long long>(m.gamma),
+        m.measured.median);
+    if (p.roofline) std::printf(" | %6.2fx", *p.roofline);
+    std::printf("\n");
   }
-  auto show = [](std::optional<int64_t> v) {
-    return v ? fmt::format("{}", *v) : std::string("none up to 16");
+  std::printf(
+      "\n  terms at γ* (predicted → measured in the timed runs; effect on the prediction):\n");
+  for (const Row& r : rows) {
+    const Cell& p = r.predicted_best();
+    const TermEffect worst = largest_effect(p.effects);
+    std::printf(
+        "  %5lld  α %.3f→%.3f  c %.3f→%.3f  r %.2f→%.2f  o %.3f→%.3f   largest: %s %+.0f%%%s\n",
+        static_cast<long long>(r.batch), p.predicted_terms.alpha, p.measured_terms.alpha,
+        p.predicted_terms.c, p.measured_terms.c, p.predicted_terms.r, p.measured_terms.r,
+        p.predicted_terms.o, p.measured_terms.o, worst.term.c_str(), 100.0 * worst.effect,
+        p.verdict == Verdict::kOutside ? "  ← why it is outside" : "");
+  }
+  auto show = [&](std::optional<int64_t> v) {
+    return v ? fmt::format("{}", *v) : fmt::format("none up to {}", batches.back());
   };
   std::printf(
       "\n  break-even batch (smallest batch whose best speedup ≤ 1): predicted %s, measured %s\n",
       show(predicted_even).c_str(), show(measured_even).c_str());
-  std::printf("  γ* is the model's best γ of {1, 2, 4, 6}; error = predicted / measured − 1.\n");
+  std::printf("  goal: %d of %zu batch sizes within 10%% of the median or inside its interval\n",
+              within, rows.size());
+  std::printf(
+      "  γ*: the prediction's best γ of the grid; measured: median over rounds of plain ÷ "
+      "speculative decode time, interval [min, max] over rounds (it holds the median with "
+      "probability %.1f%%); error = predicted ÷ measured − 1; c, r, o in plain steps.%s\n",
+      100.0 * confidence,
+      roofline ? " roofline: the planner's roofline on this host's measured rates at the "
+                 "calibration α (speclab plan --gpu this-machine)."
+               : "");
   std::printf("  %.1f s\n", elapsed);
 }
 

@@ -44,6 +44,14 @@ struct PlanOptions {
   std::string out;
   bool json = false;
   bool validate = false;
+  // --validate only (bench/plan_validate.cpp); --target, --draft, --gamma and --batch name its
+  // registry models and grid there.
+  int64_t tokens = PlanValidateOptions{}.tokens;
+  int64_t calibration_tokens = PlanValidateOptions{}.calibration_tokens;
+  int rounds = PlanValidateOptions{}.rounds;
+  double temperature = PlanValidateOptions{}.temperature;
+  std::string workload;
+  bool batch_given = false;
 };
 
 struct Alpha {
@@ -111,6 +119,32 @@ std::vector<int64_t> parse_gammas(const std::string& text) {
     pos = comma + 1;
   }
   return out;
+}
+
+// `plan --validate`'s options: the pair and grid from --target, --draft, --gamma and --batch
+// (registry names and lists; the validation's defaults where absent). The planner's own options
+// have no meaning for a measurement of this machine and are refused.
+PlanValidateOptions validate_options(const PlanOptions& o) {
+  if (!o.gpu.empty() || o.alpha || !o.alpha_from.empty() || !o.target_config.empty() ||
+      !o.draft_config.empty() || !o.out.empty()) {
+    throw InvalidInput(
+        "--validate measures this machine with the pair's own runs: it takes --target, "
+        "--draft (registry models, `speclab models`), --gamma, --batch, --tokens, "
+        "--calibration-tokens, --rounds, --temperature, --workload and --json, not --gpu, "
+        "--alpha, --alpha-from, --target-config, --draft-config or --out");
+  }
+  PlanValidateOptions v;
+  if (!o.target.empty()) v.target = o.target;
+  if (!o.draft.empty()) v.draft = o.draft;
+  if (o.gamma != "auto") v.gammas = parse_gammas(o.gamma);
+  if (o.batch_given) v.batches = o.batch;
+  v.tokens = o.tokens;
+  v.calibration_tokens = o.calibration_tokens;
+  v.rounds = o.rounds;
+  v.temperature = o.temperature;
+  v.workload = o.workload;
+  v.json = o.json;
+  return v;
 }
 
 void check_plan_options(const PlanOptions& o) {
@@ -384,7 +418,7 @@ void print_vram(const PlanOptions& o, const PlanResult& plan) {
 
 void run_plan(const PlanOptions& o) {
   if (o.validate) {
-    run_plan_validate(o.json);
+    run_plan_validate(validate_options(o));
     return;
   }
   check_plan_options(o);
@@ -427,9 +461,9 @@ void setup_plan(CLI::App& app) {
                    "read α from a speclab HDF5 result (speclab run or speclab demo)");
   plan->add_option("--gamma", o->gamma, "auto (optimal γ per batch) or a list, e.g. 2,4,8")
       ->capture_default_str();
-  plan->add_option("--batch", o->batch, "batch sizes, e.g. 1,8,64")
-      ->delimiter(',')
-      ->capture_default_str();
+  auto* batch = plan->add_option("--batch", o->batch, "batch sizes, e.g. 1,8,64")
+                    ->delimiter(',')
+                    ->capture_default_str();
   plan->add_option("--context", o->context, "KV-cache length per sequence (tokens)")
       ->capture_default_str();
   plan->add_option("--memory-utilization", o->memory_utilization,
@@ -440,8 +474,25 @@ void setup_plan(CLI::App& app) {
   plan->add_option("-o,--out", o->out, "also write the plan to this HDF5 file");
   plan->add_flag("--json", o->json, "print one JSON object");
   plan->add_flag("--validate", o->validate,
-                 "predicted vs measured speedup of lsm-target/lsm-draft on this machine");
-  plan->callback([o] { run_plan(*o); });
+                 "predicted vs measured speedup of a pair on this machine (default "
+                 "lsm-target/lsm-draft; --target/--draft name registry models there, --gamma "
+                 "defaults to 1,2,4,6, --batch to 1,2,4,8,16)");
+  plan->add_option("--tokens", o->tokens, "--validate: tokens per request of each timed run")
+      ->capture_default_str();
+  plan->add_option("--calibration-tokens", o->calibration_tokens,
+                   "--validate: tokens per request of each calibration run")
+      ->capture_default_str();
+  plan->add_option("--rounds", o->rounds,
+                   "--validate: interleaved rounds (the interval is their spread)")
+      ->capture_default_str();
+  plan->add_option("--temperature", o->temperature, "--validate: sampling temperature")
+      ->capture_default_str();
+  plan->add_option("--workload", o->workload,
+                   "--validate with a tokenizer target: a chat workload (default rewrite)");
+  plan->callback([o, batch] {
+    o->batch_given = batch->count() > 0;
+    run_plan(*o);
+  });
 }
 
 const CommandRegistrar kRegistrar{"plan", &setup_plan};

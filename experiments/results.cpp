@@ -80,9 +80,11 @@ constexpr MetricSpec kMetrics[] = {
     {"end_to_end_speedup", Kind::kNumber, true, "ratio",
      "(tokens / seconds) / (the baseline's tokens / baseline_seconds): the prompt pass included"},
     {"predicted_speedup", Kind::kNumber, true, "ratio",
-     "the planner's speedup for this pair, batch size and gamma at the measured acceptance_rate, "
-     "on this machine measured, for runs of max_new_tokens per request (the rounds of a batch's "
-     "slowest request); LinearSoftmax pairs with a baseline and a chain verifier, NaN otherwise"},
+     "the planner's speedup (predict_run) for runs of max_new_tokens per request at this batch "
+     "size and gamma (the rounds of a batch's slowest request), from the point's measured "
+     "acceptance_rate and its own timings: plain step, drafting, verification call and the "
+     "time outside the calls per round; points with a baseline and a chain verifier, NaN "
+     "otherwise"},
     {"started", Kind::kText, true, "UTC ISO-8601", "UTC ISO-8601 time the point started"},
     {"finished", Kind::kText, true, "UTC ISO-8601", "UTC ISO-8601 time the point finished"},
 };
@@ -309,6 +311,10 @@ void PointTotals::add_baseline(const DecodeMetrics& m) {
   baseline_tokens += m.tokens;
   baseline_prefill_seconds += m.prefill_seconds();
   baseline_decode_seconds += m.decode_seconds;
+  baseline_target.calls += m.target.calls;
+  baseline_target.sequences += m.target.sequences;
+  baseline_target.positions += m.target.positions;
+  baseline_target.seconds += m.target.seconds;
 }
 
 PointWriter::PointWriter(const fs::path& path, const SweepPoint& point, int64_t n_points)

@@ -90,6 +90,7 @@ struct PointTotals {
   double verify_seconds = 0.0, prefill_seconds = 0.0, decode_seconds = 0.0;
   int64_t baseline_tokens = 0;
   double baseline_prefill_seconds = 0.0, baseline_decode_seconds = 0.0;
+  ModelStats baseline_target;  ///< the baseline's target calls while decoding
 
   void add(const DecodeMetrics& metrics);
   void add_baseline(const DecodeMetrics& metrics);

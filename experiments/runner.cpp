@@ -20,9 +20,9 @@
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "core/plan/cost_model.hpp"
-#include "core/probe/this_machine.hpp"
 #include "experiments/out_dir.hpp"
 #include "experiments/results.hpp"
+#include "experiments/run_costs.hpp"
 #include "experiments/workload.hpp"
 
 namespace speclab::experiments {
@@ -80,14 +80,18 @@ bool run_point(const SweepPoint& point, int64_t n_points, const fs::path& path, 
     }
   }
   if (s.baseline && draft != nullptr && !s.tree()) {
-    // The planner's prediction at the measured acceptance rate, for the pairs it can profile.
-    if (const auto model = linear_softmax_pair_on_this_machine(target, *draft)) {
-      const PointTotals& t = writer.totals();
+    // The planner's prediction from the point's own acceptance rate and timings (run_costs.hpp).
+    const PointTotals& t = writer.totals();
+    if (t.target.calls > 0 && t.baseline_target.calls > 0) {
       const double alpha = t.tested_positions > 0 ? static_cast<double>(t.accepted_positions) /
                                                         static_cast<double>(t.tested_positions)
                                                   : 0.0;
+      const MeasuredRoundCosts costs(
+          {{.batch = s.batch_size,
+            .plain_step = measured_plain_step(t.baseline_target, t.baseline_decode_seconds),
+            .rounds = {measured_round(t.target, t.draft, t.decode_seconds, s.decode.gamma)}}});
       writer.set_predicted_speedup(
-          finite_run_speedup(*model, alpha, s.batch_size, s.decode.gamma, s.decode.max_new_tokens));
+          predict_run(costs, alpha, s.batch_size, s.decode.gamma, s.decode.max_new_tokens).speedup);
     }
   }
   writer.commit();

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/base/error.hpp"
@@ -221,18 +224,122 @@ StepCost step_cost(const PairCostModel& model, double alpha, int64_t batch, int6
   return s;
 }
 
+// ---- a run priced round by round ---------------------------------------------------------------
+
+double RooflineRoundCosts::plain_step(int64_t active) const {
+  return forward_time(model_.target, model_.target_rates, active, 1, model_.context).seconds;
+}
+
+double RooflineRoundCosts::drafting(int64_t active, int64_t gamma) const {
+  return static_cast<double>(gamma) *
+         forward_time(model_.draft, model_.draft_rates, active, 1, model_.context).seconds;
+}
+
+double RooflineRoundCosts::verify_pass(int64_t active, int64_t gamma) const {
+  return forward_time(model_.target, model_.target_rates, active, gamma + 1, model_.context)
+      .seconds;
+}
+
+double RooflineRoundCosts::round_overhead(int64_t active, int64_t gamma) const {
+  return verify_time(model_.target_rates, model_.target.vocab, active, gamma);
+}
+
+namespace {
+
+const MeasuredRound& round_at(const MeasuredBatchCost& e, int64_t gamma) {
+  for (const MeasuredRound& r : e.rounds) {
+    if (r.gamma == gamma) return r;
+  }
+  throw InvalidInput(
+      fmt::format("measured costs at batch {} have no round at gamma {}", e.batch, gamma));
+}
+
+void check_seconds(double seconds, int64_t batch, std::string_view what) {
+  if (!(std::isfinite(seconds) && seconds >= 0.0)) {
+    throw InvalidInput(fmt::format("measured {} at batch {} is {} s; expected a finite time ≥ 0",
+                                   what, batch, seconds));
+  }
+}
+
+}  // namespace
+
+MeasuredRoundCosts::MeasuredRoundCosts(std::vector<MeasuredBatchCost> entries)
+    : entries_(std::move(entries)) {
+  if (entries_.empty()) throw InvalidInput("measured costs need at least one batch size");
+  std::sort(entries_.begin(), entries_.end(),
+            [](const auto& a, const auto& b) { return a.batch < b.batch; });
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const MeasuredBatchCost& e = entries_[i];
+    if (e.batch < 1) {
+      throw InvalidInput(fmt::format("measured costs at batch {}; expected batch ≥ 1", e.batch));
+    }
+    if (i > 0 && entries_[i - 1].batch == e.batch) {
+      throw InvalidInput(fmt::format("measured costs name batch {} twice", e.batch));
+    }
+    check_seconds(e.plain_step, e.batch, "plain step");
+    for (const MeasuredRound& r : e.rounds) {
+      check_seconds(r.drafting, e.batch, "drafting");
+      check_seconds(r.verify_pass, e.batch, "verify pass");
+      check_seconds(r.overhead, e.batch, "round overhead");
+    }
+  }
+}
+
+template <typename Term>
+double MeasuredRoundCosts::interpolate(int64_t active, Term term) const {
+  if (active <= entries_.front().batch) return term(entries_.front());
+  if (active >= entries_.back().batch) return term(entries_.back());
+  const auto hi = std::find_if(entries_.begin(), entries_.end(),
+                               [&](const MeasuredBatchCost& e) { return e.batch >= active; });
+  const auto lo = std::prev(hi);
+  const double t =
+      static_cast<double>(active - lo->batch) / static_cast<double>(hi->batch - lo->batch);
+  return (1.0 - t) * term(*lo) + t * term(*hi);
+}
+
+double MeasuredRoundCosts::plain_step(int64_t active) const {
+  return interpolate(active, [](const MeasuredBatchCost& e) { return e.plain_step; });
+}
+
+double MeasuredRoundCosts::drafting(int64_t active, int64_t gamma) const {
+  return interpolate(active,
+                     [&](const MeasuredBatchCost& e) { return round_at(e, gamma).drafting; });
+}
+
+double MeasuredRoundCosts::verify_pass(int64_t active, int64_t gamma) const {
+  return interpolate(active,
+                     [&](const MeasuredBatchCost& e) { return round_at(e, gamma).verify_pass; });
+}
+
+double MeasuredRoundCosts::round_overhead(int64_t active, int64_t gamma) const {
+  return interpolate(active,
+                     [&](const MeasuredBatchCost& e) { return round_at(e, gamma).overhead; });
+}
+
+RunPrediction predict_run(const RoundCosts& costs, double alpha, int64_t batch, int64_t gamma,
+                          int64_t tokens) {
+  if (gamma < 1) throw InvalidInput(fmt::format("gamma is {}; expected gamma ≥ 1", gamma));
+  const std::vector<double> rounds = expected_rounds_by_active(alpha, gamma, tokens, batch);
+  RunPrediction p;
+  for (int64_t a = 1; a <= batch; ++a) {
+    const double n = rounds[static_cast<size_t>(a)];
+    p.rounds += n;
+    if (n > 0.0) p.speculative_seconds += n * costs.round(a, gamma);
+  }
+  const double plain = costs.plain_step(batch);
+  p.plain_seconds = static_cast<double>(tokens) * plain;
+  p.speedup = p.plain_seconds / p.speculative_seconds;
+  p.expected_emitted = expected_emitted(alpha, gamma);
+  p.per_round_speedup = p.expected_emitted * plain / costs.round(batch, gamma);
+  p.c = costs.drafting(batch, gamma) / static_cast<double>(gamma) / plain;
+  p.r = costs.verify_pass(batch, gamma) / plain;
+  p.o = costs.round_overhead(batch, gamma) / plain;
+  return p;
+}
+
 double finite_run_speedup(const PairCostModel& model, double alpha, int64_t batch, int64_t gamma,
                           int64_t tokens) {
-  const std::vector<double> rounds = expected_rounds_by_active(alpha, gamma, tokens, batch);
-  double speculative = 0.0;
-  for (int64_t a = 1; a <= batch; ++a) {
-    const double r = rounds[static_cast<size_t>(a)];
-    if (r > 0.0) speculative += r * step_cost(model, alpha, a, gamma).step_seconds;
-  }
-  const double plain =
-      static_cast<double>(tokens) *
-      forward_time(model.target, model.target_rates, batch, 1, model.context).seconds;
-  return plain / speculative;
+  return predict_run(RooflineRoundCosts(model), alpha, batch, gamma, tokens).speedup;
 }
 
 StepCost best_step(const PairCostModel& model, double alpha, int64_t batch,

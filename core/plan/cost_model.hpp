@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/plan/hardware.hpp"
@@ -150,9 +151,99 @@ struct PairCostModel {
 /// plain decoding's T_target(b,1) per token (per sequence, E tokens per step).
 StepCost step_cost(const PairCostModel& model, double alpha, int64_t batch, int64_t gamma);
 
-/// Predicted speedup of a run of `tokens` tokens per request for `batch` requests over plain
-/// decoding of the same batch (tokens plain steps at the full batch): tokens · T_plain(batch)
-/// over Σ_a rounds[a] · step_seconds(a) (expected_rounds_by_active, step_cost).
+// ---- a run priced round by round ---------------------------------------------------------------
+
+/// What a plain step and a speculative round cost with `active` requests decoding, from
+/// whichever source prices them: the roofline (RooflineRoundCosts) or timings of the pair itself
+/// (MeasuredRoundCosts). Every prediction of a run's speedup (predict_run) reads its costs here.
+class RoundCosts {
+ public:
+  virtual ~RoundCosts() = default;
+  /// One plain decoding step: a target pass of one position per request and the engine's work
+  /// around it.
+  virtual double plain_step(int64_t active) const = 0;
+  /// A round's drafting: γ draft steps.
+  virtual double drafting(int64_t active, int64_t gamma) const = 0;
+  /// The target's verification pass, γ + 1 positions per request.
+  virtual double verify_pass(int64_t active, int64_t gamma) const = 0;
+  /// Per round, the engine's work outside the model calls (sampling the drafts, the verifier,
+  /// bookkeeping).
+  virtual double round_overhead(int64_t active, int64_t gamma) const = 0;
+  /// drafting + verify_pass + round_overhead.
+  double round(int64_t active, int64_t gamma) const {
+    return drafting(active, gamma) + verify_pass(active, gamma) + round_overhead(active, gamma);
+  }
+};
+
+/// The roofline's costs (forward_time, verify_time) of a PairCostModel: what `speclab plan`
+/// predicts for a GPU preset or for this host's measured rates.
+class RooflineRoundCosts final : public RoundCosts {
+ public:
+  explicit RooflineRoundCosts(const PairCostModel& model) : model_(model) {}
+  double plain_step(int64_t active) const override;
+  double drafting(int64_t active, int64_t gamma) const override;
+  double verify_pass(int64_t active, int64_t gamma) const override;
+  double round_overhead(int64_t active, int64_t gamma) const override;
+
+ private:
+  PairCostModel model_;
+};
+
+/// A round timed on a pair at one γ: seconds of its drafting, its verification call and its
+/// work outside the model calls.
+struct MeasuredRound {
+  int64_t gamma = 0;
+  double drafting = 0.0, verify_pass = 0.0, overhead = 0.0;
+};
+
+/// Costs timed on a pair at one batch size: a plain step's seconds and rounds by γ.
+struct MeasuredBatchCost {
+  int64_t batch = 0;
+  double plain_step = 0.0;
+  std::vector<MeasuredRound> rounds;
+};
+
+/// Costs timed at some batch sizes, linear in the batch between two of them and constant
+/// outside them (the smallest batch's costs below it: weight streaming dominates there). Every
+/// entry must hold the γ it is asked for: InvalidInput names the batch and γ otherwise, and for
+/// no entries, a batch below 1, a repeated batch or a negative or non-finite time.
+class MeasuredRoundCosts final : public RoundCosts {
+ public:
+  explicit MeasuredRoundCosts(std::vector<MeasuredBatchCost> entries);
+  double plain_step(int64_t active) const override;
+  double drafting(int64_t active, int64_t gamma) const override;
+  double verify_pass(int64_t active, int64_t gamma) const override;
+  double round_overhead(int64_t active, int64_t gamma) const override;
+
+ private:
+  template <typename Term>
+  double interpolate(int64_t active, Term term) const;
+  std::vector<MeasuredBatchCost> entries_;  ///< by batch
+};
+
+/// A run's predicted speedup and the terms it was built from.
+struct RunPrediction {
+  /// tokens · plain_step(batch) over Σ_a rounds[a] · round(a, γ): the finite run, in which a
+  /// batch waits for its slowest request and finished requests leave it
+  /// (expected_rounds_by_active).
+  double speedup = 0.0;
+  /// E · plain_step(batch) / round(batch, γ): the per-round model, the limit of long runs.
+  double per_round_speedup = 0.0;
+  double expected_emitted = 0.0;  ///< E per request and round
+  double rounds = 0.0;            ///< expected rounds of the run
+  double plain_seconds = 0.0, speculative_seconds = 0.0;
+  /// At the full batch, in plain steps: c = a draft step (drafting / γ), r = the verification
+  /// pass, o = a round's overhead (so per_round_speedup = E / (γc + r + o)).
+  double c = 0.0, r = 0.0, o = 0.0;
+};
+
+/// The prediction for `batch` requests of `tokens` tokens each at acceptance rate α with γ
+/// drafts per round, over plain decoding of the same batch (tokens plain steps at the full batch).
+/// Throws InvalidInput for γ < 1 and as expected_rounds_by_active.
+RunPrediction predict_run(const RoundCosts& costs, double alpha, int64_t batch, int64_t gamma,
+                          int64_t tokens);
+
+/// predict_run(RooflineRoundCosts(model), …).speedup.
 double finite_run_speedup(const PairCostModel& model, double alpha, int64_t batch, int64_t gamma,
                           int64_t tokens);
 

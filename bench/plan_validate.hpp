@@ -1,0 +1,62 @@
+// `speclab plan --validate`'s arithmetic, apart from its timing loop (bench/plan_validate.cpp):
+// a speedup measured over interleaved rounds with its interval, the verdict of a prediction
+// against it, and which term of the prediction disagreed with the measurement.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace speclab::cli {
+
+/// A speedup measured in R interleaved rounds (each round times plain and speculative decoding
+/// of the same requests back to back, so both see the same machine): the median of the R
+/// per-round ratios plain / speculative, and [low, high] = [min, max] of them, which holds the
+/// median of the ratio's distribution with probability 1 − 2^(1−R) (the order-statistic interval
+/// of the median: it misses only when every round falls on one side).
+struct RoundsSpeedup {
+  double median = 0.0, low = 0.0, high = 0.0;
+  double confidence = 0.0;  ///< 1 − 2^(1−R)
+  int rounds = 0;
+};
+
+/// Throws InvalidInput unless both spans hold the same number R ≥ 2 of positive times.
+RoundsSpeedup speedup_over_rounds(std::span<const double> plain_seconds,
+                                  std::span<const double> speculative_seconds);
+
+/// The median of `values` (the mean of the middle two for an even count); InvalidInput when empty.
+double median_of(std::vector<double> values);
+
+/// How a prediction stands against a measurement: within 10% of its median (checked first),
+/// else inside its interval, else outside both.
+enum class Verdict { kWithinTenPercent, kInsideInterval, kOutside };
+inline constexpr double kGoalRelativeError = 0.10;
+Verdict judge(double predicted, const RoundsSpeedup& measured);
+std::string_view verdict_name(Verdict v);  ///< "within 10%", "inside interval", "outside"
+
+/// The terms of the per-round model E(α)/(γc + r + o): α, and c, r, o in plain steps.
+struct RoundTerms {
+  double alpha = 0.0, c = 0.0, r = 0.0, o = 0.0;
+};
+
+/// E(α)/(γc + r + o), E = (1 − α^{γ+1})/(1 − α).
+double per_round_speedup(const RoundTerms& terms, int64_t gamma);
+
+/// How much one term's disagreement moves the prediction.
+struct TermEffect {
+  std::string term;  ///< "acceptance α", "draft cost c", "verification cost r", "overhead o"
+  double predicted = 0.0, measured = 0.0;
+  double effect = 0.0;  ///< per_round_speedup with this term measured ÷ with it predicted − 1
+};
+
+/// One entry per term, in the order α, c, r, o: the per-round speedup with that single term
+/// taken from `measured` and the others from `predicted`, against `predicted` alone.
+std::vector<TermEffect> term_effects(const RoundTerms& predicted, const RoundTerms& measured,
+                                     int64_t gamma);
+
+/// The entry of term_effects with the largest |effect|.
+TermEffect largest_effect(const std::vector<TermEffect>& effects);
+
+}  // namespace speclab::cli
