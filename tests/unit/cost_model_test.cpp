@@ -116,6 +116,134 @@ TEST(CostModel, ExpectedRoundsIsTheSlowestRequestsRoundsOfAFiniteRun) {
               ::testing::HasSubstr("expected gamma ≥ 0, tokens ≥ 1, batch ≥ 1"));
 }
 
+// Costs that depend on the active batch a and on γ in every term, so that a prediction pricing
+// every round at the full batch, or leaving out a term, comes out different.
+class LinearCosts final : public RoundCosts {
+ public:
+  double plain_step(int64_t a) const override { return 1.0 + 0.1 * static_cast<double>(a); }
+  double drafting(int64_t a, int64_t g) const override {
+    return static_cast<double>(g) * (0.05 + 0.02 * static_cast<double>(a));
+  }
+  double verify_pass(int64_t a, int64_t g) const override {
+    return 1.0 + 0.04 * static_cast<double>(a * (g + 1));
+  }
+  double round_overhead(int64_t a, int64_t g) const override {
+    return 0.01 * static_cast<double>(a * g);
+  }
+};
+
+// predict_run's finite run against brute force: the expected speculative time is
+// Σ_a (expected rounds with a requests active) · round(a, γ), the rounds enumerated over every
+// tuple of the requests' outcomes (brute_force_rounds); plain decoding is tokens plain steps of
+// the full batch.
+TEST(CostModel, PredictRunIsTheBruteForceFiniteRun) {
+  const LinearCosts costs;
+  for (const double alpha : {0.3, 0.8}) {
+    for (const int64_t gamma : {1, 2, 3}) {
+      for (const int64_t tokens : {1, 4, 6}) {
+        for (const int64_t batch : {1, 2, 3}) {
+          const std::vector<double> rounds = brute_force_rounds(alpha, gamma, tokens, batch);
+          double speculative = 0.0;
+          for (int64_t a = 1; a <= batch; ++a) {
+            const double r = static_cast<double>(gamma) * (0.05 + 0.02 * a) + 1.0 +
+                             0.04 * static_cast<double>(a * (gamma + 1)) + 0.01 * a * gamma;
+            speculative += rounds[static_cast<size_t>(a)] * r;
+          }
+          const double plain = static_cast<double>(tokens) * (1.0 + 0.1 * batch);
+          const RunPrediction p = predict_run(costs, alpha, batch, gamma, tokens);
+          EXPECT_NEAR(p.speculative_seconds, speculative, 1e-12 * speculative)
+              << "α " << alpha << ", γ " << gamma << ", N " << tokens << ", B " << batch;
+          EXPECT_NEAR(p.speedup, plain / speculative, 1e-12 * plain / speculative);
+        }
+      }
+    }
+  }
+}
+
+// Costs independent of the batch: a run's speculative time is then E[rounds] · round, so the
+// finite run over the per-round model is N / (E · E[rounds of the slowest request]).
+class ConstantCosts final : public RoundCosts {
+ public:
+  double plain_step(int64_t) const override { return 1.0; }
+  double drafting(int64_t, int64_t g) const override { return 0.1 * static_cast<double>(g); }
+  double verify_pass(int64_t, int64_t) const override { return 1.2; }
+  double round_overhead(int64_t, int64_t) const override { return 0.05; }
+};
+
+// The per-round model E·T_plain/T_round is the limit of long runs: at batch 1 a run of N tokens
+// takes N/E rounds plus at most one, so the two differ by O(E/N) (E ≈ 3.36, N = 4000: under
+// 0.1%). A short run at a large batch waits for its slowest request: with constant costs the
+// ratio is N / (E · E[rounds]), E[rounds] from brute force for B = 3, N = 6, γ = 3 (about
+// 0.68); and 16 requests of 8 tokens at γ = 4 are further below (each needs ≥ 2 rounds, and the
+// slowest of 16 more than 4 on average). Where the costs fall with the active batch, the
+// rounds after requests finish cost less than the full batch's, so pricing every round at the
+// full batch would under-predict.
+TEST(CostModel, FiniteRunMeetsThePerRoundModelOnLongRunsAndNotOnShortBatchedOnes) {
+  const LinearCosts linear;
+  const RunPrediction long_run = predict_run(linear, 0.8, 1, 4, 4000);
+  EXPECT_NEAR(long_run.speedup / long_run.per_round_speedup, 1.0, 1e-3);
+  EXPECT_NEAR(long_run.per_round_speedup,
+              expected_emitted(0.8, 4) * linear.plain_step(1) / linear.round(1, 4), 1e-12);
+
+  const ConstantCosts constant;
+  const std::vector<double> rounds = brute_force_rounds(0.8, 3, 6, 3);
+  double total = 0.0;
+  for (const double r : rounds) total += r;
+  const RunPrediction small = predict_run(constant, 0.8, 3, 3, 6);
+  EXPECT_NEAR(small.speedup / small.per_round_speedup, 6.0 / (expected_emitted(0.8, 3) * total),
+              1e-12);
+  EXPECT_LT(small.speedup, 0.7 * small.per_round_speedup);
+  const RunPrediction batched = predict_run(constant, 0.8, 16, 4, 8);
+  EXPECT_LT(batched.speedup, 8.0 / (expected_emitted(0.8, 4) * 4.0) * batched.per_round_speedup);
+
+  // Falling costs: the finite run beats a run whose every round costs the full batch's.
+  const RunPrediction falling = predict_run(linear, 0.8, 16, 4, 8);
+  const double full_batch_priced =
+      8.0 * linear.plain_step(16) / (expected_rounds(0.8, 4, 8, 16) * linear.round(16, 4));
+  EXPECT_GT(falling.speedup, 1.1 * full_batch_priced);
+  // The terms of the per-round model, in plain steps at the full batch.
+  EXPECT_NEAR(falling.c, (0.05 + 0.02 * 16) / (1.0 + 0.1 * 16), 1e-12);
+  EXPECT_NEAR(falling.r, (1.0 + 0.04 * 16 * 5) / (1.0 + 0.1 * 16), 1e-12);
+  EXPECT_NEAR(falling.o, 0.01 * 16 * 4 / (1.0 + 0.1 * 16), 1e-12);
+}
+
+// Measured costs are linear in the batch between measured batch sizes and constant outside them.
+TEST(CostModel, MeasuredCostsInterpolateLinearlyInTheBatch) {
+  const MeasuredRoundCosts costs(
+      {{.batch = 8,
+        .plain_step = 5.0,
+        .rounds = {{.gamma = 2, .drafting = 2.0, .verify_pass = 9.0, .overhead = 0.5}}},
+       {.batch = 2,
+        .plain_step = 2.0,
+        .rounds = {{.gamma = 2, .drafting = 0.5, .verify_pass = 3.0, .overhead = 0.2}}}});
+  EXPECT_DOUBLE_EQ(costs.plain_step(1), 2.0);      // below the smallest: its costs
+  EXPECT_DOUBLE_EQ(costs.plain_step(5), 3.5);      // halfway from 2 to 8
+  EXPECT_DOUBLE_EQ(costs.verify_pass(4, 2), 5.0);  // a third of the way: 3 + 6/3
+  EXPECT_DOUBLE_EQ(costs.drafting(8, 2), 2.0);
+  EXPECT_DOUBLE_EQ(costs.round_overhead(20, 2), 0.5);  // above the largest: its costs
+  EXPECT_DOUBLE_EQ(costs.round(5, 2), 1.25 + 6.0 + 0.35);
+  EXPECT_THAT(error_of([&] { costs.verify_pass(4, 3); }),
+              HasSubstr("measured costs at batch 2 have no round at gamma 3"));
+  EXPECT_THAT(error_of([] { MeasuredRoundCosts(std::vector<MeasuredBatchCost>{}); }),
+              HasSubstr("at least one batch size"));
+  EXPECT_THAT(error_of([] {
+                MeasuredRoundCosts(std::vector<MeasuredBatchCost>{{.batch = 2}, {.batch = 2}});
+              }),
+              HasSubstr("name batch 2 twice"));
+  EXPECT_THAT(error_of([] { MeasuredRoundCosts(std::vector<MeasuredBatchCost>{{.batch = 0}}); }),
+              HasSubstr("batch ≥ 1"));
+  EXPECT_THAT(error_of([] {
+                MeasuredRoundCosts(
+                    std::vector<MeasuredBatchCost>{{.batch = 1, .plain_step = std::nan("")}});
+              }),
+              HasSubstr("measured plain step at batch 1 is nan s"));
+  EXPECT_THAT(error_of([] {
+                MeasuredRoundCosts(std::vector<MeasuredBatchCost>{
+                    {.batch = 1, .rounds = {{.gamma = 1, .drafting = -1.0}}}});
+              }),
+              HasSubstr("measured drafting at batch 1 is -1 s"));
+}
+
 TEST(CostModel, OptimalGammaIsEightWithGain309AtAlpha08C005) {
   // proofs/expected_emitted.md §3: gain(γ) = E/(γc + 1) with E = 5(1 − 0.8^{γ+1}).
   // γ = 7: 4.16114/1.35 = 3.0823; γ = 8: 4.32891/1.40 = 3.0921; γ = 9: 4.46313/1.45 = 3.0780,
