@@ -1,5 +1,6 @@
 // `speclab plan` run as a user runs it: JSON keys, HDF5 output, α from a result file, tensor
-// parallelism and --target-config, and the exit status and message of bad input.
+// parallelism and --target-config, `--validate`'s report on a tiny pair, and the exit status and
+// message of bad input.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "core/io/hdf5_file.hpp"
+#include "core/io/json.hpp"
 #include "tests/support/cli_run.hpp"
 
 namespace speclab {
@@ -240,6 +242,59 @@ TEST(PlanCli, DraftConfigReadsAHuggingFaceConfig) {
       (dir / "draft.json").string() + "'");
   EXPECT_EQ(other_vocab.status, 2) << other_vocab.output;
   EXPECT_THAT(other_vocab.output, HasSubstr("needs the same vocabulary"));
+}
+
+// `plan --validate` on the 16-token LinearSoftmax pair, two rounds: every (batch, γ) of the grid
+// is reported with its prediction, its measured median inside [min, max] over the rounds, its
+// verdict and the four term effects; the interval of two rounds holds the median with
+// probability 1 − 2^(1−2) = 0.5.
+TEST(PlanCli, ValidateReportsEveryCellWithItsIntervalVerdictAndTerms) {
+  const CliRun r = run_cli(
+      "plan --validate --target lsm-tiny-target --draft lsm-tiny-draft --batch 1,2 --gamma 1,2 "
+      "--tokens 8 --calibration-tokens 4 --rounds 2 --json",
+      true);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Json j = Json::parse(r.output);
+  EXPECT_EQ(j["target"], "lsm-tiny-target");
+  EXPECT_EQ(j["rounds"], 2);
+  EXPECT_DOUBLE_EQ(j["interval_confidence"].get<double>(), 0.5);
+  const double alpha = j["alpha_teacher_forced"].get<double>();
+  EXPECT_GT(alpha, 0.0);
+  EXPECT_LE(alpha, 1.0);
+  // Teacher forcing scores every generated token of every timed plain run: 2 rounds × (1 + 2)
+  // requests × 8 tokens.
+  EXPECT_EQ(j["alpha_rows"], 2 * 3 * 8);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const Json& row : j["rows"]) {
+    ASSERT_EQ(row["by_gamma"].size(), 2u);
+    for (const Json& cell : row["by_gamma"]) {
+      const double low = cell["measured_low"], mid = cell["measured"], high = cell["measured_high"];
+      EXPECT_LE(low, mid);
+      EXPECT_LE(mid, high);
+      EXPECT_GT(cell["predicted"].get<double>(), 0.0);
+      EXPECT_THAT(std::string(cell["verdict"]),
+                  ::testing::AnyOf("within 10%", "inside interval", "outside"));
+      ASSERT_EQ(cell["term_effects"].size(), 4u);
+      EXPECT_EQ(cell["term_effects"][0]["term"], "acceptance α");
+      EXPECT_DOUBLE_EQ(cell["terms_predicted"]["alpha"].get<double>(), alpha);
+      EXPECT_TRUE(cell["roofline"].is_number());  // a LinearSoftmax pair
+    }
+  }
+}
+
+TEST(PlanCli, ValidateRejectsBadRoundsAndThePlannersOwnOptions) {
+  const CliRun rounds = run_cli("plan --validate --rounds 1");
+  EXPECT_EQ(rounds.status, 2) << rounds.output;
+  EXPECT_THAT(rounds.output, HasSubstr("--rounds is 1; expected ≥ 2"));
+  const CliRun gpu = run_cli("plan --validate --gpu h200");
+  EXPECT_EQ(gpu.status, 2) << gpu.output;
+  EXPECT_THAT(gpu.output, HasSubstr("not --gpu"));
+  const CliRun model = run_cli("plan --validate --target no-such-model --rounds 2");
+  EXPECT_EQ(model.status, 2) << model.output;
+  EXPECT_THAT(model.output, HasSubstr("unknown model \"no-such-model\""));
+  const CliRun vocab = run_cli("plan --validate --target lsm-tiny-target --draft ngram-2");
+  EXPECT_EQ(vocab.status, 2) << vocab.output;
+  EXPECT_THAT(vocab.output, HasSubstr("has vocabulary size 256 but target lsm-tiny-target has 16"));
 }
 
 }  // namespace
