@@ -29,6 +29,7 @@
 #include "bench/benches.hpp"
 #include "bench/prompts.hpp"
 #include "core/base/error.hpp"
+#include "core/base/philox.hpp"
 #include "core/decode/decode.hpp"
 #include "core/io/json.hpp"
 #include "core/models/model_registry.hpp"
@@ -36,6 +37,7 @@
 #include "core/plan/cost_model.hpp"
 #include "core/probe/machine.hpp"
 #include "core/probe/this_machine.hpp"
+#include "core/sampling/sampling.hpp"
 #include "experiments/run_costs.hpp"
 
 namespace speclab::cli {
@@ -94,7 +96,29 @@ std::string_view verdict_name(Verdict v) {
 }
 
 double per_round_speedup(const RoundTerms& t, int64_t gamma) {
-  return expected_emitted(t.alpha, gamma) / (static_cast<double>(gamma) * t.c + t.r + t.o);
+  return t.emitted / (static_cast<double>(gamma) * t.c + t.r + t.o);
+}
+
+double emitted_given_drafts(std::span<const double> accept) {
+  double reach = 1.0, emitted = 1.0;
+  for (const double a : accept) {
+    reach *= a;
+    emitted += reach;
+  }
+  return emitted;
+}
+
+double alpha_for_emitted(double emitted, int64_t gamma) {
+  if (!(emitted >= 1.0 && emitted <= static_cast<double>(gamma + 1))) {
+    throw InvalidInput(
+        fmt::format("emitted per round {} is outside [1, gamma + 1 = {}]", emitted, gamma + 1));
+  }
+  double lo = 0.0, hi = 1.0;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (expected_emitted(mid, gamma) < emitted ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
 }
 
 std::vector<TermEffect> term_effects(const RoundTerms& predicted, const RoundTerms& measured,
@@ -109,7 +133,7 @@ std::vector<TermEffect> term_effects(const RoundTerms& predicted, const RoundTer
                    .measured = measured.*term,
                    .effect = per_round_speedup(swapped, gamma) / base - 1.0});
   };
-  add("acceptance α", &RoundTerms::alpha);
+  add("emitted per round E", &RoundTerms::emitted);
   add("draft cost c", &RoundTerms::c);
   add("verification cost r", &RoundTerms::r);
   add("overhead o", &RoundTerms::o);
@@ -138,7 +162,7 @@ double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double acceptance(int64_t accepted, int64_t tested) {
+double acceptance_rate(int64_t accepted, int64_t tested) {
   return tested > 0 ? static_cast<double>(accepted) / static_cast<double>(tested) : 0.0;
 }
 
@@ -147,6 +171,9 @@ struct CellRuns {
   std::vector<double> speculative_seconds;        // timed runs, per round
   std::vector<MeasuredRound> timed, calibration;  // per round
   int64_t accepted = 0, tested = 0;               // timed runs, pooled
+  int64_t full_rounds = 0, full_emitted = 0;      // timed runs' rounds of the full γ, pooled
+  double verified_sum = 0.0;                      // add_verified_rounds on the plain runs' text
+  int64_t verified_rounds = 0;
 };
 
 struct BatchRuns {
@@ -175,6 +202,7 @@ struct Cell {
   std::optional<double> roofline;  // the roofline's prediction (LinearSoftmax pairs)
   RoundsSpeedup measured;
   Verdict verdict = Verdict::kOutside;
+  double alpha = 0.0, measured_alpha = 0.0;  // the prediction's α; the timed runs' accepted/tested
   RoundTerms predicted_terms, measured_terms;
   std::vector<TermEffect> effects;
 };
@@ -235,20 +263,14 @@ double time_pass(LanguageModel& model, const std::vector<std::vector<int32_t>>& 
   return median_of(seconds);
 }
 
-// Σ_x min(p, q) summed over the rows of the target's and the draft's distributions along each
-// request's prompt and generated tokens (teacher-forced, as the decode engine calls them: the
-// prompt pass, then one call scoring every generated position), and the number of rows. Its mean
-// is token-level verification's acceptance rate on text with the target's law.
-struct SumMin {
-  double sum = 0.0;
-  int64_t rows = 0;
-  double mean() const { return rows > 0 ? sum / static_cast<double>(rows) : 0.0; }
-};
-
+// Σ_x min(p, q) at every generated position of each request, from the target's and the draft's
+// distributions along its prompt and generated tokens (teacher-forced, as the decode engine calls
+// them: the prompt pass, then one call scoring every generated position): token-level
+// verification's acceptance probability at each position of text with the target's law.
 void add_teacher_forced(LanguageModel& target, LanguageModel& draft,
                         const std::vector<std::vector<int32_t>>& prompts,
                         const std::vector<std::vector<int32_t>>& generated,
-                        const DecodeConfig& config, SumMin& into) {
+                        const DecodeConfig& config, std::vector<std::vector<double>>& into) {
   const int64_t v = target.vocab();
   for (size_t b = 0; b < prompts.size(); ++b) {
     if (generated[b].empty()) continue;
@@ -263,8 +285,127 @@ void add_teacher_forced(LanguageModel& target, LanguageModel& draft,
     draft.prefill(std::span(&prompt, 1));
     draft.score(std::span(&rows, 1), config.draft_sampling, q);
     draft.release(0);
-    for (size_t i = 0; i < p.size(); ++i) into.sum += std::min(p[i], q[i]);
-    into.rows += n;
+    std::vector<double>& a = into.emplace_back(static_cast<size_t>(n), 0.0);
+    for (int64_t t = 0; t < n; ++t) {
+      double sum = 0.0;
+      for (int64_t x = 0; x < v; ++x) {
+        sum += std::min(p[static_cast<size_t>(t * v + x)], q[static_cast<size_t>(t * v + x)]);
+      }
+      a[static_cast<size_t>(t)] = sum;
+    }
+  }
+}
+
+// Rounds of token-level verification started from contexts of text with the target's law: at
+// every `stride`-th position t of each request's generated tokens, the draft proposes γ tokens
+// after prompt + generated[0, t) (each sampled from its row with the draft's Philox address), the
+// target scores them in one call, and the round's expected emitted count given those drafts
+// (emitted_given_drafts) is added to `sum` (and 1 to `rounds`). Every request of the batch at
+// once, as a decoding round calls the models; the models' state is rolled back to the context
+// after each round. No acceptance coin is drawn: the expectation over them is exact.
+void add_verified_rounds(LanguageModel& target, LanguageModel& draft,
+                         const std::vector<std::vector<int32_t>>& prompts,
+                         const std::vector<std::vector<int32_t>>& generated,
+                         const DecodeConfig& config, int64_t gamma, int64_t stride, double& sum,
+                         int64_t& rounds) {
+  const int64_t v = target.vocab();
+  std::vector<ScoreRequest> prefill;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    prefill.push_back({prompts[b], 1, static_cast<int64_t>(b)});
+  }
+  target.prefill(prefill);
+  draft.prefill(prefill);
+  int64_t longest = 0;
+  for (const auto& g : generated) longest = std::max(longest, static_cast<int64_t>(g.size()));
+  std::vector<std::vector<int32_t>> sequences(prompts.size());
+  std::vector<size_t> active;
+  std::vector<float> q, p;
+  for (int64_t t = 0; t + gamma <= longest; t += stride) {
+    active.clear();
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      if (t + gamma > static_cast<int64_t>(generated[b].size())) continue;
+      active.push_back(b);
+      sequences[b] = prompts[b];
+      sequences[b].insert(sequences[b].end(), generated[b].begin(), generated[b].begin() + t);
+    }
+    if (active.empty()) continue;
+    std::vector<std::vector<double>> q_of_draft(active.size());
+    for (int64_t i = 0; i < gamma; ++i) {
+      std::vector<ScoreRequest> requests;
+      for (const size_t b : active) {
+        requests.push_back({sequences[b], 1, static_cast<int64_t>(b)});
+      }
+      q.resize(static_cast<size_t>(static_cast<int64_t>(requests.size()) * v));
+      draft.score(requests, config.draft_sampling, q);
+      for (size_t k = 0; k < active.size(); ++k) {
+        const size_t b = active[k];
+        const std::span<const float> row(q.data() + k * static_cast<size_t>(v),
+                                         static_cast<size_t>(v));
+        const RandomAddress address{config.seed,
+                                    static_cast<uint32_t>(b),
+                                    static_cast<uint32_t>(t),
+                                    static_cast<uint32_t>(i),
+                                    Purpose::kDraftSample,
+                                    0};
+        const int32_t x = sample_categorical(row, philox_bits(address));
+        q_of_draft[k].push_back(row[static_cast<size_t>(x)]);
+        sequences[b].push_back(x);
+      }
+    }
+    std::vector<ScoreRequest> requests;
+    for (const size_t b : active) {
+      requests.push_back({sequences[b], gamma + 1, static_cast<int64_t>(b)});
+    }
+    p.resize(static_cast<size_t>(static_cast<int64_t>(requests.size()) * (gamma + 1) * v));
+    target.score(requests, config.sampling, p);
+    for (size_t k = 0; k < active.size(); ++k) {
+      const size_t b = active[k];
+      const auto& seq = sequences[b];
+      std::vector<double> accept;
+      for (int64_t i = 0; i < gamma; ++i) {
+        const int32_t x = seq[seq.size() - static_cast<size_t>(gamma) + static_cast<size_t>(i)];
+        const double px = p[(k * static_cast<size_t>(gamma + 1) + static_cast<size_t>(i)) *
+                                static_cast<size_t>(v) +
+                            static_cast<size_t>(x)];
+        const double qx = q_of_draft[k][static_cast<size_t>(i)];
+        accept.push_back(qx > 0.0 ? std::min(1.0, px / qx) : 0.0);
+      }
+      sum += emitted_given_drafts(accept);
+      ++rounds;
+      const auto committed = static_cast<int64_t>(seq.size()) - gamma;
+      target.truncate(static_cast<int64_t>(b), committed);
+      draft.truncate(static_cast<int64_t>(b), committed);
+    }
+  }
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    target.release(static_cast<int64_t>(b));
+    draft.release(static_cast<int64_t>(b));
+  }
+}
+
+double mean_acceptance(const std::vector<std::vector<double>>& acceptance) {
+  double sum = 0.0;
+  int64_t rows = 0;
+  for (const auto& a : acceptance) {
+    for (double x : a) sum += x;
+    rows += static_cast<int64_t>(a.size());
+  }
+  return rows > 0 ? sum / static_cast<double>(rows) : 0.0;
+}
+
+int64_t total_rows(const std::vector<std::vector<double>>& acceptance) {
+  int64_t rows = 0;
+  for (const auto& a : acceptance) rows += static_cast<int64_t>(a.size());
+  return rows;
+}
+
+// Tokens emitted per round over a run's rounds that drafted the full γ (the last rounds of a
+// request draft fewer so as not to overshoot max_new_tokens).
+void add_full_rounds(const DecodeMetrics& m, int64_t gamma, int64_t& rounds, int64_t& emitted) {
+  for (size_t s = 0; s < m.step_drafted.size(); ++s) {
+    if (m.step_drafted[s] != gamma) continue;
+    ++rounds;
+    emitted += m.step_emitted[s];
   }
 }
 
@@ -287,7 +428,7 @@ void check_options(const PlanValidateOptions& o) {
 }
 
 Json terms_json(const RoundTerms& t) {
-  return {{"alpha", t.alpha}, {"c", t.c}, {"r", t.r}, {"o", t.o}};
+  return {{"emitted", t.emitted}, {"c", t.c}, {"r", t.r}, {"o", t.o}};
 }
 
 }  // namespace
@@ -335,7 +476,7 @@ void run_plan_validate(const PlanValidateOptions& o) {
   for (int64_t b : batches) {
     runs.push_back({.batch = b, .cells = std::vector<CellRuns>(o.gammas.size())});
   }
-  SumMin sum_min;  // teacher-forced on the timed plain runs' text
+  std::vector<std::vector<double>> acceptance;  // teacher-forced on the timed plain runs' text
   // Rounds are the outer loop: each round times every configuration once, plain beside
   // speculative, so that a slow spell of the machine falls on both sides of one round's ratio.
   // Each round decodes with its own seed, so the interval covers the samples' acceptance too.
@@ -378,8 +519,13 @@ void run_plan_validate(const PlanValidateOptions& o) {
         cell.timed.push_back(experiments::measured_round(r.metrics, c.gamma));
         cell.accepted += r.metrics.accepted_positions;
         cell.tested += r.metrics.tested_positions;
+        add_full_rounds(r.metrics, c.gamma, cell.full_rounds, cell.full_emitted);
       }
-      add_teacher_forced(*target, *draft, prompts[i].tokens, plain.tokens, timed, sum_min);
+      add_teacher_forced(*target, *draft, prompts[i].tokens, plain.tokens, timed, acceptance);
+      for (size_t j = 0; j < o.gammas.size(); ++j) {
+        add_verified_rounds(*target, *draft, prompts[i].tokens, plain.tokens, timed, o.gammas[j],
+                            o.gammas[j] + 1, br.cells[j].verified_sum, br.cells[j].verified_rounds);
+      }
     }
   }
 
@@ -405,7 +551,20 @@ void run_plan_validate(const PlanValidateOptions& o) {
     for (size_t j = 0; j < o.gammas.size(); ++j) {
       const int64_t gamma = o.gammas[j];
       const CellRuns& cr = br.cells[j];
-      const double alpha = sum_min.mean();
+      // The planner's α at this γ: the one whose geometric round emits the windowed estimate.
+      // Pooled over every batch size: the rounds' law does not depend on the batch.
+      double verified_sum = 0.0;
+      int64_t verified_rounds = 0;
+      for (const BatchRuns& other : runs) {
+        verified_sum += other.cells[j].verified_sum;
+        verified_rounds += other.cells[j].verified_rounds;
+      }
+      if (verified_rounds == 0) {
+        throw InvalidInput(fmt::format(
+            "no plain run generated gamma = {} tokens to verify against; raise --tokens", gamma));
+      }
+      const double emitted = verified_sum / static_cast<double>(verified_rounds);
+      const double alpha = alpha_for_emitted(emitted, gamma);
       Cell cell{.gamma = gamma};
       cell.prediction = predict_run(costs, alpha, br.batch, gamma, o.tokens);
       if (roofline)
@@ -413,9 +572,13 @@ void run_plan_validate(const PlanValidateOptions& o) {
       cell.measured = speedup_over_rounds(br.plain_seconds, cr.speculative_seconds);
       cell.verdict = judge(cell.prediction.speedup, cell.measured);
       const RunPrediction& p = cell.prediction;
-      cell.predicted_terms = {.alpha = alpha, .c = p.c, .r = p.r, .o = p.o};
+      cell.alpha = alpha;
+      cell.predicted_terms = {.emitted = emitted, .c = p.c, .r = p.r, .o = p.o};
       const MeasuredRound timed = median_round(cr.timed, gamma);
-      cell.measured_terms = {.alpha = acceptance(cr.accepted, cr.tested),
+      cell.measured_alpha = acceptance_rate(cr.accepted, cr.tested);
+      cell.measured_terms = {.emitted = cr.full_rounds > 0 ? static_cast<double>(cr.full_emitted) /
+                                                                 static_cast<double>(cr.full_rounds)
+                                                           : std::nan(""),
                              .c = timed.drafting / static_cast<double>(gamma) / plain_step,
                              .r = timed.verify_pass / plain_step,
                              .o = timed.overhead / plain_step};
@@ -453,7 +616,8 @@ void run_plan_validate(const PlanValidateOptions& o) {
                         {"measured_low", c.measured.low},
                         {"measured_high", c.measured.high},
                         {"verdict", verdict_name(c.verdict)},
-                        {"alpha", c.measured_terms.alpha},
+                        {"alpha", c.measured_alpha},
+                        {"alpha_predicted", c.alpha},
                         {"terms_predicted", terms_json(c.predicted_terms)},
                         {"terms_measured", terms_json(c.measured_terms)},
                         {"term_effects", effects}});
@@ -474,8 +638,8 @@ void run_plan_validate(const PlanValidateOptions& o) {
                       {"draft", o.draft},
                       {"tokens", o.tokens},
                       {"calibration_tokens", o.calibration_tokens},
-                      {"alpha_teacher_forced", sum_min.mean()},
-                      {"alpha_rows", sum_min.rows},
+                      {"alpha_teacher_forced", mean_acceptance(acceptance)},
+                      {"alpha_rows", total_rows(acceptance)},
                       {"rounds", o.rounds},
                       {"interval_confidence", confidence},
                       {"temperature", o.temperature},
@@ -497,10 +661,12 @@ void run_plan_validate(const PlanValidateOptions& o) {
   std::printf(
       "  prediction: the planner's finite run (predict_run) on costs calibrated in the same "
       "rounds (per batch: plain step of a %lld-token run, verification pass and draft step timed "
-      "as calls, outside time per round), α = %.3f teacher-forced Σ min(p, q) on the plain "
-      "runs' text (%lld rows)\n",
-      static_cast<long long>(o.calibration_tokens), sum_min.mean(),
-      static_cast<long long>(sum_min.rows));
+      "as calls, outside time per round), E per round from Σ min(p, q) teacher-forced on the plain "
+      "runs' text (mean %.3f over %lld rows), E per round of each γ from rounds verified on that "
+      "text with the acceptance coins averaged out (every γ+1-th position), α the geometric "
+      "model's match to E\n",
+      static_cast<long long>(o.calibration_tokens), mean_acceptance(acceptance),
+      static_cast<long long>(total_rows(acceptance)));
   std::printf(
       "\n  batch  γ*  predicted  measured [%2.0f%% interval]  error  verdict          | measured "
       "best γ  speedup%s\n",
@@ -524,11 +690,12 @@ void run_plan_validate(const PlanValidateOptions& o) {
     const Cell& p = r.predicted_best();
     const TermEffect worst = largest_effect(p.effects);
     std::printf(
-        "  %5lld  α %.3f→%.3f  c %.3f→%.3f  r %.2f→%.2f  o %.3f→%.3f   largest: %s %+.0f%%%s\n",
-        static_cast<long long>(r.batch), p.predicted_terms.alpha, p.measured_terms.alpha,
-        p.predicted_terms.c, p.measured_terms.c, p.predicted_terms.r, p.measured_terms.r,
-        p.predicted_terms.o, p.measured_terms.o, worst.term.c_str(), 100.0 * worst.effect,
-        p.verdict == Verdict::kOutside ? "  ← why it is outside" : "");
+        "  %5lld  α %.3f→%.3f  E %.2f→%.2f  c %.3f→%.3f  r %.2f→%.2f  o %.3f→%.3f   largest: %s "
+        "%+.0f%%%s\n",
+        static_cast<long long>(r.batch), p.alpha, p.measured_alpha, p.predicted_terms.emitted,
+        p.measured_terms.emitted, p.predicted_terms.c, p.measured_terms.c, p.predicted_terms.r,
+        p.measured_terms.r, p.predicted_terms.o, p.measured_terms.o, worst.term.c_str(),
+        100.0 * worst.effect, p.verdict == Verdict::kOutside ? "  ← why it is outside" : "");
   }
   auto show = [&](std::optional<int64_t> v) {
     return v ? fmt::format("{}", *v) : fmt::format("none up to {}", batches.back());
@@ -541,7 +708,8 @@ void run_plan_validate(const PlanValidateOptions& o) {
   std::printf(
       "  γ*: the prediction's best γ of the grid; measured: median over rounds of plain ÷ "
       "speculative decode time, interval [min, max] over rounds (it holds the median with "
-      "probability %.1f%%); error = predicted ÷ measured − 1; c, r, o in plain steps.%s\n",
+      "probability %.1f%%); error = predicted ÷ measured − 1; E: tokens per round of the full γ; "
+      "c, r, o in plain steps.%s\n",
       100.0 * confidence,
       roofline ? " roofline: the planner's roofline on this host's measured rates at the "
                  "calibration α (speclab plan --gpu this-machine)."

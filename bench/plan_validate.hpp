@@ -36,13 +36,26 @@ inline constexpr double kGoalRelativeError = 0.10;
 Verdict judge(double predicted, const RoundsSpeedup& measured);
 std::string_view verdict_name(Verdict v);  ///< "within 10%", "inside interval", "outside"
 
-/// The terms of the per-round model E(α)/(γc + r + o): α, and c, r, o in plain steps.
+/// The terms of the per-round model E/(γc + r + o): E, the tokens a request emits per full
+/// round, and c, r, o in plain steps.
 struct RoundTerms {
-  double alpha = 0.0, c = 0.0, r = 0.0, o = 0.0;
+  double emitted = 0.0, c = 0.0, r = 0.0, o = 0.0;
 };
 
-/// E(α)/(γc + r + o), E = (1 − α^{γ+1})/(1 − α).
+/// E/(γc + r + o).
 double per_round_speedup(const RoundTerms& terms, int64_t gamma);
+
+/// The expected tokens a round of token-level verification emits given its drafts, with
+/// accept_i = min(1, p_i(x_i)/q_i(x_i)) the probability that draft i passes its test once the
+/// ones before it have: 1 + Σ_{k=1..γ} Π_{i<k} accept_i (the round's last token — residual or
+/// bonus — is always emitted). The acceptance coins are averaged out exactly, so a mean over
+/// rounds of this has less noise than counting what sampled rounds emitted.
+double emitted_given_drafts(std::span<const double> accept);
+
+/// The α in [0, 1] at which (1 − α^{γ+1})/(1 − α) = emitted (bisection), so that the planner's
+/// geometric model of a round emits a predicted count (emitted_given_drafts, averaged). Throws
+/// InvalidInput unless 1 ≤ emitted ≤ γ + 1.
+double alpha_for_emitted(double emitted, int64_t gamma);
 
 /// How much one term's disagreement moves the prediction.
 struct TermEffect {
@@ -51,7 +64,7 @@ struct TermEffect {
   double effect = 0.0;  ///< per_round_speedup with this term measured ÷ with it predicted − 1
 };
 
-/// One entry per term, in the order α, c, r, o: the per-round speedup with that single term
+/// One entry per term, in the order E, c, r, o: the per-round speedup with that single term
 /// taken from `measured` and the others from `predicted`, against `predicted` alone.
 std::vector<TermEffect> term_effects(const RoundTerms& predicted, const RoundTerms& measured,
                                      int64_t gamma);

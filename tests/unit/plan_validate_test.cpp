@@ -62,16 +62,17 @@ TEST(PlanValidate, VerdictIsWithinTenPercentFirstThenInsideTheInterval) {
   EXPECT_EQ(verdict_name(Verdict::kInsideInterval), "inside interval");
 }
 
-// γ = 2, predicted α 0.8, c 0.1, r 1.2, o 0.05: E = 1 + 0.8 + 0.64 = 2.44 over 0.2 + 1.2 + 0.05 =
-// 1.45. Measured α 0.7 alone: E = 2.19, effect 2.19/2.44 − 1 = −0.10246; c 0.2 alone: 1.45/1.65 −
-// 1 = −0.12121 (the largest); r 1.1 alone: 1.45/1.35 − 1 = +0.07407; o unchanged: 0.
+// γ = 2, predicted E 2.44 (α = 0.8: 1 + 0.8 + 0.64), c 0.1, r 1.2, o 0.05, so the per-round
+// speedup is 2.44 / (0.2 + 1.2 + 0.05 = 1.45). Measured E 2.19 alone: effect 2.19/2.44 − 1 =
+// −0.10246; c 0.2 alone: 1.45/1.65 − 1 = −0.12121 (the largest); r 1.1 alone: 1.45/1.35 − 1 =
+// +0.07407; o unchanged: 0.
 TEST(PlanValidate, TermEffectsSwapOneTermAtATime) {
-  const RoundTerms predicted{.alpha = 0.8, .c = 0.1, .r = 1.2, .o = 0.05};
-  const RoundTerms measured{.alpha = 0.7, .c = 0.2, .r = 1.1, .o = 0.05};
+  const RoundTerms predicted{.emitted = 2.44, .c = 0.1, .r = 1.2, .o = 0.05};
+  const RoundTerms measured{.emitted = 2.19, .c = 0.2, .r = 1.1, .o = 0.05};
   EXPECT_NEAR(per_round_speedup(predicted, 2), 2.44 / 1.45, 1e-12);
   const std::vector<TermEffect> e = term_effects(predicted, measured, 2);
   ASSERT_EQ(e.size(), 4u);
-  EXPECT_EQ(e[0].term, "acceptance α");
+  EXPECT_EQ(e[0].term, "emitted per round E");
   EXPECT_NEAR(e[0].effect, 2.19 / 2.44 - 1.0, 1e-12);
   EXPECT_NEAR(e[1].effect, 1.45 / 1.65 - 1.0, 1e-12);
   EXPECT_NEAR(e[2].effect, 1.45 / 1.35 - 1.0, 1e-12);
@@ -79,6 +80,21 @@ TEST(PlanValidate, TermEffectsSwapOneTermAtATime) {
   EXPECT_DOUBLE_EQ(e[1].predicted, 0.1);
   EXPECT_DOUBLE_EQ(e[1].measured, 0.2);
   EXPECT_EQ(largest_effect(e).term, "draft cost c");
+}
+
+// A round emits its last token always and draft k + 1 only past drafts 1..k: accept = 0.5, 0.5
+// gives 1 + 0.5 + 0.25 = 1.75, and α = 0.5 is the geometric model's match for γ = 2; accept = 1,
+// 0, 1 gives 1 + 1 + 0 + 0 = 2 (the third draft is never reached). Near α = 1 the closed form
+// loses digits, so α = 1 is matched to 1e-6.
+TEST(PlanValidate, EmittedGivenDraftsStopsAtTheFirstRejection) {
+  const std::vector<double> half = {0.5, 0.5}, gap = {1.0, 0.0, 1.0};
+  EXPECT_DOUBLE_EQ(emitted_given_drafts(half), 1.75);
+  EXPECT_DOUBLE_EQ(emitted_given_drafts(gap), 2.0);
+  EXPECT_DOUBLE_EQ(emitted_given_drafts({}), 1.0);
+  EXPECT_NEAR(alpha_for_emitted(1.75, 2), 0.5, 1e-12);
+  EXPECT_NEAR(alpha_for_emitted(3.0, 2), 1.0, 1e-6);
+  EXPECT_NEAR(alpha_for_emitted(1.0, 2), 0.0, 1e-12);
+  EXPECT_THAT(error_of([] { alpha_for_emitted(3.5, 2); }), HasSubstr("outside [1, gamma + 1 = 3]"));
 }
 
 }  // namespace
