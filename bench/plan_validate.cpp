@@ -296,18 +296,23 @@ void add_teacher_forced(LanguageModel& target, LanguageModel& draft,
   }
 }
 
-// Rounds of token-level verification started from contexts of text with the target's law: at
-// every `stride`-th position t of each request's generated tokens, the draft proposes γ tokens
-// after prompt + generated[0, t) (each sampled from its row with the draft's Philox address), the
-// target scores them in one call, and the round's expected emitted count given those drafts
-// (emitted_given_drafts) is added to `sum` (and 1 to `rounds`). Every request of the batch at
-// once, as a decoding round calls the models; the models' state is rolled back to the context
-// after each round. No acceptance coin is drawn: the expectation over them is exact.
+// Rounds of token-level verification started from contexts of text with the target's law: at a
+// position t of each request's generated tokens, the draft proposes γ tokens after prompt +
+// generated[0, t) (each sampled from its row with the draft's Philox address), the target scores
+// them in one call, and the round's expected emitted count given those drafts
+// (emitted_given_drafts) is added to `sum` (and 1 to `rounds`). No acceptance coin is drawn: the
+// expectation over them is exact. The next round of a request starts where this one would end
+// on the text: for drafts its rows made certain (q(x) = 1: prompt lookup, n-gram tables),
+// acceptance is exactly "the target's token equals the draft", so a round on the text emits the
+// drafts that match it and then the text's next token, and its successor starts after that —
+// the rounds start where a speculative decoding's do, right after a rejection. For sampled drafts
+// no such coupling exists, and the next round starts γ + 1 positions on. Every request of the
+// batch at once, as a decoding round calls the models; the models' state is rolled back to the
+// context after each round.
 void add_verified_rounds(LanguageModel& target, LanguageModel& draft,
                          const std::vector<std::vector<int32_t>>& prompts,
                          const std::vector<std::vector<int32_t>>& generated,
-                         const DecodeConfig& config, int64_t gamma, int64_t stride, double& sum,
-                         int64_t& rounds) {
+                         const DecodeConfig& config, int64_t gamma, double& sum, int64_t& rounds) {
   const int64_t v = target.vocab();
   std::vector<ScoreRequest> prefill;
   for (size_t b = 0; b < prompts.size(); ++b) {
@@ -315,20 +320,20 @@ void add_verified_rounds(LanguageModel& target, LanguageModel& draft,
   }
   target.prefill(prefill);
   draft.prefill(prefill);
-  int64_t longest = 0;
-  for (const auto& g : generated) longest = std::max(longest, static_cast<int64_t>(g.size()));
   std::vector<std::vector<int32_t>> sequences(prompts.size());
+  std::vector<int64_t> start(prompts.size(), 0);  // each request's next round
   std::vector<size_t> active;
   std::vector<float> q, p;
-  for (int64_t t = 0; t + gamma <= longest; t += stride) {
+  while (true) {
     active.clear();
     for (size_t b = 0; b < prompts.size(); ++b) {
+      const int64_t t = start[b];
       if (t + gamma > static_cast<int64_t>(generated[b].size())) continue;
       active.push_back(b);
       sequences[b] = prompts[b];
       sequences[b].insert(sequences[b].end(), generated[b].begin(), generated[b].begin() + t);
     }
-    if (active.empty()) continue;
+    if (active.empty()) break;
     std::vector<std::vector<double>> q_of_draft(active.size());
     for (int64_t i = 0; i < gamma; ++i) {
       std::vector<ScoreRequest> requests;
@@ -343,7 +348,7 @@ void add_verified_rounds(LanguageModel& target, LanguageModel& draft,
                                          static_cast<size_t>(v));
         const RandomAddress address{config.seed,
                                     static_cast<uint32_t>(b),
-                                    static_cast<uint32_t>(t),
+                                    static_cast<uint32_t>(start[b]),
                                     static_cast<uint32_t>(i),
                                     Purpose::kDraftSample,
                                     0};
@@ -362,6 +367,8 @@ void add_verified_rounds(LanguageModel& target, LanguageModel& draft,
       const size_t b = active[k];
       const auto& seq = sequences[b];
       std::vector<double> accept;
+      bool certain = true;
+      int64_t matched = 0;  // leading drafts equal to the text
       for (int64_t i = 0; i < gamma; ++i) {
         const int32_t x = seq[seq.size() - static_cast<size_t>(gamma) + static_cast<size_t>(i)];
         const double px = p[(k * static_cast<size_t>(gamma + 1) + static_cast<size_t>(i)) *
@@ -369,12 +376,15 @@ void add_verified_rounds(LanguageModel& target, LanguageModel& draft,
                             static_cast<size_t>(x)];
         const double qx = q_of_draft[k][static_cast<size_t>(i)];
         accept.push_back(qx > 0.0 ? std::min(1.0, px / qx) : 0.0);
+        certain = certain && qx == 1.0;
+        if (matched == i && x == generated[b][static_cast<size_t>(start[b] + i)]) ++matched;
       }
       sum += emitted_given_drafts(accept);
       ++rounds;
       const auto committed = static_cast<int64_t>(seq.size()) - gamma;
       target.truncate(static_cast<int64_t>(b), committed);
       draft.truncate(static_cast<int64_t>(b), committed);
+      start[b] += certain ? matched + 1 : gamma + 1;
     }
   }
   for (size_t b = 0; b < prompts.size(); ++b) {
@@ -524,7 +534,7 @@ void run_plan_validate(const PlanValidateOptions& o) {
       add_teacher_forced(*target, *draft, prompts[i].tokens, plain.tokens, timed, acceptance);
       for (size_t j = 0; j < o.gammas.size(); ++j) {
         add_verified_rounds(*target, *draft, prompts[i].tokens, plain.tokens, timed, o.gammas[j],
-                            o.gammas[j] + 1, br.cells[j].verified_sum, br.cells[j].verified_rounds);
+                            br.cells[j].verified_sum, br.cells[j].verified_rounds);
       }
     }
   }
@@ -552,13 +562,10 @@ void run_plan_validate(const PlanValidateOptions& o) {
       const int64_t gamma = o.gammas[j];
       const CellRuns& cr = br.cells[j];
       // The planner's α at this γ: the one whose geometric round emits the windowed estimate.
-      // Pooled over every batch size: the rounds' law does not depend on the batch.
-      double verified_sum = 0.0;
-      int64_t verified_rounds = 0;
-      for (const BatchRuns& other : runs) {
-        verified_sum += other.cells[j].verified_sum;
-        verified_rounds += other.cells[j].verified_rounds;
-      }
+      // The batch's own requests: a workload's requests take different conversations, so
+      // another batch size decodes other prompts.
+      const double verified_sum = cr.verified_sum;
+      const int64_t verified_rounds = cr.verified_rounds;
       if (verified_rounds == 0) {
         throw InvalidInput(fmt::format(
             "no plain run generated gamma = {} tokens to verify against; raise --tokens", gamma));
@@ -663,7 +670,7 @@ void run_plan_validate(const PlanValidateOptions& o) {
       "rounds (per batch: plain step of a %lld-token run, verification pass and draft step timed "
       "as calls, outside time per round), E per round from Σ min(p, q) teacher-forced on the plain "
       "runs' text (mean %.3f over %lld rows), E per round of each γ from rounds verified on that "
-      "text with the acceptance coins averaged out (every γ+1-th position), α the geometric "
+      "text with the acceptance coins averaged out (add_verified_rounds), α the geometric "
       "model's match to E\n",
       static_cast<long long>(o.calibration_tokens), mean_acceptance(acceptance),
       static_cast<long long>(total_rows(acceptance)));
