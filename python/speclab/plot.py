@@ -143,6 +143,25 @@ def load_plan(directory):
                           f"--json` ({e}); write it again or delete it") from e
 
 
+def plan_summary(plan):
+    """One line on what plan_validate.json calibrated: α teacher-forced on the plain runs' text,
+    the α each batch's prediction used at the planner's γ* (from the rounds verified on that text,
+    one per batch size), and the machine it ran on."""
+    m = plan.get("machine", {})
+    machine = (m if isinstance(m, str) else
+               f"{m.get('cpu', '?')} (build {m.get('build_isa', '?')}, "
+               f"CPU {m.get('cpu_isa', '?')}, {m.get('threads', '?')} threads)")
+    per_batch = []
+    for row in plan.get("rows", []):
+        cells = [c for c in row.get("by_gamma", []) if c.get("gamma") == row.get("gamma")]
+        if cells:
+            alpha = float(cells[0]["alpha_predicted"])
+            per_batch.append(f"b{row['batch']} γ{row['gamma']} {alpha:.3f}")
+    return (f"planner: α = {float(plan['alpha_teacher_forced']):.3f} teacher-forced over "
+            f"{plan['alpha_rows']} tokens; α per batch at γ*: {', '.join(per_batch) or 'none'}; "
+            f"machine {machine}")
+
+
 def _given_dir(directory, repo):
     given = directory if directory is not None else os.environ.get("SPECLAB_RUN_DIR") or None
     if given is None:

@@ -1,6 +1,7 @@
 """The notebooks read any run directory, not only the shipped experiments' (notebooks/README.md):
 acceptance_curves.ipynb executed on a sweep of another name in another place, given as
-$SPECLAB_RUN_DIR, while the results root holds nothing; and the lookup behind RUN_DIR."""
+$SPECLAB_RUN_DIR, while the results root holds nothing; speedup_vs_batch.ipynb executed beside
+the plan_validate.json this build's planner writes; and the lookup behind RUN_DIR."""
 
 import json
 import os
@@ -82,3 +83,50 @@ def test_acceptance_notebook_runs_on_another_sweep(tmp_path, sweep_dir):
     images = sum("image/png" in o.get("data", {}) for c in executed["cells"]
                  if c["cell_type"] == "code" for o in c["outputs"])
     assert images >= 4, f"{images} figures"
+
+
+def test_speedup_notebook_reads_what_plan_validate_writes(tmp_path, speclab_cli):
+    """speedup_vs_batch.ipynb executed on a small speedup sweep beside the plan_validate.json that
+    this build's `speclab plan --validate --json` writes for the same batches and γ: every key the
+    notebook reads is in the planner's JSON, and each (batch, γ) gets the planner's prediction."""
+    nbconvert = shutil.which("jupyter-nbconvert")
+    if nbconvert is None:
+        pytest.skip("no jupyter-nbconvert (scripts/install-deps.sh installs it)")
+    out = tmp_path / "speedup"
+    tiny = ["--set", "target.model=lsm-tiny-target", "--set", "draft.model=lsm-tiny-draft"]
+    done = subprocess.run(
+        [speclab_cli, "run", str(SOURCE / "experiments" / "configs" / "speedup_vs_batch.toml"),
+         *tiny, "--set", "decode.sequences=4", "--set", "decode.max_new_tokens=8",
+         "--set", "decode.prompt_length=4", "--set", "sweep.decode.batch_size=[1,2]",
+         "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    plan = subprocess.run(
+        [speclab_cli, "plan", "--validate", "--target", "lsm-tiny-target", "--draft",
+         "lsm-tiny-draft", "--batch", "1,2", "--gamma", "4", "--tokens", "8",
+         "--calibration-tokens", "4", "--rounds", "2", "--json"], capture_output=True, text=True)
+    assert plan.returncode == 0, plan.stderr
+    (out / "plan_validate.json").write_text(plan.stdout)
+    loaded = speclab.plot.load_plan(out)
+    line = speclab.plot.plan_summary(loaded)
+    assert "b1 γ4" in line and "b2 γ4" in line, line
+
+    path = os.pathsep.join(os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p)
+    env = dict(os.environ, SPECLAB_RUN_DIR=str(out), PYTHONPATH=path,
+               PYDEVD_DISABLE_FILE_VALIDATION="1")
+    done = subprocess.run(
+        [nbconvert, "--to", "notebook", "--execute", "--ExecutePreprocessor.timeout=300",
+         "--output-dir", str(tmp_path / "executed"),
+         str(SOURCE / "notebooks" / "speedup_vs_batch.ipynb")],
+        env=env, capture_output=True, text=True, cwd=SOURCE / "notebooks")
+    assert done.returncode == 0, done.stderr[-4000:]
+    executed = json.loads((tmp_path / "executed" / "speedup_vs_batch.ipynb").read_text())
+    text = "".join("".join(o.get("text", "")) for c in executed["cells"] if c["cell_type"] == "code"
+                   for o in c["outputs"])
+    assert line in text, text
+    # The planner's prediction, not each point's own predicted_speedup, sits in the table.
+    predicted = {(r["batch"], c["gamma"]): c["predicted"] for r in loaded["rows"]
+                 for c in r["by_gamma"]}
+    table = speclab.plot.speedup_table(*speclab.plot.load_runs(out), loaded)
+    assert {(int(b), int(g)): p for b, g, p in zip(table["batch"], table["gamma"],
+                                                    table["predicted"])} == predicted
