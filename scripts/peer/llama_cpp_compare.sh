@@ -8,7 +8,7 @@
 #                                     [--json FILE] [--speclab BUILD_DIR] [--portable]
 #                                     [-- SPECLAB_ARGS...]
 #
-# llama.cpp comes from the llama-cpp-python sdist on PyPI (it vendors llama.cpp); its own
+# llama.cpp comes from the llama-cpp-python sdist on the package index (it vendors llama.cpp); its own
 # `llama-lookup` and `llama-bench` are built with CMake, CPU only, under build-peer/ (git-ignored)
 # and reused on later runs. Arguments after `--` go to `speclab bench decode` unchanged.
 # --portable builds llama.cpp for x86-64-v3 (AVX2, FMA, F16C; no AVX-512) instead of the host's

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `pip install .` as a user runs it: into a fresh virtual environment of Debian's python3 (with its
-# system packages, for numpy), the build tools from PyPI, then `import speclab` from another
+# system packages, for numpy), the build tools from the package index, then `import speclab` from another
 # directory without PYTHONPATH. The installed package must be the one in the environment and give
 # the same tokens, exact law and statistics as the build tree's package (build/python).
 #
 #   tests/pip/pip_install_test.sh SOURCE_DIR BUILD_PYTHON_DIR
 #
-# Exit 77 (ctest: skipped) when PyPI cannot be reached, unless SPECLAB_PIP_REQUIRED=1 (CI).
+# Exit 77 (ctest: skipped) when the package index cannot be reached, unless SPECLAB_PIP_REQUIRED=1 (CI).
 set -euo pipefail
 source_dir=$1
 build_python=$2
@@ -22,10 +22,10 @@ venv_python=$work/venv/bin/python
 if ! "$venv_python" -m pip download --no-deps -q -d "$work/probe" scikit-build-core \
   >/dev/null 2>&1; then
   if [ "${SPECLAB_PIP_REQUIRED:-0}" = 1 ]; then
-    echo "pip_install_test: PyPI cannot be reached (scikit-build-core)" >&2
+    echo "pip_install_test: the package index cannot be reached (scikit-build-core)" >&2
     exit 1
   fi
-  echo "pip_install_test: skipped, PyPI cannot be reached"
+  echo "pip_install_test: skipped, the package index cannot be reached"
   exit 77
 fi
 
