@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "cli/command.hpp"
 #include "cli/json.hpp"
 #include "core/base/error.hpp"
+#include "core/io/atomic_file.hpp"
 #include "experiments/cluster.hpp"
 #include "experiments/out_dir.hpp"
 #include "experiments/runner.hpp"
@@ -62,15 +62,19 @@ void slurm(const SlurmArgs& args) {
     std::fputs(script.c_str(), stdout);
     return;
   }
-  {
-    std::ofstream file(args.script, std::ios::binary | std::ios::trunc);
-    file << script;
-    file.close();
-    if (!file) {
-      throw InvalidInput("-o " + args.script + ": cannot write the script; choose another -o");
+  // Written as SCRIPT.partial and renamed, so an earlier script under that name survives a
+  // failed write whole.
+  try {
+    AtomicFile file(args.script);
+    file.write(script);
+    if (::chmod(partial_path(args.script).c_str(), 0755) != 0) {
+      throw IoError("cannot make it executable");
     }
+    file.commit();
+  } catch (const IoError& e) {
+    throw InvalidInput("-o " + args.script + ": cannot write the script (" + e.what() +
+                       "); choose another -o");
   }
-  ::chmod(args.script.c_str(), 0755);
   if (args.json) {
     print_json_line({{"script", args.script},
                      {"sweep", sweep.name},

@@ -70,10 +70,15 @@ if [ "$mode" = prepare ]; then
     echo "device-check.sh --prepare: nvcc not found (needs the CUDA toolkit to build for sm_90)" >&2
     exit 2
   }
-  # Ninja when present: it prints each command's output in one piece, so ptxas's report of one
-  # kernel is never interleaved with another's (make -j interleaves them line by line).
-  generator=()
-  if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+  # Ninja (Debian's ninja-build, installed by scripts/install-deps.sh): it prints each command's
+  # output in one piece, so ptxas's report of one kernel is never interleaved with another's
+  # (make -j interleaves them line by line).
+  command -v ninja >/dev/null 2>&1 || {
+    echo "device-check.sh --prepare: ninja not found (apt-get install ninja-build; the ptxas" \
+      "report needs each kernel's lines in one piece)" >&2
+    exit 2
+  }
+  generator=(-G Ninja)
   if [ -f "$build/CMakeCache.txt" ] &&
     ! grep -q "CMAKE_GENERATOR:INTERNAL=${generator[1]:-Unix Makefiles}" "$build/CMakeCache.txt"; then
     rm -rf "$build"  # configured with another generator
@@ -114,10 +119,6 @@ if [ "$mode" = prepare ]; then
       echo "device-check.sh --prepare: $binary has no \$ORIGIN/../lib RPATH" >&2
       exit 1
     }
-  done
-  # The libraries each binary needs, for the device half's ldd check and the fallback decision.
-  for binary in speclab speclab_gpu_tests; do
-    ldd "$carry/bin/$binary" | awk '{ print $1 }' >"$carry/$binary.needs"
   done
   git rev-parse HEAD >"$carry/commit" 2>/dev/null || echo unknown >"$carry/commit"
 

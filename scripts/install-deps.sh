@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake git pkg-config ccache
+  build-essential cmake git pkg-config ccache ninja-build
   libeigen3-dev
   libboost-dev libboost-math-dev libboost-fiber-dev libboost-context-dev
   libgmp-dev

@@ -1,25 +1,7 @@
-// The temperature softmax of core::probs_from_logits (unfiltered) fused into the verifier kernels:
-// instead of a probability array, a logits row is reduced once to its statistics (max, argmax,
-// the largest logit below the max, core's normaliser) and then read through LogitsProbRow, which
-// computes p(t) = float(exp_nonpositive((l_t − max)·float(1/T)) · norm) — exactly the float
-// operations of core/sampling/sampling.cpp, so every p(t) is bitwise core's probability.
-//
-// Row statistics (compute_row_stats, one or two rows at once, block-wide):
-//  A. one pass over the logits: NaN/+inf and all -inf checks, a block argmax (largest value,
-//     lowest id; the max is order-free, so it is core's max_of) and the runner-up (the largest
-//     logit strictly below the max), warp shuffles then warp 0;
-//  B. T > 0 only: core's normaliser in core's exact order (block_normaliser,
-//  gpu/sampling/logits.cuh):
-//     2048-token blocks, one per 16 threads at a time, lane k adding the block's exponentials
-//     t ≡ k (mod 16) in float, the lane sums in double in lane order, the block totals in block
-//     order; norm = float(1/total). The exponentials are computed from the logits where they are
-//     summed: nothing is staged in shared memory.
-// Bytes read per row: A reads the logits once, B once more (from L2 for any realistic V): 2·s·V
-// for s-byte logits, plus a third read wherever the row is later scanned (residual, bonus, Z).
-//
-// V2 on logits (greedy_token): core's token is the lowest t with e_t = 1, the logits' argmax
-// unless the tempered runner-up lies within 2^-22 of the max, where one more exact pass finds it
-// (proofs/gpu_kernels.md §3).
+// core::probs_from_logits' temperature softmax (unfiltered) fused into the kernels: a logits row
+// is reduced once to its statistics (compute_row_stats) and read through LogitsProbRow, bitwise
+// core's p(t). Passes and bytes read: gpu/README.md "Row statistics"; V2 on logits:
+// proofs/gpu_kernels.md §3.
 #pragma once
 
 #include <cstdint>

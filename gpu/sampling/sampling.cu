@@ -12,6 +12,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/rules.hpp"
+#include "gpu/base/reduce.cuh"
 #include "gpu/base/simt.cuh"
 #include "gpu/sampling/fused_logits.cuh"
 #include "gpu/sampling/row_sampler.cuh"
@@ -21,8 +22,8 @@ namespace speclab::gpu {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarp = 32;
-constexpr int64_t kChunk = 256;
+constexpr int kWarp = detail::kWarpSize;
+constexpr int64_t kChunk = kChunkTokens;
 
 __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a) {
   SPECLAB_DYNAMIC_SHARED(uint64_t, chunk_sums);
@@ -40,9 +41,7 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
       sum += to_fixed(p);
       if (copy != nullptr) copy[t] = p;
     }
-    for (int offset = kWarp / 2; offset > 0; offset >>= 1) {
-      sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-    }
+    sum = detail::warp_sum<KernelMutant::kNone>(sum);
     if (lane == 0) chunk_sums[chunk] = sum;
   }
   __syncthreads();
