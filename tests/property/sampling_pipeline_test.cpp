@@ -214,5 +214,59 @@ TEST(SamplingPipelineBoundary, TopPMeasuresTheTemperedMass) {
             (std::vector<float>{0.0f, 1.0f}));
 }
 
+// min-p at T = 0.5 with ties. The tempered exponential is exact only at 0 (e^0 = 1), so a token
+// sits exactly at min_p·max only as a tie with the maximum: with min_p = 1 the maxima at ids 1 and
+// 3 (not 0) both stay, each exactly 1/2 of the kept mass. Below the maximum, ids 2 and 4 tie at
+// ratio e^(−0.25/0.5) = e^(−1/2) = 0.607 to it, and min-p has no id rule: min_p = 0.6 keeps both,
+// 0.65 drops both; at T = 1 their ratio e^(−1/4) = 0.779 survives 0.65. Id 0 (ratio e^(−2) = 0.135
+// at T = 0.5) goes whenever min_p > 0.14, so a threshold taken from token 0 would keep everything.
+TEST(SamplingPipelineBoundary, MinPTiesAtHalfTemperature) {
+  const std::vector<float> logits{-1.0f, 0.0f, -0.25f, 0.0f, -0.25f, kMasked};
+  const auto at_max = probs_from_logits(logits, {.temperature = 0.5, .min_p = 1.0});
+  EXPECT_EQ(kept_ids(at_max), (std::vector<float>{1.0f, 3.0f}));
+  EXPECT_EQ(at_max[1], 0.5f);
+  EXPECT_EQ(at_max[3], 0.5f);
+  const auto kept = probs_from_logits(logits, {.temperature = 0.5, .min_p = 0.6});
+  EXPECT_EQ(kept_ids(kept), (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f}))
+      << "e^(-1/2) = 0.607 ≥ 0.6 for both tied tokens";
+  EXPECT_EQ(kept[2], kept[4]);
+  EXPECT_EQ(kept_ids(probs_from_logits(logits, {.temperature = 0.5, .min_p = 0.65})),
+            (std::vector<float>{1.0f, 3.0f}))
+      << "e^(-1/2) = 0.607 < 0.65 for both tied tokens";
+  EXPECT_EQ(kept_ids(probs_from_logits(logits, {.temperature = 1.0, .min_p = 0.65})),
+            (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f}))
+      << "e^(-1/4) = 0.779 ≥ 0.65 at T = 1";
+}
+
+// Every filter at once at T = 2 on a row with a tie at each cut-off. Tempered ratios to the
+// maximum e^(l/2): ids 1, 3 at 1; ids 2, 4, 5 at e^(−1/2) = 0.60653; ids 0, 6 at e^(−1) = 0.36788;
+// id 7 masked. top_k = 6 cuts the last tie: id 0 stays, id 6 goes. top_p = 0.74 then measures
+// top-k's survivors, mass 2 + 3·0.60653 + 0.36788 = 4.18747 (needed 3.09873): the prefix 1, 3, 2
+// reaches 2.60653 and 1, 3, 2, 4 reaches 3.21306, so the cut falls inside the middle tie and id 5
+// goes. Without top-k the mass is 4.55535, needed 3.37096, and id 5 stays (3.81959). min_p = 0.5
+// keeps the middle tie whole and drops the last one (0.368 < 0.5), which top-k and top-p had cut
+// already, so all three keep top-p's four; min_p = 0.7 drops the tie 2, 4 together. At T = 1
+// (ratios e^(−1) = 0.368 and e^(−2) = 0.135; top-p's prefix 1, 3, 2, 4 again) min_p = 0.5 leaves
+// the maxima alone.
+TEST(SamplingPipelineBoundary, CombinedFiltersWithATieAtEachCut) {
+  const std::vector<float> logits{-2.0f, 0.0f, -1.0f, 0.0f, -1.0f, -1.0f, -2.0f, kMasked};
+  const auto kept_at = [&](double t, int64_t top_k, double top_p, double min_p) {
+    return kept_ids(probs_from_logits(
+        logits, {.temperature = t, .top_k = top_k, .top_p = top_p, .min_p = min_p}));
+  };
+  EXPECT_EQ(kept_at(2.0, 6, 1.0, 0.0), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(kept_at(2.0, 6, 0.74, 0.0), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(kept_at(2.0, 0, 0.74, 0.0), (std::vector<float>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(kept_at(2.0, 0, 1.0, 0.5), (std::vector<float>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(kept_at(2.0, 6, 0.74, 0.7), (std::vector<float>{1, 3}));
+  EXPECT_EQ(kept_at(1.0, 6, 0.74, 0.5), (std::vector<float>{1, 3}));
+  const auto probs =
+      probs_from_logits(logits, {.temperature = 2.0, .top_k = 6, .top_p = 0.74, .min_p = 0.5});
+  EXPECT_EQ(kept_ids(probs), (std::vector<float>{1, 2, 3, 4}));
+  const long double low = std::exp(-0.5L), mass = 2.0L + 2.0L * low;
+  for (int id : {1, 3}) EXPECT_NEAR(probs[id], 1.0L / mass, 1e-6) << id;
+  for (int id : {2, 4}) EXPECT_NEAR(probs[id], low / mass, 1e-6) << id;
+}
+
 }  // namespace
 }  // namespace speclab
