@@ -9,8 +9,9 @@
 #
 # By default only the regular tests that can see a broken verifier or engine are run (the filters
 # below: the one-step joint laws, the Markov streams, the properties of the verifiers, of the
-# sampling pipeline and its scalar rules, and of every engine's batch and draft pipeline), which
-# keeps the sweep to a few minutes on 2 cores; --all runs both layers whole for every mutant.
+# sampling pipeline and its scalar rules, and of every engine's batch, draft pipeline and rebuilt
+# steps), which keeps the sweep to a few minutes on 2 cores; --all runs both layers whole for every
+# mutant.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +41,7 @@ stat_filter+=':DecodeStat.PlainDecodingIsTheTargetChainAtItsTemperature'
 stat_filter+=':DecodeLsmStat.TokenLevelPairLawAtLowTemperatureWithTopK'
 property_filter='VerifyChainProperty.*:VerifyBlockProperty.*:VerifyTreeProperty.*'
 property_filter+=':SamplingPipeline*:Rules*:Engines/DecodeInvariance.*:Engines/DraftPipeline.*'
+property_filter+=':Engines/EngineStep.*'
 property_filter+=':VerifyChainFallback.*:VerifyBlockFallback.*:VerifyTreeFallback.*'
 if [ "$all" = 1 ]; then
   stat_filter='*'
