@@ -57,7 +57,11 @@ struct PlanValidateOptions {
   std::vector<int64_t> gammas = {1, 2, 4, 6};
   int64_t tokens = 64;              ///< generated per request in each timed run
   int64_t calibration_tokens = 16;  ///< per request in each calibration run
-  int rounds = 5;                   ///< interleaved rounds (the interval is their spread)
+  int rounds = 5;                   ///< interleaved rounds at least
+  int max_rounds = 15;              ///< and at most, until every interval is within `precision`
+  /// Rounds go on until every (batch, γ) interval's half-width is at most this fraction of its
+  /// median (RoundsSpeedup::relative_half_width), or max_rounds.
+  double precision = 0.05;
   double temperature = 1.0;
   std::string workload;  ///< models with a tokenizer: a data/workloads name or file ("" = rewrite)
   bool json = false;

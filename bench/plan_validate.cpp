@@ -3,17 +3,22 @@
 // batch size and γ, for any target/draft pair of the model registry (lsm-target / lsm-draft by
 // default).
 //
-// Each of R rounds runs, for every batch size, first a calibration on other requests and another
-// seed — a short plain run (its step), the target's verification pass and the draft's step timed
-// as calls on that run's text, and short speculative runs (the time outside the calls per round)
-// — and then the timed runs on the same requests: plain decoding, then speculative decoding at
-// each γ. The prediction's inputs are the calibration's medians over rounds at every batch size,
-// and α = the mean Σ min(p, q) teacher-forced along the timed plain runs' text (the target's own
-// law, so no speculative run enters the prediction). A round's measured speedup is its plain time
-// over its speculative time; the report gives the median over rounds and its order-statistic
-// interval (plan_validate.hpp), and for each prediction the term (α, c, r, o) whose disagreement
-// with the timed runs moves it most. For the LinearSoftmax pair it also gives the roofline's
-// prediction on this host's measured rates (what `speclab plan --gpu this-machine` would say).
+// Rounds are the outer loop. Each round runs, for every batch size, first a calibration on other
+// requests and another seed — a short plain run (its step), the target's verification pass and
+// the draft's step timed as calls on that run's text, and short speculative runs (the time
+// outside the calls per round) — and then the timed runs: plain decoding, then speculative
+// decoding at each γ. The prediction's costs are the calibration's medians over rounds at every
+// batch size. Its acceptance comes from the plain runs alone (the target's own text, no
+// speculative run): rounds of γ drafts verified on that text with the acceptance coins averaged
+// out (add_verified_rounds) give E per round, and α is the geometric model's match to it. The
+// plain run is the calibration a user makes on their own workload; the speculative runs are
+// what is predicted. The rounds go on until every cell's interval is as narrow as --precision
+// asks (or --max-rounds). A round's measured speedup is its plain time over its speculative
+// time; the report gives the median over rounds, its order-statistic interval
+// (plan_validate.hpp) and, for each prediction, the term (E, c, r, o) whose disagreement with
+// the timed runs moves it most. Where the pair's passes can be priced from what its models are
+// made of (LinearSoftmax; a GGUF target with a layer-skip or table draft) it also gives the
+// roofline's prediction on this host's measured rates (pair_on_this_machine).
 #include "bench/plan_validate.hpp"
 
 #include <fmt/format.h>
@@ -52,7 +57,7 @@ double median_of(std::vector<double> values) {
 }
 
 RoundsSpeedup speedup_over_rounds(std::span<const double> plain_seconds,
-                                  std::span<const double> speculative_seconds) {
+                                  std::span<const double> speculative_seconds, double level) {
   if (plain_seconds.size() != speculative_seconds.size() || plain_seconds.size() < 2) {
     throw InvalidInput(fmt::format(
         "a speedup over rounds needs the same number ≥ 2 of plain and speculative times (got {} "
@@ -67,12 +72,25 @@ RoundsSpeedup speedup_over_rounds(std::span<const double> plain_seconds,
     }
     ratios.push_back(plain_seconds[k] / speculative_seconds[k]);
   }
+  std::sort(ratios.begin(), ratios.end());
   const int rounds = static_cast<int>(ratios.size());
+  // below[j] = P[Binomial(R, ½) ≤ j], from the binomial coefficients C(R, i) in double (exact
+  // for any R a run has).
+  std::vector<double> below;
+  double coefficient = 1.0, cumulative = 0.0;
+  for (int i = 0; i <= rounds / 2; ++i) {
+    cumulative += coefficient;
+    below.push_back(std::ldexp(cumulative, -rounds));
+    coefficient = coefficient * static_cast<double>(rounds - i) / static_cast<double>(i + 1);
+  }
+  int k = 1;
+  while (k + 1 <= rounds / 2 && 1.0 - 2.0 * below[static_cast<size_t>(k)] >= level) ++k;
   return {.median = median_of(ratios),
-          .low = *std::min_element(ratios.begin(), ratios.end()),
-          .high = *std::max_element(ratios.begin(), ratios.end()),
-          .confidence = 1.0 - std::ldexp(1.0, 1 - rounds),
-          .rounds = rounds};
+          .low = ratios[static_cast<size_t>(k - 1)],
+          .high = ratios[static_cast<size_t>(rounds - k)],
+          .confidence = 1.0 - 2.0 * below[static_cast<size_t>(k - 1)],
+          .rounds = rounds,
+          .k = k};
 }
 
 Verdict judge(double predicted, const RoundsSpeedup& measured) {
@@ -419,10 +437,31 @@ void add_full_rounds(const DecodeMetrics& m, int64_t gamma, int64_t& rounds, int
   }
 }
 
+// The widest interval over every (batch, γ) so far, as a fraction of its median.
+double widest_interval(const std::vector<BatchRuns>& runs) {
+  double widest = 0.0;
+  for (const BatchRuns& br : runs) {
+    for (const CellRuns& cell : br.cells) {
+      widest = std::max(
+          widest,
+          speedup_over_rounds(br.plain_seconds, cell.speculative_seconds).relative_half_width());
+    }
+  }
+  return widest;
+}
+
 void check_options(const PlanValidateOptions& o) {
   if (o.rounds < 2) {
     throw InvalidInput(fmt::format(
         "--rounds is {}; expected ≥ 2 (the interval is the spread over rounds)", o.rounds));
+  }
+  if (o.max_rounds < o.rounds) {
+    throw InvalidInput(
+        fmt::format("--max-rounds is {}; expected ≥ --rounds ({})", o.max_rounds, o.rounds));
+  }
+  if (!(o.precision > 0.0 && o.precision < 1.0)) {
+    throw InvalidInput(fmt::format(
+        "--precision is {}; expected a fraction of the median in (0, 1), e.g. 0.05", o.precision));
   }
   if (o.tokens < 2 || o.calibration_tokens < 2) {
     throw InvalidInput(fmt::format("--tokens and --calibration-tokens must be ≥ 2 (got {} and {})",
@@ -490,7 +529,8 @@ void run_plan_validate(const PlanValidateOptions& o) {
   // Rounds are the outer loop: each round times every configuration once, plain beside
   // speculative, so that a slow spell of the machine falls on both sides of one round's ratio.
   // Each round decodes with its own seed, so the interval covers the samples' acceptance too.
-  for (int k = 0; k < o.rounds; ++k) {
+  for (int k = 0; k < o.max_rounds; ++k) {
+    if (k >= o.rounds && widest_interval(runs) <= o.precision) break;
     DecodeConfig timed = config, cal = calibration;
     timed.seed = kSeed + static_cast<uint64_t>(k);
     cal.seed = kCalibrationSeed + static_cast<uint64_t>(k);
@@ -549,14 +589,21 @@ void run_plan_validate(const PlanValidateOptions& o) {
     entries.push_back(e);
   }
   const MeasuredRoundCosts costs(entries);
-  const std::optional<PairCostModel> roofline_model =
-      linear_softmax_pair_on_this_machine(*target, *draft);
-  std::optional<RooflineRoundCosts> roofline;
-  if (roofline_model) roofline.emplace(*roofline_model);
 
   std::vector<Row> rows;
-  for (const BatchRuns& br : runs) {
+  bool have_roofline = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const BatchRuns& br = runs[i];
     Row row{.batch = br.batch};
+    // The roofline from what the models are made of, its KV cache at the run's mean length.
+    int64_t prompt_tokens = 0;
+    for (const auto& prompt : prompts[i].tokens) prompt_tokens += std::ssize(prompt);
+    const int64_t context = prompt_tokens / std::ssize(prompts[i].tokens) + o.tokens / 2;
+    std::optional<RooflineRoundCosts> roofline;
+    if (const auto model = pair_on_this_machine(*target, *draft, context)) {
+      roofline.emplace(*model);
+      have_roofline = true;
+    }
     const double plain_step = median_of(br.plain_step);
     for (size_t j = 0; j < o.gammas.size(); ++j) {
       const int64_t gamma = o.gammas[j];
@@ -600,6 +647,11 @@ void run_plan_validate(const PlanValidateOptions& o) {
   for (const Row& r : rows) within += r.predicted_best().verdict != Verdict::kOutside;
   const double elapsed = seconds_now() - start;
   const double confidence = rows.front().cells.front().measured.confidence;
+  const int rounds_run = rows.front().cells.front().measured.rounds;
+  double widest = 0.0;
+  for (const Row& r : rows) {
+    for (const Cell& c : r.cells) widest = std::max(widest, c.measured.relative_half_width());
+  }
 
   if (o.json) {
     Json machine = machine_json(machine_identity());
@@ -636,6 +688,7 @@ void run_plan_validate(const PlanValidateOptions& o) {
                       {"measured_low", p.measured.low},
                       {"measured_high", p.measured.high},
                       {"verdict", verdict_name(p.verdict)},
+                      {"roofline", json_or_null(p.roofline)},
                       {"measured_best_gamma", m.gamma},
                       {"measured_best", m.measured.median},
                       {"by_gamma", grid}});
@@ -647,7 +700,11 @@ void run_plan_validate(const PlanValidateOptions& o) {
                       {"calibration_tokens", o.calibration_tokens},
                       {"alpha_teacher_forced", mean_acceptance(acceptance)},
                       {"alpha_rows", total_rows(acceptance)},
-                      {"rounds", o.rounds},
+                      {"rounds", rounds_run},
+                      {"min_rounds", o.rounds},
+                      {"max_rounds", o.max_rounds},
+                      {"precision_asked", o.precision},
+                      {"widest_interval", widest},
                       {"interval_confidence", confidence},
                       {"temperature", o.temperature},
                       {"prompts", prompts.front().source},
@@ -662,7 +719,8 @@ void run_plan_validate(const PlanValidateOptions& o) {
   std::printf(
       "speclab plan --validate: %s + %s on this machine, %lld tokens per request, T = %g, %d "
       "interleaved rounds\n",
-      o.target.c_str(), o.draft.c_str(), static_cast<long long>(o.tokens), o.temperature, o.rounds);
+      o.target.c_str(), o.draft.c_str(), static_cast<long long>(o.tokens), o.temperature,
+      rounds_run);
   std::printf("  machine: %s\n", machine_line(machine_identity()).c_str());
   std::printf("  prompts: %s\n", prompts.front().source.c_str());
   std::printf(
@@ -677,7 +735,7 @@ void run_plan_validate(const PlanValidateOptions& o) {
   std::printf(
       "\n  batch  γ*  predicted  measured [%2.0f%% interval]  error  verdict          | measured "
       "best γ  speedup%s\n",
-      100.0 * confidence, roofline ? " | roofline" : "");
+      100.0 * confidence, have_roofline ? " | roofline" : "");
   for (const Row& r : rows) {
     const Cell &p = r.predicted_best(), &m = r.measured_best();
     std::printf(
@@ -713,14 +771,21 @@ void run_plan_validate(const PlanValidateOptions& o) {
   std::printf("  goal: %d of %zu batch sizes within 10%% of the median or inside its interval\n",
               within, rows.size());
   std::printf(
+      "  precision: the widest interval is ±%.1f%% of its median (asked ±%.1f%%: %d rounds, at "
+      "least %d and at most %d)%s\n",
+      100.0 * widest, 100.0 * o.precision, rounds_run, o.rounds, o.max_rounds,
+      widest <= o.precision ? "" : " — not reached; raise --max-rounds or --tokens");
+  std::printf(
       "  γ*: the prediction's best γ of the grid; measured: median over rounds of plain ÷ "
-      "speculative decode time, interval [min, max] over rounds (it holds the median with "
-      "probability %.1f%%); error = predicted ÷ measured − 1; E: tokens per round of the full γ; "
+      "speculative decode time, interval the k-th smallest and largest ratio of the rounds (it "
+      "holds the median with probability %.1f%%); error = predicted ÷ measured − 1; E: tokens per "
+      "round of the full γ; "
       "c, r, o in plain steps.%s\n",
       100.0 * confidence,
-      roofline ? " roofline: the planner's roofline on this host's measured rates at the "
-                 "calibration α (speclab plan --gpu this-machine)."
-               : "");
+      have_roofline ? " roofline: the planner's roofline on this host's measured rates at the "
+                      "prediction's α, from the models' weights (for a GGUF model the bytes of "
+                      "its storage) and KV cache (speclab plan --gpu this-machine)."
+                    : "");
   std::printf("  %.1f s\n", elapsed);
 }
 

@@ -13,18 +13,28 @@ namespace speclab::cli {
 
 /// A speedup measured in R interleaved rounds (each round times plain and speculative decoding
 /// of the same requests back to back, so both see the same machine): the median of the R
-/// per-round ratios plain / speculative, and [low, high] = [min, max] of them, which holds the
-/// median of the ratio's distribution with probability 1 − 2^(1−R) (the order-statistic interval
-/// of the median: it misses only when every round falls on one side).
+/// per-round ratios plain / speculative, and [low, high] = the k-th smallest and k-th largest
+/// ratio, an order-statistic interval of the median: it misses only when k or more rounds fall on
+/// one side, so it holds the median of the ratio's distribution with probability
+/// 1 − 2·P[Binomial(R, ½) ≤ k − 1]. k is the largest for which that reaches `level` (k = 1, the
+/// range [min, max], when even that falls short: fewer than 5 rounds at level 0.9), so the
+/// interval narrows as rounds are added.
 struct RoundsSpeedup {
   double median = 0.0, low = 0.0, high = 0.0;
-  double confidence = 0.0;  ///< 1 − 2^(1−R)
+  double confidence = 0.0;  ///< 1 − 2·P[Binomial(R, ½) ≤ k − 1]
   int rounds = 0;
+  int k = 1;  ///< the interval's order statistics: the k-th from each end
+  /// The interval's half-width relative to the median, (high − low) / (2·median).
+  double relative_half_width() const { return (high - low) / (2.0 * median); }
 };
+
+/// The confidence the intervals of `plan --validate` are chosen for.
+inline constexpr double kIntervalLevel = 0.9;
 
 /// Throws InvalidInput unless both spans hold the same number R ≥ 2 of positive times.
 RoundsSpeedup speedup_over_rounds(std::span<const double> plain_seconds,
-                                  std::span<const double> speculative_seconds);
+                                  std::span<const double> speculative_seconds,
+                                  double level = kIntervalLevel);
 
 /// The median of `values` (the mean of the middle two for an even count); InvalidInput when empty.
 double median_of(std::vector<double> values);

@@ -49,6 +49,8 @@ struct PlanOptions {
   int64_t tokens = PlanValidateOptions{}.tokens;
   int64_t calibration_tokens = PlanValidateOptions{}.calibration_tokens;
   int rounds = PlanValidateOptions{}.rounds;
+  int max_rounds = PlanValidateOptions{}.max_rounds;
+  double precision = PlanValidateOptions{}.precision;
   double temperature = PlanValidateOptions{}.temperature;
   std::string workload;
   bool batch_given = false;
@@ -130,7 +132,8 @@ PlanValidateOptions validate_options(const PlanOptions& o) {
     throw InvalidInput(
         "--validate measures this machine with the pair's own runs: it takes --target, "
         "--draft (registry models, `speclab models`), --gamma, --batch, --tokens, "
-        "--calibration-tokens, --rounds, --temperature, --workload and --json, not --gpu, "
+        "--calibration-tokens, --rounds, --max-rounds, --precision, --temperature, --workload "
+        "and --json, not --gpu, "
         "--alpha, --alpha-from, --target-config, --draft-config or --out");
   }
   PlanValidateOptions v;
@@ -141,6 +144,8 @@ PlanValidateOptions validate_options(const PlanOptions& o) {
   v.tokens = o.tokens;
   v.calibration_tokens = o.calibration_tokens;
   v.rounds = o.rounds;
+  v.max_rounds = o.max_rounds;
+  v.precision = o.precision;
   v.temperature = o.temperature;
   v.workload = o.workload;
   v.json = o.json;
@@ -483,7 +488,14 @@ void setup_plan(CLI::App& app) {
                    "--validate: tokens per request of each calibration run")
       ->capture_default_str();
   plan->add_option("--rounds", o->rounds,
-                   "--validate: interleaved rounds (the interval is their spread)")
+                   "--validate: interleaved rounds at least (the interval is their spread)")
+      ->capture_default_str();
+  plan->add_option("--max-rounds", o->max_rounds,
+                   "--validate: and at most, while an interval is wider than --precision")
+      ->capture_default_str();
+  plan->add_option("--precision", o->precision,
+                   "--validate: rounds go on until every interval's half-width is at most this "
+                   "fraction of its median")
       ->capture_default_str();
   plan->add_option("--temperature", o->temperature, "--validate: sampling temperature")
       ->capture_default_str();

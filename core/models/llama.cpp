@@ -251,6 +251,25 @@ int64_t LlamaModel::weight_bytes() const {
   return bytes;
 }
 
+LlamaModel::PassWeights LlamaModel::pass_weights() const {
+  PassWeights pass;
+  const auto add = [&pass](const WeightMatrix& w) {
+    pass.bytes += w.bytes();
+    pass.elements += w.rows() * w.depth();
+  };
+  for (size_t l = 0; l < weights_->layers.size(); ++l) {
+    const Layer& layer = weights_->layers[l];
+    if (!skip_.attention[l]) {
+      for (const WeightMatrix* w : {&layer.wq, &layer.wk, &layer.wv, &layer.wo}) add(*w);
+    }
+    if (!skip_.ffn[l]) {
+      for (const WeightMatrix* w : {&layer.w_gate, &layer.w_up, &layer.w_down}) add(*w);
+    }
+  }
+  add(weights_->output.rows() > 0 ? weights_->output : weights_->token_embd);
+  return pass;
+}
+
 void LlamaModel::truncate(int64_t sequence_id, int64_t length) {
   const auto it = caches_.find(sequence_id);
   if (it == caches_.end()) return;

@@ -78,6 +78,14 @@ class LlamaModel : public LanguageModel {
   WeightStorage weight_storage() const { return weights_->storage; }
   /// Bytes of the weight matrices (embedding and LM head included), as stored.
   int64_t weight_bytes() const;
+  /// What one forward pass streams of the weights, whatever the number of positions: the matrices
+  /// of every sublayer this model runs (skipped ones excluded) and the LM head (the embedding
+  /// table when tied; otherwise the embedding is only gathered, a row per position).
+  struct PassWeights {
+    int64_t bytes = 0;     ///< as stored (quantised blocks or fp32)
+    int64_t elements = 0;  ///< multiply-adds per position
+  };
+  PassWeights pass_weights() const;
   /// True when both models use the same weights in memory.
   bool shares_weights_with(const LlamaModel& other) const { return weights_ == other.weights_; }
 

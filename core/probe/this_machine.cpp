@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "core/models/linear_softmax.hpp"
+#include "core/models/llama.hpp"
+#include "core/models/ngram.hpp"
+#include "core/models/prompt_lookup.hpp"
 #include "core/models/skinny_gemm.hpp"
 #include "core/probe/membw.hpp"
 #include "core/sampling/sampling.hpp"
@@ -143,6 +146,57 @@ std::optional<PairCostModel> linear_softmax_pair_on_this_machine(const LanguageM
                        .target_rates = rates_for(*t),
                        .draft_rates = rates_for(*d),
                        .context = 0};
+}
+
+namespace {
+
+PassProfile llama_profile(const LlamaModel& model) {
+  const LlamaConfig& c = model.config();
+  const LlamaModel::PassWeights pass = model.pass_weights();
+  int64_t attention_layers = 0;
+  for (const bool skipped : model.skip().attention) attention_layers += skipped ? 0 : 1;
+  const double kv_width = static_cast<double>(c.n_head_kv * c.head_dim);
+  return {.name = model.name(),
+          .weight_bytes_read = static_cast<double>(pass.bytes),
+          .flops_per_token = 2.0 * static_cast<double>(pass.elements),
+          // Keys and values in fp32, per attention layer.
+          .kv_bytes_per_token = 2.0 * 4.0 * kv_width * static_cast<double>(attention_layers),
+          // q·k and the weighted sum of v: two multiply-adds per head dimension and query head.
+          .attention_flops_per_context_token =
+              4.0 * static_cast<double>(c.n_head * c.head_dim * attention_layers),
+          .weight_bytes_stored = static_cast<double>(model.weight_bytes()),
+          .vocab = c.vocab,
+          .compute_dtype = WeightDtype::kFp32};
+}
+
+// A model whose pass is a table lookup: no weights stream, only its call and its rows' sampling.
+PassProfile table_profile(const LanguageModel& model) {
+  return {.name = model.name(), .vocab = model.vocab(), .compute_dtype = WeightDtype::kFp32};
+}
+
+}  // namespace
+
+std::optional<PairCostModel> pair_on_this_machine(const LanguageModel& target,
+                                                  const LanguageModel& draft, int64_t context) {
+  if (auto lsm = linear_softmax_pair_on_this_machine(target, draft)) return lsm;
+  const auto* t = dynamic_cast<const LlamaModel*>(&target);
+  if (t == nullptr) return std::nullopt;
+  std::optional<PassProfile> d;
+  if (const auto* llama = dynamic_cast<const LlamaModel*>(&draft)) {
+    d = llama_profile(*llama);
+  } else if (dynamic_cast<const NGramModel*>(&draft) != nullptr ||
+             dynamic_cast<const PromptLookupModel*>(&draft) != nullptr) {
+    d = table_profile(draft);
+  }
+  if (!d) return std::nullopt;
+  const RooflineRates all_cores = roofline_rates(find_hardware(kThisMachine), WeightDtype::kFp32);
+  const RooflineRates one_core = roofline_rates(this_machine_on_one_core(), WeightDtype::kFp32);
+  const bool draft_is_table = d->weight_bytes_read == 0.0;
+  return PairCostModel{.target = llama_profile(*t),
+                       .draft = *d,
+                       .target_rates = all_cores,
+                       .draft_rates = draft_is_table ? one_core : all_cores,
+                       .context = context};
 }
 
 }  // namespace speclab

@@ -34,4 +34,15 @@ HardwareSpec this_machine_on_one_core();
 std::optional<PairCostModel> linear_softmax_pair_on_this_machine(const LanguageModel& target,
                                                                  const LanguageModel& draft);
 
+/// The planner's cost model of a pair on this host from what its models are made of, for the
+/// pairs whose passes it can price: LinearSoftmax pairs (as above), and a Llama target read from
+/// GGUF (SmolLM2) with a Llama draft (a layer-skip draft: the sublayers it runs) or a table draft
+/// (n-gram, prompt lookup: no weights, a call and the sampling of its rows). A Llama pass streams
+/// the bytes its weights take in the file's storage (LlamaModel::pass_weights), does two FLOPs
+/// per multiply-add at this host's measured fp32 rate (all cores: the LM head splits), and reads
+/// a KV cache of `context` positions per sequence (fp32 keys and values). nullopt for any other
+/// pair.
+std::optional<PairCostModel> pair_on_this_machine(const LanguageModel& target,
+                                                  const LanguageModel& draft, int64_t context);
+
 }  // namespace speclab

@@ -251,7 +251,7 @@ TEST(PlanCli, DraftConfigReadsAHuggingFaceConfig) {
 TEST(PlanCli, ValidateReportsEveryCellWithItsIntervalVerdictAndTerms) {
   const CliRun r = run_cli(
       "plan --validate --target lsm-tiny-target --draft lsm-tiny-draft --batch 1,2 --gamma 1,2 "
-      "--tokens 8 --calibration-tokens 4 --rounds 2 --json",
+      "--tokens 8 --calibration-tokens 4 --rounds 2 --max-rounds 2 --json",
       true);
   ASSERT_EQ(r.status, 0) << r.output;
   const Json j = Json::parse(r.output);
@@ -284,10 +284,38 @@ TEST(PlanCli, ValidateReportsEveryCellWithItsIntervalVerdictAndTerms) {
   }
 }
 
+// Rounds go on past --rounds while an interval is wider than --precision, up to --max-rounds: a
+// precision no timing meets (two rounds' ratios are never equal to 1e-12) runs every round
+// allowed and says it was not reached; one every spread meets (half-widths below 100 times the
+// median) stops at --rounds.
+TEST(PlanCli, ValidateAddsRoundsUntilItsPrecision) {
+  const std::string tiny =
+      "plan --validate --target lsm-tiny-target --draft lsm-tiny-draft --batch 1 --gamma 2 "
+      "--tokens 8 --calibration-tokens 4 --rounds 2 --max-rounds 4 ";
+  const CliRun strict = run_cli(tiny + "--precision 1e-12 --json", true);
+  ASSERT_EQ(strict.status, 0) << strict.output;
+  const Json s = Json::parse(strict.output);
+  EXPECT_EQ(s["rounds"], 4);
+  EXPECT_EQ(s["max_rounds"], 4);
+  EXPECT_GT(s["widest_interval"].get<double>(), 1e-12);
+  const CliRun loose = run_cli(tiny + "--precision 0.99 --json", true);
+  ASSERT_EQ(loose.status, 0) << loose.output;
+  EXPECT_EQ(Json::parse(loose.output)["rounds"], 2);
+  const CliRun text = run_cli(tiny + "--precision 1e-12", true);
+  ASSERT_EQ(text.status, 0) << text.output;
+  EXPECT_THAT(text.output, HasSubstr("not reached; raise --max-rounds or --tokens"));
+}
+
 TEST(PlanCli, ValidateRejectsBadRoundsAndThePlannersOwnOptions) {
   const CliRun rounds = run_cli("plan --validate --rounds 1");
   EXPECT_EQ(rounds.status, 2) << rounds.output;
   EXPECT_THAT(rounds.output, HasSubstr("--rounds is 1; expected ≥ 2"));
+  const CliRun most = run_cli("plan --validate --rounds 5 --max-rounds 3");
+  EXPECT_EQ(most.status, 2) << most.output;
+  EXPECT_THAT(most.output, HasSubstr("--max-rounds is 3; expected ≥ --rounds (5)"));
+  const CliRun precision = run_cli("plan --validate --precision 0");
+  EXPECT_EQ(precision.status, 2) << precision.output;
+  EXPECT_THAT(precision.output, HasSubstr("--precision is 0; expected a fraction"));
   const CliRun gpu = run_cli("plan --validate --gpu h200");
   EXPECT_EQ(gpu.status, 2) << gpu.output;
   EXPECT_THAT(gpu.output, HasSubstr("not --gpu"));

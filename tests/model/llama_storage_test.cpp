@@ -17,6 +17,7 @@
 
 #include "core/decode/decode.hpp"
 #include "core/io/gguf.hpp"
+#include "core/models/layer_skip.hpp"
 #include "core/models/llama.hpp"
 #include "experiments/workload.hpp"
 
@@ -60,6 +61,30 @@ TEST(LlamaStorage, WeightBytesAreTheGgufBlocks) {
   EXPECT_EQ(model(WeightStorage::kFp32).weight_bytes(), 4 * elements);
   std::printf("weights: quantised %.1f MB, fp32 %.1f MB\n", 1e-6 * static_cast<double>(gguf_bytes),
               4e-6 * static_cast<double>(elements));
+}
+
+// What a pass streams (the roofline's bytes and FLOPs, core/probe/this_machine.cpp), from
+// SmolLM2-135M's published layout (config.json: 30 layers, d = 576, 9 query and 3 KV heads of 64,
+// n_ff = 1536, V = 49152, tied embeddings): per layer q and o 576·576, k and v 576·192, gate, up
+// and down 576·1536 each — 3,538,944 multiply-adds per position — and the tied head 49152·576,
+// so 30·3,538,944 + 28,311,552 = 134,479,872 (the published 134.5M parameters, norms aside).
+// Skipping layers 10-25 whole drops 16 layers' worth; attn12 only that layer's 884,736.
+TEST(LlamaStorage, PassWeightsAreTheSublayersRunAndTheTiedHead) {
+  SPECLAB_REQUIRE_MODEL();
+  constexpr int64_t kLayer = 2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536;
+  constexpr int64_t kHead = int64_t{49152} * 576;
+  static_assert(30 * kLayer + kHead == 134'479'872);
+  const LlamaModel::PassWeights fp32 = model(WeightStorage::kFp32).pass_weights();
+  EXPECT_EQ(fp32.elements, 30 * kLayer + kHead);
+  EXPECT_EQ(fp32.bytes, 4 * fp32.elements);
+  // Tied: every matrix of the file is read by a pass, the embedding as the head.
+  const LlamaModel& quantised = model(WeightStorage::kQuantised);
+  EXPECT_EQ(quantised.pass_weights().elements, fp32.elements);
+  EXPECT_EQ(quantised.pass_weights().bytes, quantised.weight_bytes());
+  const LlamaModel skip(kModel, parse_layer_skip("10-25", 30), WeightStorage::kFp32);
+  EXPECT_EQ(skip.pass_weights().elements, 14 * kLayer + kHead);
+  const LlamaModel attn(kModel, parse_layer_skip("attn12", 30), WeightStorage::kFp32);
+  EXPECT_EQ(attn.pass_weights().elements, 30 * kLayer + kHead - (2 * 576 * 576 + 2 * 576 * 192));
 }
 
 // The quantised storage against the fp32 reference on the shipped workloads' prompts (every

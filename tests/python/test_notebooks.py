@@ -103,7 +103,7 @@ def test_speedup_notebook_reads_what_plan_validate_writes(tmp_path, speclab_cli)
     plan = subprocess.run(
         [speclab_cli, "plan", "--validate", "--target", "lsm-tiny-target", "--draft",
          "lsm-tiny-draft", "--batch", "1,2", "--gamma", "4", "--tokens", "8",
-         "--calibration-tokens", "4", "--rounds", "2", "--json"], capture_output=True, text=True)
+         "--calibration-tokens", "4", "--rounds", "2", "--max-rounds", "2", "--json"], capture_output=True, text=True)
     assert plan.returncode == 0, plan.stderr
     (out / "plan_validate.json").write_text(plan.stdout)
     loaded = speclab.plot.load_plan(out)

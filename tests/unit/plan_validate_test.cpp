@@ -50,6 +50,30 @@ TEST(PlanValidate, SpeedupOverRoundsIsTheMedianRatioWithTheOrderStatisticInterva
               HasSubstr("round 1: times must be positive"));
 }
 
+// Twelve rounds with ratios 1.0, 1.1, …, 2.1 (plain times, speculative 1 s; given shuffled): the
+// median is (1.5 + 1.6)/2 = 1.55. P[Binomial(12, ½) ≤ 2] = (1 + 12 + 66)/4096 = 79/4096 and
+// P[≤ 3] = (79 + 220)/4096 = 299/4096, so k = 3 holds the median with 1 − 158/4096 ≈ 0.961 ≥ 0.9
+// and k = 4 only with 1 − 598/4096 ≈ 0.854: the interval is the third smallest and third largest
+// ratio, [1.2, 1.9], narrower than the range [1.0, 2.1]; its half-width 0.35 is 0.35/1.55 of the
+// median.
+TEST(PlanValidate, MoreRoundsNarrowTheIntervalAtTheSameLevel) {
+  const std::vector<double> plain = {1.7, 1.0, 2.1, 1.3, 1.5, 1.9, 1.1, 2.0, 1.4, 1.6, 1.2, 1.8};
+  const std::vector<double> spec(12, 1.0);
+  const RoundsSpeedup s = speedup_over_rounds(plain, spec);
+  EXPECT_DOUBLE_EQ(s.median, 1.55);
+  EXPECT_EQ(s.k, 3);
+  EXPECT_DOUBLE_EQ(s.low, 1.2);
+  EXPECT_DOUBLE_EQ(s.high, 1.9);
+  EXPECT_DOUBLE_EQ(s.confidence, 1.0 - 158.0 / 4096.0);
+  EXPECT_NEAR(s.relative_half_width(), 0.35 / 1.55, 1e-12);
+  // A level above 0.961 falls back to k = 2: P[≤ 1] = 13/4096.
+  const RoundsSpeedup strict = speedup_over_rounds(plain, spec, 0.99);
+  EXPECT_EQ(strict.k, 2);
+  EXPECT_DOUBLE_EQ(strict.low, 1.1);
+  EXPECT_DOUBLE_EQ(strict.high, 2.0);
+  EXPECT_DOUBLE_EQ(strict.confidence, 1.0 - 26.0 / 4096.0);
+}
+
 // Against median 2 and interval [1, 2.5]: 2.15 is 7.5% off (within 10%), 1.7 is 15% off but
 // inside the interval, 2.6 is 30% off and above it.
 TEST(PlanValidate, VerdictIsWithinTenPercentFirstThenInsideTheInterval) {
