@@ -37,6 +37,9 @@ constexpr std::array kAllMutants{
     Mutant::kTreeSlotNoise,
     Mutant::kTreeDraftSampling,
     Mutant::kFallbackFromDraft,
+    Mutant::kTreeDraftWarpingMismatch,
+    Mutant::kKseqResidualUnscaled,
+    Mutant::kBlockWeightUnclamped,
 };
 
 std::string known_names() {
@@ -95,6 +98,12 @@ std::string_view to_string(Mutant mutant) {
       return "tree-draft-sampling";
     case Mutant::kFallbackFromDraft:
       return "fallback-from-draft";
+    case Mutant::kTreeDraftWarpingMismatch:
+      return "tree-draft-warping-mismatch";
+    case Mutant::kKseqResidualUnscaled:
+      return "kseq-residual-unscaled";
+    case Mutant::kBlockWeightUnclamped:
+      return "block-weight-unclamped";
   }
   return "unknown";
 }

@@ -30,15 +30,19 @@ enum class Mutant {
   kPlainUniformWithoutIndex,  ///< plain decoding's uniform addressed without the token index
   kTraversalStaleSiblingWeight,  ///< V7 traversal: a later sibling's weight w·P(c)/Q(c) read
                                  ///< from its parent's state before any deletion there
-  kMinPUntempered,     ///< min-p compared on the T = 1 probabilities, not the tempered ones
-  kTopPUntempered,     ///< top-p's mass measured on the T = 1 probabilities
-  kTopPStrict,         ///< top-p stops at cumulative > top_p, not ≥
-  kMinPTokenZero,      ///< min-p's threshold from token 0's probability, not the maximum
-  kFloatAcceptTest,    ///< the V1 accept test u·q ≤ p decided in float, not double
-  kChainSlotNoise,     ///< the chain engine addresses a request's noise by its batch slot
-  kTreeSlotNoise,      ///< the tree engine addresses a request's noise by its batch slot
-  kTreeDraftSampling,  ///< the tree engine drafts with the target's sampling parameters
-  kFallbackFromDraft,  ///< a zero-mass residual falls back to a draw from q instead of p
+  kMinPUntempered,            ///< min-p compared on the T = 1 probabilities, not the tempered ones
+  kTopPUntempered,            ///< top-p's mass measured on the T = 1 probabilities
+  kTopPStrict,                ///< top-p stops at cumulative > top_p, not ≥
+  kMinPTokenZero,             ///< min-p's threshold from token 0's probability, not the maximum
+  kFloatAcceptTest,           ///< the V1 accept test u·q ≤ p decided in float, not double
+  kChainSlotNoise,            ///< the chain engine addresses a request's noise by its batch slot
+  kTreeSlotNoise,             ///< the tree engine addresses a request's noise by its batch slot
+  kTreeDraftSampling,         ///< the tree engine drafts with the target's sampling parameters
+  kFallbackFromDraft,         ///< a zero-mass residual falls back to a draw from q instead of p
+  kTreeDraftWarpingMismatch,  ///< the tree engine draws at the draft's sampling parameters but
+                              ///< verifies with q rows at the target's
+  kKseqResidualUnscaled,      ///< K-SEQ's residual without the (1 − (1 − β)^k)/β scale
+  kBlockWeightUnclamped,      ///< V5's path weight w_i = w_{i−1}·p/q without the min(1, ·)
 };
 
 std::string_view to_string(Mutant mutant);

@@ -124,10 +124,15 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
       // Mutant: the draft sampled with the target's pipeline.
       const std::vector<float> q = draft.score(
           requests, mutant(Mutant::kTreeDraftSampling) ? config.sampling : config.draft_sampling);
+      // Mutant: q rows for verification at the target's sampling parameters, not the draft's.
+      const std::vector<float> q_verify = mutant(Mutant::kTreeDraftWarpingMismatch)
+                                              ? draft.score(requests, config.sampling)
+                                              : std::vector<float>{};
+      const std::vector<float>& q_verified = q_verify.empty() ? q : q_verify;
       for (size_t j = 0; j < who.size(); ++j) {
         const auto [k, n] = who[j];
         std::span<const float> row(&q[j * v], v);
-        q_rows[k][n].assign(row.begin(), row.end());
+        q_rows[k][n].assign(&q_verified[j * v], &q_verified[(j + 1) * v]);
         addresses[k].position = static_cast<uint32_t>(d + 1);
         for (int32_t c : draw_children(row, tree.branches[d], tree.method, addresses[k])) {
           trees[k].push_back({n, c, d + 1});

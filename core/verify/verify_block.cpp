@@ -23,6 +23,8 @@ BlockWeights block_weights(const ChainBatch& batch, int64_t r) {
     const double p = detail::target_row(batch, r, i - 1)[x];
     const double q = detail::draft_row(batch, r, i - 1)[x];
     out.w[i] = q > 0.0 ? std::min(1.0, out.w[i - 1] * p / q) : 0.0;
+    // Mutant: the weight left unclamped, so a draft likelier under p than q lifts it past 1.
+    if (mutant(Mutant::kBlockWeightUnclamped) && q > 0.0) out.w[i] = out.w[i - 1] * p / q;
   }
   for (int64_t i = 1; i < n_draft; ++i) {
     // Z_i = Σ_x max(0, w_i·p_{i+1}(x) − q_{i+1}(x)); h_i = Z_i / (Z_i + 1 − w_i), 1 on 0/0.

@@ -203,8 +203,10 @@ std::vector<double> kseq_residual(std::span<const float> probs_target,
   for (size_t t = 0; t < v; ++t) {
     beta += std::min(static_cast<double>(probs_draft[t]), probs_target[t] / rho);
   }
-  const double scale =
-      beta > 0.0 ? (1.0 - std::pow(1.0 - beta, static_cast<double>(k))) / beta : 0.0;
+  // Mutant: the scale dropped, which is the residual of a single draft (right at k = 1 only).
+  const double scale = mutant(Mutant::kKseqResidualUnscaled) ? 1.0
+                       : beta > 0.0 ? (1.0 - std::pow(1.0 - beta, static_cast<double>(k))) / beta
+                                    : 0.0;
   std::vector<double> residual(v);
   for (size_t t = 0; t < v; ++t) {
     residual[t] = std::max(

@@ -55,6 +55,9 @@ OTHER_MUTANTS = {
     "tree-draft-sampling": "the tree engine's draft pipeline",
     "fallback-from-draft": "the zero-mass fallback, reached only by rounding: its rows differ from "
     "q by at most the row-sum tolerance (tests/property's *Fallback tests reach it)",
+    "tree-draft-warping-mismatch": "the tree engine's q rows; conformance draws the drafts itself",
+    "kseq-residual-unscaled": "K-SEQ tree verification",
+    "block-weight-unclamped": "block verification (V5), whose step law is not V1's by design",
 }
 # Requests per sampler call: many calls, as an engine makes, so that a uniform shared between
 # steps shows.
