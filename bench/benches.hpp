@@ -61,7 +61,7 @@ struct PlanValidateOptions {
   int max_rounds = 15;              ///< and at most, until every interval is within `precision`
   /// Rounds go on until every (batch, γ) interval's half-width is at most this fraction of its
   /// median (RoundsSpeedup::relative_half_width), or max_rounds.
-  double precision = 0.05;
+  double precision = 0.10;
   double temperature = 1.0;
   std::string workload;  ///< models with a tokenizer: a data/workloads name or file ("" = rewrite)
   bool json = false;

@@ -4,9 +4,9 @@
 // default).
 //
 // Rounds are the outer loop. Each round runs, for every batch size, first a calibration on other
-// requests and another seed — a short plain run (its step), the target's verification pass and
-// the draft's step timed as calls on that run's text, and short speculative runs (the time
-// outside the calls per round) — and then the timed runs: plain decoding, then speculative
+// requests and another seed — a short plain run (its step), the target's verification pass
+// timed as a call on that run's text, and short speculative runs (the draft's cost per call and
+// the time outside the calls per round) — and then the timed runs: plain decoding, then speculative
 // decoding at each γ. The prediction's costs are the calibration's medians over rounds at every
 // batch size. Its acceptance comes from the plain runs alone (the target's own text, no
 // speculative run): rounds of γ drafts verified on that text with the acceptance coins averaged
@@ -427,6 +427,16 @@ int64_t total_rows(const std::vector<std::vector<double>>& acceptance) {
   return rows;
 }
 
+// A round's drafting at the full γ: γ draft calls at the run's mean seconds per call. Timed
+// inside a run, not as a call alone: a round's first draft call follows the target's pass and
+// costs more than the ones after it (on the LinearSoftmax pair at batch 1, 0.69 ms per call at
+// γ = 1 and 0.43 ms at γ = 6, where a call timed alone took 0.58 ms), so the mean per call
+// depends on γ. Per call and not per round: a request's last rounds draft fewer than γ.
+double full_round_drafting(const DecodeMetrics& m, int64_t gamma) {
+  if (m.draft.calls < 1) throw InvalidInput("a speculative run without a draft call");
+  return static_cast<double>(gamma) * m.draft.seconds / static_cast<double>(m.draft.calls);
+}
+
 // Tokens emitted per round over a run's rounds that drafted the full γ (the last rounds of a
 // request draft fewer so as not to overshoot max_new_tokens).
 void add_full_rounds(const DecodeMetrics& m, int64_t gamma, int64_t& rounds, int64_t& emitted) {
@@ -536,8 +546,8 @@ void run_plan_validate(const PlanValidateOptions& o) {
     cal.seed = kCalibrationSeed + static_cast<uint64_t>(k);
     for (size_t i = 0; i < batches.size(); ++i) {
       BatchRuns& br = runs[i];
-      // Calibration: a plain run's step, and on its text each γ's verification pass and draft
-      // step timed as calls, and the round's outside time from a short speculative run.
+      // Calibration: a plain run's step; on its text each γ's verification pass timed as a call;
+      // from a short speculative run the draft's cost per call and the round's outside time.
       const std::vector<std::vector<int32_t>>& cal_prompts = calibration_prompts[i].tokens;
       const DecodeResult cal_plain = plain_decode(*target, cal_prompts, cal);
       br.calibration_plain_step.push_back(experiments::measured_plain_step(cal_plain.metrics));
@@ -546,14 +556,13 @@ void run_plan_validate(const PlanValidateOptions& o) {
         contexts[b].insert(contexts[b].end(), cal_plain.tokens[b].begin(),
                            cal_plain.tokens[b].end());
       }
-      const double draft_step = time_pass(*draft, contexts, 1, cal.draft_sampling, kPassRepeats);
       for (size_t j = 0; j < o.gammas.size(); ++j) {
         DecodeConfig c = cal;
         c.gamma = o.gammas[j];
         const DecodeResult r = speculative_decode(*target, *draft, cal_prompts, c);
         br.cells[j].calibration.push_back(
             {.gamma = c.gamma,
-             .drafting = static_cast<double>(c.gamma) * draft_step,
+             .drafting = full_round_drafting(r.metrics, c.gamma),
              .verify_pass = time_pass(*target, contexts, c.gamma + 1, c.sampling, kPassRepeats),
              .overhead = experiments::measured_round(r.metrics, c.gamma).overhead});
       }
@@ -566,7 +575,9 @@ void run_plan_validate(const PlanValidateOptions& o) {
         const DecodeResult r = speculative_decode(*target, *draft, prompts[i].tokens, c);
         CellRuns& cell = br.cells[j];
         cell.speculative_seconds.push_back(r.metrics.decode_seconds);
-        cell.timed.push_back(experiments::measured_round(r.metrics, c.gamma));
+        MeasuredRound round = experiments::measured_round(r.metrics, c.gamma);
+        round.drafting = full_round_drafting(r.metrics, c.gamma);
+        cell.timed.push_back(round);
         cell.accepted += r.metrics.accepted_positions;
         cell.tested += r.metrics.tested_positions;
         add_full_rounds(r.metrics, c.gamma, cell.full_rounds, cell.full_emitted);
@@ -725,11 +736,11 @@ void run_plan_validate(const PlanValidateOptions& o) {
   std::printf("  prompts: %s\n", prompts.front().source.c_str());
   std::printf(
       "  prediction: the planner's finite run (predict_run) on costs calibrated in the same "
-      "rounds (per batch: plain step of a %lld-token run, verification pass and draft step timed "
-      "as calls, outside time per round), E per round from Σ min(p, q) teacher-forced on the plain "
-      "runs' text (mean %.3f over %lld rows), E per round of each γ from rounds verified on that "
-      "text with the acceptance coins averaged out (add_verified_rounds), α the geometric "
-      "model's match to E\n",
+      "rounds (per batch: plain step of a %lld-token run, verification pass timed as a call, "
+      "draft cost per call and outside time per round from short speculative runs); E per round "
+      "of each γ from rounds verified on the plain runs' text with the acceptance coins averaged "
+      "out (add_verified_rounds), α the geometric model's match to E; Σ min(p, q) teacher-forced "
+      "on that text: mean %.3f over %lld rows\n",
       static_cast<long long>(o.calibration_tokens), mean_acceptance(acceptance),
       static_cast<long long>(total_rows(acceptance)));
   std::printf(
