@@ -20,7 +20,7 @@
 #include "core/base/error.hpp"
 #include "core/decode/decode.hpp"
 #include "core/verify/verifier.hpp"
-#include "tests/support/markov_models.hpp"
+#include "tests/support/markov_engine.hpp"
 
 namespace speclab {
 namespace {
@@ -28,29 +28,13 @@ namespace {
 constexpr int64_t kVocab = 6;
 constexpr int32_t kEos = 5;
 
-struct Setup {
-  MarkovModel target, draft;
-  DecodeConfig config;
-};
+using Setup = testing::MarkovEngine;
 
 // `name` is a registry verifier, or "plain".
 Setup gen_setup(const std::string& name) {
-  const auto model_seed = *rc::gen::arbitrary<uint64_t>();
-  Setup s{testing::random_markov("target", kVocab, 2, model_seed, kEos),
-          testing::random_markov("draft", kVocab, 1, model_seed + 1, kEos),
-          {}};
-  DecodeConfig& c = s.config;
-  c.seed = *rc::gen::arbitrary<uint64_t>();
-  c.max_new_tokens = *rc::gen::inRange<int64_t>(1, 12);
-  c.sampling = {.temperature = *rc::gen::element(1.0, 0.7)};
-  c.draft_sampling = {.temperature = *rc::gen::element(1.0, 1.5), .top_k = 3};
-  c.gamma = *rc::gen::inRange<int64_t>(1, 5);
-  if (name != "plain") {
-    const bool tree = verifier_entry(name).uses_branches;
-    c.verifier = make_verifier(
-        name, tree ? *rc::gen::element(std::vector<int64_t>{2, 2}, std::vector<int64_t>{3, 1, 2})
-                   : std::vector<int64_t>{});
-  }
+  Setup s = testing::gen_markov_engine(name, kVocab, kEos, 11);
+  s.config.sampling = {.temperature = *rc::gen::element(1.0, 0.7)};
+  s.config.draft_sampling = {.temperature = *rc::gen::element(1.0, 1.5), .top_k = 3};
   return s;
 }
 

@@ -22,7 +22,7 @@
 #include "core/sampling/sampling.hpp"
 #include "core/verify/verifier.hpp"
 #include "tests/support/chain_fixture.hpp"
-#include "tests/support/markov_models.hpp"
+#include "tests/support/markov_engine.hpp"
 #include "tests/support/tree_fixture.hpp"
 
 namespace speclab {
@@ -31,29 +31,15 @@ namespace {
 constexpr int64_t kVocab = 6;
 constexpr int32_t kEos = 5;
 
-struct Setup {
-  MarkovModel target, draft;
-  DecodeConfig config;
-};
+using Setup = testing::MarkovEngine;
 
 Setup gen_setup(const std::string& name) {
-  const auto model_seed = *rc::gen::arbitrary<uint64_t>();
-  Setup s{testing::random_markov("target", kVocab, 2, model_seed, kEos),
-          testing::random_markov("draft", kVocab, 1, model_seed + 1, kEos),
-          {}};
-  DecodeConfig& c = s.config;
-  c.seed = *rc::gen::arbitrary<uint64_t>();
-  c.max_new_tokens = *rc::gen::inRange<int64_t>(1, 13);
+  Setup s = testing::gen_markov_engine(name, kVocab, kEos, 12);
   // The temperatures never meet, and only the draft filters by top-k.
-  c.sampling = {.temperature = *rc::gen::element(1.0, 0.7), .top_p = *rc::gen::element(1.0, 0.9)};
-  c.draft_sampling = {.temperature = *rc::gen::element(1.5, 0.5),
-                      .top_k = *rc::gen::element<int64_t>(3, 4)};
-  c.gamma = *rc::gen::inRange<int64_t>(1, 5);
-  const bool tree = verifier_entry(name).uses_branches;
-  c.verifier = make_verifier(
-      name, tree ? *rc::gen::element(std::vector<int64_t>{2, 2}, std::vector<int64_t>{3, 1, 2},
-                                     std::vector<int64_t>{1, 3})
-                 : std::vector<int64_t>{});
+  s.config.sampling = {.temperature = *rc::gen::element(1.0, 0.7),
+                       .top_p = *rc::gen::element(1.0, 0.9)};
+  s.config.draft_sampling = {.temperature = *rc::gen::element(1.5, 0.5),
+                             .top_k = *rc::gen::element<int64_t>(3, 4)};
   return s;
 }
 
