@@ -659,10 +659,7 @@ void run_plan_validate(const PlanValidateOptions& o) {
   const double elapsed = seconds_now() - start;
   const double confidence = rows.front().cells.front().measured.confidence;
   const int rounds_run = rows.front().cells.front().measured.rounds;
-  double widest = 0.0;
-  for (const Row& r : rows) {
-    for (const Cell& c : r.cells) widest = std::max(widest, c.measured.relative_half_width());
-  }
+  const double widest = widest_interval(runs);
 
   if (o.json) {
     Json machine = machine_json(machine_identity());

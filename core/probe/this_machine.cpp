@@ -128,10 +128,8 @@ PassProfile linear_softmax_profile(const LinearSoftmaxModel& model) {
           .compute_dtype = WeightDtype::kFp32};
 }
 
-}  // namespace
-
-std::optional<PairCostModel> linear_softmax_pair_on_this_machine(const LanguageModel& target,
-                                                                 const LanguageModel& draft) {
+std::optional<PairCostModel> linear_softmax_pair(const LanguageModel& target,
+                                                 const LanguageModel& draft) {
   const auto* t = dynamic_cast<const LinearSoftmaxModel*>(&target);
   const auto* d = dynamic_cast<const LinearSoftmaxModel*>(&draft);
   if (t == nullptr || d == nullptr) return std::nullopt;
@@ -147,8 +145,6 @@ std::optional<PairCostModel> linear_softmax_pair_on_this_machine(const LanguageM
                        .draft_rates = rates_for(*d),
                        .context = 0};
 }
-
-namespace {
 
 PassProfile llama_profile(const LlamaModel& model) {
   const LlamaConfig& c = model.config();
@@ -178,25 +174,23 @@ PassProfile table_profile(const LanguageModel& model) {
 
 std::optional<PairCostModel> pair_on_this_machine(const LanguageModel& target,
                                                   const LanguageModel& draft, int64_t context) {
-  if (auto lsm = linear_softmax_pair_on_this_machine(target, draft)) return lsm;
+  if (auto lsm = linear_softmax_pair(target, draft)) return lsm;
   const auto* t = dynamic_cast<const LlamaModel*>(&target);
   if (t == nullptr) return std::nullopt;
-  std::optional<PassProfile> d;
+  const RooflineRates all_cores = roofline_rates(find_hardware(kThisMachine), WeightDtype::kFp32);
+  PairCostModel model{.target = llama_profile(*t), .target_rates = all_cores, .context = context};
   if (const auto* llama = dynamic_cast<const LlamaModel*>(&draft)) {
-    d = llama_profile(*llama);
+    model.draft = llama_profile(*llama);
+    model.draft_rates = all_cores;
   } else if (dynamic_cast<const NGramModel*>(&draft) != nullptr ||
              dynamic_cast<const PromptLookupModel*>(&draft) != nullptr) {
-    d = table_profile(draft);
+    // A lookup runs on the calling thread.
+    model.draft = table_profile(draft);
+    model.draft_rates = roofline_rates(this_machine_on_one_core(), WeightDtype::kFp32);
+  } else {
+    return std::nullopt;
   }
-  if (!d) return std::nullopt;
-  const RooflineRates all_cores = roofline_rates(find_hardware(kThisMachine), WeightDtype::kFp32);
-  const RooflineRates one_core = roofline_rates(this_machine_on_one_core(), WeightDtype::kFp32);
-  const bool draft_is_table = d->weight_bytes_read == 0.0;
-  return PairCostModel{.target = llama_profile(*t),
-                       .draft = *d,
-                       .target_rates = all_cores,
-                       .draft_rates = draft_is_table ? one_core : all_cores,
-                       .context = context};
+  return model;
 }
 
 }  // namespace speclab

@@ -27,21 +27,18 @@ HardwareSpec find_hardware(std::string_view name);
 /// This host measured on one core (measure_this_machine(1)), once per process.
 HardwareSpec this_machine_on_one_core();
 
-/// The planner's cost model (core/plan/cost_model.hpp) of a LinearSoftmax target and draft on
-/// this host: each model's pass profile, and the rates of this host measured with the threads the
-/// skinny GEMM gives that model's matrix (all cores from kSkinnyGemmParallelElements elements, one
-/// below); measured once per process. nullopt when either model is not a LinearSoftmax model.
-std::optional<PairCostModel> linear_softmax_pair_on_this_machine(const LanguageModel& target,
-                                                                 const LanguageModel& draft);
-
-/// The planner's cost model of a pair on this host from what its models are made of, for the
-/// pairs whose passes it can price: LinearSoftmax pairs (as above), and a Llama target read from
-/// GGUF (SmolLM2) with a Llama draft (a layer-skip draft: the sublayers it runs) or a table draft
-/// (n-gram, prompt lookup: no weights, a call and the sampling of its rows). A Llama pass streams
-/// the bytes its weights take in the file's storage (LlamaModel::pass_weights), does two FLOPs
-/// per multiply-add at this host's measured fp32 rate (all cores: the LM head splits), and reads
-/// a KV cache of `context` positions per sequence (fp32 keys and values). nullopt for any other
-/// pair.
+/// The planner's cost model (core/plan/cost_model.hpp) of a pair on this host from what its models
+/// are made of, for the pairs whose passes it can price; nullopt for any other pair.
+/// - A LinearSoftmax pair: each model's pass profile, at this host's rates measured with the
+///   threads the skinny GEMM gives that model's matrix (all cores from
+///   kSkinnyGemmParallelElements elements, one below); `context` is unused (no KV cache).
+/// - A Llama target read from GGUF (SmolLM2) with a Llama draft (a layer-skip draft: the
+///   sublayers it runs) or a table draft (n-gram, prompt lookup: no weights, a call and the
+///   sampling of its rows, on one core). A Llama pass streams the bytes its weights take in the
+///   file's storage (LlamaModel::pass_weights), does two FLOPs per multiply-add at this host's
+///   measured fp32 rate (all cores: the LM head splits), and reads a KV cache of `context`
+///   positions per sequence (fp32 keys and values).
+/// The rates are measured once per process.
 std::optional<PairCostModel> pair_on_this_machine(const LanguageModel& target,
                                                   const LanguageModel& draft, int64_t context);
 

@@ -122,12 +122,6 @@ void check_drafts_from_draft_pipeline(const std::string& name) {
   RC_ASSERT(at == tokens.size());
 }
 
-std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string id = info.param;
-  std::replace(id.begin(), id.end(), '-', '_');
-  return id;
-}
-
 class DecodeInvariance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DecodeInvariance, RequestTokensDoNotDependOnTheBatch) {
@@ -141,7 +135,8 @@ std::vector<std::string> engines() {
   names.insert(names.begin(), "plain");
   return names;
 }
-INSTANTIATE_TEST_SUITE_P(Engines, DecodeInvariance, ::testing::ValuesIn(engines()), test_name);
+INSTANTIATE_TEST_SUITE_P(Engines, DecodeInvariance, ::testing::ValuesIn(engines()),
+                         testing::verifier_param_name);
 
 class DraftPipeline : public ::testing::TestWithParam<std::string> {};
 
@@ -151,7 +146,8 @@ TEST_P(DraftPipeline, AcceptedDraftsComeFromTheDraftsOwnPipeline) {
                         [&] { check_drafts_from_draft_pipeline(name); }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, DraftPipeline, ::testing::ValuesIn(verifier_names()), test_name);
+INSTANTIATE_TEST_SUITE_P(Engines, DraftPipeline, ::testing::ValuesIn(verifier_names()),
+                         testing::verifier_param_name);
 
 TEST(DecodeRequestIds, AreCheckedAgainstThePrompts) {
   MarkovModel m = testing::random_markov("m", kVocab, 1, 7, kEos);

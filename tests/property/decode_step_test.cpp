@@ -205,12 +205,6 @@ void check_rebuilt_steps(const std::string& name) {
   }
 }
 
-std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string id = info.param;
-  std::replace(id.begin(), id.end(), '-', '_');
-  return id;
-}
-
 class EngineStep : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EngineStep, TokensAreTheVerifierOnTheRebuiltSteps) {
@@ -219,7 +213,8 @@ TEST_P(EngineStep, TokensAreTheVerifierOnTheRebuiltSteps) {
                         [&] { check_rebuilt_steps(name); }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, EngineStep, ::testing::ValuesIn(verifier_names()), test_name);
+INSTANTIATE_TEST_SUITE_P(Engines, EngineStep, ::testing::ValuesIn(verifier_names()),
+                         testing::verifier_param_name);
 
 }  // namespace
 }  // namespace speclab

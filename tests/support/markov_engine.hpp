@@ -2,8 +2,10 @@
 // and a registry verifier; each property sets the sampling it is about.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +42,13 @@ inline MarkovEngine gen_markov_engine(const std::string& name, int64_t vocab, in
                    : std::vector<int64_t>{});
   }
   return s;
+}
+
+/// A registry verifier's name as a test-name suffix ("tree-iid" → "tree_iid").
+inline std::string verifier_param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string id = info.param;
+  std::replace(id.begin(), id.end(), '-', '_');
+  return id;
 }
 
 }  // namespace speclab::testing
