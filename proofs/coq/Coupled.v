@@ -88,3 +88,13 @@ Corollary coupled_stream_gumbel_draft (T : eqType) (Row Noise : Type)
   let r := run pick p G (fun _ s' t' => decode pick G q s' t' gamma) k 0 s t in
   r = plain pick p G s t (size r) /\ k <= size r.
 Proof. exact: coupled_stream. Qed.
+
+(* V2 greedy verification (proofs/v2_greedy.md, core/verify/verify_chain.cpp kGreedy) is the
+   case without noise: pick = the argmax with speclab's tie rule (any function of the row),
+   so V2's stream is plain greedy decoding whatever the drafts. *)
+Corollary greedy_stream (T : eqType) (Row : Type) (argmax : Row -> T) (p : seq T -> Row)
+    (draft : nat -> seq T -> nat -> seq T) (k : nat) (s : seq T) (t : nat) :
+  let pick := fun (row : Row) (_ : unit) => argmax row in
+  let r := run pick p (fun _ => tt) draft k 0 s t in
+  r = plain pick p (fun _ => tt) s t (size r) /\ k <= size r.
+Proof. exact: coupled_stream. Qed.

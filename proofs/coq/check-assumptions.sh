@@ -18,6 +18,7 @@ FixedPoint.fixed_target_code FixedPoint.scan_spec FixedPoint.scan_lt_size
 FixedPoint.fixed_target_lt FixedPoint.scan_never_zero FixedPoint.picks_exact
 FixedPoint.picks_bound FixedPoint.picks_zero FixedPoint.speclab_sampler
 Coupled.coupled_step Coupled.coupled_stream Coupled.coupled_stream_gumbel_draft
+Coupled.greedy_stream
 "
 
 status=0
