@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages speclab needs, only those that are missing. Idempotent.
-#   scripts/install-deps.sh           the build, the tests, the figures and notebooks
+#   scripts/install-deps.sh           the build, the tests, the figures and notebooks, the Coq
+#                                     proofs (proofs/coq)
 #   scripts/install-deps.sh cluster   also Slurm and munge, for the cluster test
 #                                     (tests/cluster/slurm_sweep.sh)
 set -euo pipefail
@@ -23,6 +24,8 @@ packages=(
   python3-h5py python3-numpy python3-pandas
   python3-matplotlib python3-scipy pybind11-dev python3-pybind11 python3-pytest jupyter-nbconvert python3-ipykernel python3-nbformat
   chromium
+  coq libcoq-mathcomp-ssreflect libcoq-mathcomp-fingroup libcoq-mathcomp-algebra
+  libcoq-mathcomp-algebra-tactics libcoq-mathcomp-zify
 )
 if [ "${1:-}" = cluster ]; then
   packages+=(slurm-wlm munge)
