@@ -22,7 +22,7 @@
 namespace speclab::experiments {
 namespace {
 
-constexpr std::array<KeySpec, 24> kKeys = {{
+constexpr std::array<KeySpec, 25> kKeys = {{
     {"name", ValueKind::kString, "label of the experiment; default: the config file's stem"},
     {"seed", ValueKind::kInteger, "base seed, ≥ 0; batch k decodes with a mix of (seed, k)"},
     {"target.model", ValueKind::kString, "target model name (speclab make_model), required"},
@@ -33,7 +33,7 @@ constexpr std::array<KeySpec, 24> kKeys = {{
     {"draft.min_p", ValueKind::kNumber, "draft's min-p; default sampling.min_p"},
     {"verifier.method", ValueKind::kString,
      "token | greedy | lenient | block | typical | tree-iid | tree-swor | tree-topk | "
-     "tree-topk-softmax-q | kseq | traversal; default token"},
+     "tree-topk-softmax-q | kseq | traversal | coupled | sampled-match; default token"},
     {"verifier.leniency", ValueKind::kNumber, "l in (0, 1] of lenient verification; default 1"},
     {"verifier.typical_epsilon", ValueKind::kNumber, "ε > 0 of typical acceptance; default 0.09"},
     {"verifier.typical_delta", ValueKind::kNumber, "δ > 0 of typical acceptance; default 0.3"},
@@ -51,6 +51,9 @@ constexpr std::array<KeySpec, 24> kKeys = {{
     {"decode.prompt_source", ValueKind::kString,
      "random | corpus | workload:NAME (data/workloads); default random"},
     {"decode.baseline", ValueKind::kBoolean, "also run plain decoding for the speedup"},
+    {"decode.sampling", ValueKind::kString,
+     "inverse-cdf | gumbel: how plain decoding (and the match verifiers' target) draws a token; "
+     "default gumbel for verifier coupled, else inverse-cdf"},
 }};
 
 constexpr std::array<std::string_view, 6> kTables = {"target",   "draft",  "verifier",
@@ -415,6 +418,16 @@ void read_decode(const LeafReader& r, RunSettings& s) {
     }
   }
   s.baseline = r.read<bool>("decode.baseline").value_or(false);
+  const auto* match = std::get_if<MatchVerifier>(&s.decode.verifier);
+  if (const auto rule = r.choice("decode.sampling", {"inverse-cdf", "gumbel"})) {
+    s.decode.sampling_rule = parse_token_sampling(*rule, "decode.sampling");
+    if (match != nullptr && match->method == MatchMethod::kCoupled &&
+        *s.decode.sampling_rule != TokenSampling::kGumbel) {
+      r.error("decode.sampling",
+              "decode.sampling is \"inverse-cdf\" but verifier \"coupled\" draws every token "
+              "with Gumbel noise; set decode.sampling = \"gumbel\" or remove it");
+    }
+  }
 }
 
 // Constraints between fields that need only the point's own values.
@@ -617,7 +630,8 @@ toml::table settings_to_toml(const RunSettings& s, bool include_name) {
                                     {"max_new_tokens", d.max_new_tokens},
                                     {"prompt_length", s.prompt_length},
                                     {"prompt_source", s.prompt_source_text()},
-                                    {"baseline", s.baseline}});
+                                    {"baseline", s.baseline},
+                                    {"sampling", std::string(to_string(d.token_sampling()))}});
   if (const auto* tree = std::get_if<TreeVerifier>(&d.verifier)) {
     toml::array branches;
     for (const int64_t k : tree->branches) branches.push_back(k);

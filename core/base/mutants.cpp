@@ -40,6 +40,8 @@ constexpr std::array kAllMutants{
     Mutant::kTreeDraftWarpingMismatch,
     Mutant::kKseqResidualUnscaled,
     Mutant::kBlockWeightUnclamped,
+    Mutant::kMatchDraftPositionNoise,
+    Mutant::kCoupledFreshDraftNoise,
 };
 
 std::string known_names() {
@@ -104,6 +106,10 @@ std::string_view to_string(Mutant mutant) {
       return "kseq-residual-unscaled";
     case Mutant::kBlockWeightUnclamped:
       return "block-weight-unclamped";
+    case Mutant::kMatchDraftPositionNoise:
+      return "match-draft-position-noise";
+    case Mutant::kCoupledFreshDraftNoise:
+      return "coupled-fresh-draft-noise";
   }
   return "unknown";
 }

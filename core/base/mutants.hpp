@@ -43,6 +43,10 @@ enum class Mutant {
                               ///< verifies with q rows at the target's
   kKseqResidualUnscaled,      ///< K-SEQ's residual without the (1 − (1 − β)^k)/β scale
   kBlockWeightUnclamped,      ///< V5's path weight w_i = w_{i−1}·p/q without the min(1, ·)
+  kMatchDraftPositionNoise,   ///< coupled / sampled-match address the noise by the draft position
+                              ///< i of the step instead of the output position
+  kCoupledFreshDraftNoise,    ///< the coupled engine draws the draft with its own uniform
+                              ///< (inverse CDF), not the output position's Gumbel noise
 };
 
 std::string_view to_string(Mutant mutant);

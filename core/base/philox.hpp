@@ -22,6 +22,7 @@ enum class Purpose : uint32_t {
   kBonusSample = 4,     ///< the bonus token drawn from p_{γ+1}
   kPlainSample = 5,     ///< a token of plain (non-speculative) decoding
   kBlockEta = 6,        ///< η_i of block verification (docs/verifiers.md V5)
+  kGumbelNoise = 7,     ///< the Gumbel noise of one output position, four tokens per address
 };
 
 /// The full address of one uniform. `index` separates several uniforms at one address
@@ -35,16 +36,19 @@ struct RandomAddress {
   uint32_t index = 0;
 };
 
-/// 32 random bits at an address: word 0 of Philox4x32-10 with
-/// counter = (request, step, position, purpose | index << 8) and key = (seed_lo, seed_hi).
-SPECLAB_HD inline uint32_t philox_bits(const RandomAddress& a) {
+/// The four words of Philox4x32-10 at an address: counter = (request, step, position,
+/// purpose | index << 8) and key = (seed_lo, seed_hi).
+SPECLAB_HD inline r123::Philox4x32::ctr_type philox_block(const RandomAddress& a) {
   r123::Philox4x32 rng;
   r123::Philox4x32::ctr_type ctr = {
       {a.request, a.step, a.position, static_cast<uint32_t>(a.purpose) | (a.index << 8)}};
   r123::Philox4x32::key_type key = {
       {static_cast<uint32_t>(a.seed), static_cast<uint32_t>(a.seed >> 32)}};
-  return rng(ctr, key)[0];
+  return rng(ctr, key);
 }
+
+/// 32 random bits at an address: word 0 of philox_block.
+SPECLAB_HD inline uint32_t philox_bits(const RandomAddress& a) { return philox_block(a)[0]; }
 
 /// The uniform in the open interval (0, 1) that 32 random bits stand for: (bits + 1/2) / 2^32.
 /// Exact in double, never 0 or 1.

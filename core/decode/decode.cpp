@@ -39,6 +39,12 @@ void DecodeMetrics::record_step(int64_t drafted, int64_t tested, int64_t n, int6
   step_drafted.push_back(static_cast<int32_t>(drafted));
 }
 
+void DecodeMetrics::record_match_position(std::span<const float> p, std::span<const float> q) {
+  coupled_sum += coupled_acceptance(p, q);
+  coupled_bound_sum += coupled_acceptance_bound(p, q);
+  sampled_match_sum += sampled_match_acceptance(p, q);
+}
+
 namespace detail {
 
 double now_seconds() {
@@ -75,6 +81,31 @@ void validate_decode_config(const DecodeConfig& config,
           "decode.request_ids gives id {} to two prompts; expected distinct ids (two requests "
           "with one id would draw the same random numbers)",
           *twin));
+    }
+  }
+  if (!config.generated.empty()) {
+    if (config.generated.size() != prompts.size()) {
+      throw InvalidInput(fmt::format(
+          "decode.generated has {} counts for {} prompts; expected one per prompt (or none)",
+          config.generated.size(), prompts.size()));
+    }
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      const int64_t g = config.generated[b];
+      if (g < 0 || g >= config.max_new_tokens) {
+        throw InvalidInput(
+            fmt::format("decode.generated[{}] is {}; expected 0 ≤ generated < max_new_tokens = {} "
+                        "(a finished request is not resumed)",
+                        b, g, config.max_new_tokens));
+      }
+    }
+  }
+  if (speculative) {
+    if (const auto* match = std::get_if<MatchVerifier>(&config.verifier);
+        match != nullptr && match->method == MatchMethod::kCoupled &&
+        config.token_sampling() != TokenSampling::kGumbel) {
+      throw InvalidInput(
+          "verifier \"coupled\" draws every token with Gumbel noise; decode.sampling must be "
+          "\"gumbel\"");
     }
   }
   for (size_t b = 0; b < prompts.size(); ++b) {
@@ -149,13 +180,16 @@ void prefill_prompts(std::span<LanguageModel* const> models,
 
 SpeculativeRun::SpeculativeRun(LanguageModel& target, LanguageModel& draft,
                                std::span<const std::vector<int32_t>> prompts,
-                               int64_t max_new_tokens, int64_t depth)
+                               const DecodeConfig& config, int64_t depth)
     : target_(target),
       draft_(draft),
-      max_new_tokens_(max_new_tokens),
+      max_new_tokens_(config.max_new_tokens),
       sequences_(prompts.begin(), prompts.end()),
       finished_(prompts.size(), 0) {
   result_.tokens.resize(prompts.size());
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    generated_before_.push_back(config.generated_before(static_cast<int64_t>(b)));
+  }
   DecodeMetrics& m = result_.metrics;
   m.requests = static_cast<int64_t>(prompts.size());
   LanguageModel* const models[] = {&target, &draft};
@@ -175,7 +209,11 @@ std::vector<int64_t> SpeculativeRun::active() const {
 }
 
 int64_t SpeculativeRun::tokens_left(int64_t b) const {
-  return max_new_tokens_ - static_cast<int64_t>(result_.tokens[b].size());
+  return max_new_tokens_ - output_position(b);
+}
+
+int64_t SpeculativeRun::output_position(int64_t b) const {
+  return generated_before_[b] + static_cast<int64_t>(result_.tokens[b].size());
 }
 
 void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<const double> betas,
@@ -217,8 +255,14 @@ DecodeResult SpeculativeRun::finish() {
 namespace {
 using namespace detail;
 
-// One verification step of a draft chain with the configured chain-shaped verifier.
+// One verification step of a draft chain with the configured chain-shaped verifier; a match
+// verifier draws the target's tokens by plain decoding's rule.
 ChainResult verify_step(const ChainBatch& chain, const DecodeConfig& config, uint32_t step) {
+  if (const auto* match = std::get_if<MatchVerifier>(&config.verifier)) {
+    MatchVerifier spec = *match;
+    spec.sampling = config.token_sampling();
+    return verify(spec, chain, config.seed, step);
+  }
   return verify(config.verifier, chain, config.seed, step);
 }
 
@@ -251,15 +295,19 @@ DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int3
     for (size_t k = 0; k < active.size(); ++k) {
       const int64_t b = active[k];
       // Mutant: the token index dropped from the address, so a request reuses one uniform.
+      const int64_t position =
+          config.generated_before(b) + static_cast<int64_t>(result.tokens[b].size());
       const uint32_t index =
-          mutant(Mutant::kPlainUniformWithoutIndex) ? 0u : static_cast<uint32_t>(t);
-      const RandomAddress a{config.seed, config.request_id(b), index, 0, Purpose::kPlainSample, 0};
+          mutant(Mutant::kPlainUniformWithoutIndex) ? 0u : static_cast<uint32_t>(position);
       const int32_t token =
-          sample_categorical(std::span<const float>(probs).subspan(k * v, v), philox_bits(a));
+          sample_output_token(std::span<const float>(probs).subspan(k * v, v),
+                              config.token_sampling(), config.seed, config.request_id(b), index);
       bool done = false;
       append_until_eos(seqs[b], std::span<const int32_t>(&token, 1), model.eos_token(), done);
       result.tokens[b].push_back(token);
-      finished[b] = done || static_cast<int64_t>(result.tokens[b].size()) >= config.max_new_tokens;
+      finished[b] =
+          done || config.generated_before(b) + static_cast<int64_t>(result.tokens[b].size()) >=
+                      config.max_new_tokens;
       if (finished[b]) m.request_decode_seconds[b] = now_seconds() - start;
       m.steps += 1;
       m.tokens += 1;
@@ -284,12 +332,18 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
   validate_decode_config(config, prompts, target.vocab(), true);
   const int64_t v = target.vocab();
   const int64_t gamma = config.gamma;
-  SpeculativeRun run(target, draft, prompts, config.max_new_tokens, gamma);
+  SpeculativeRun run(target, draft, prompts, config, gamma);
   DecodeMetrics& m = run.metrics();
+  const VerifierEntry& entry = entry_of(config.verifier);
+  // coupled: each draft token drawn with the noise of its output position (mutant: with the
+  // draft's own uniform, as the other verifiers draft).
+  const bool output_noise =
+      entry.draft_rule == DraftRule::kOutputNoise && !mutant(Mutant::kCoupledFreshDraftNoise);
+  const bool match = entry.family == VerifierFamily::kMatch;
 
   std::vector<float> probs_draft, probs_target, scattered;
   std::vector<int32_t> draft_tokens;
-  for (uint32_t step = 0;; ++step) {
+  for (uint32_t step = config.first_step;; ++step) {
     const std::vector<int64_t> active = run.active();
     if (active.empty()) break;
     const int64_t n_active = static_cast<int64_t>(active.size());
@@ -336,7 +390,11 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
                               static_cast<uint32_t>(i + 1),
                               Purpose::kDraftSample,
                               0};
-        const int32_t x = sample_categorical(std::span<const float>(&q[j * v], v), philox_bits(a));
+        const std::span<const float> q_row(&q[j * v], v);
+        const int32_t x = output_noise
+                              ? sample_gumbel(q_row, config.seed, request_ids[k],
+                                              match_noise_position(run.output_position(b), i))
+                              : sample_categorical(q_row, philox_bits(a));
         draft_tokens[k * gamma + i] = x;
         run.sequence(b).push_back(x);  // drafted tokens extend the sequence until verified
       }
@@ -364,8 +422,10 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
       probs_target.swap(scattered);
     }
 
-    const ChainBatch chain{n_active,    gamma,        v,       probs_target,
-                           probs_draft, draft_tokens, n_draft, request_ids};
+    std::vector<int64_t> positions(n_active);
+    for (int64_t k = 0; k < n_active; ++k) positions[k] = run.output_position(active[k]);
+    const ChainBatch chain{n_active,     gamma,   v,           probs_target, probs_draft,
+                           draft_tokens, n_draft, request_ids, positions};
     const double verify_start = now_seconds();
     const ChainResult verdict = verify_step(chain, config, step);
     m.verify_seconds += now_seconds() - verify_start;
@@ -375,8 +435,11 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
       const int64_t n = verdict.n_accepted[k];
       std::vector<double> betas(std::min<int64_t>(n + 1, n_draft[k]));
       for (size_t i = 0; i < betas.size(); ++i) {
-        betas[i] =
-            overlap(&probs_target[(k * (gamma + 1) + i) * v], &probs_draft[(k * gamma + i) * v], v);
+        const float* p = &probs_target[(k * (gamma + 1) + i) * v];
+        const float* q = &probs_draft[(k * gamma + i) * v];
+        betas[i] = overlap(p, q, v);
+        // The match verifiers' own acceptance at the position beside V1's β.
+        if (match) m.record_match_position(std::span(p, v), std::span(q, v));
       }
       // Roll the sequence back to its verified prefix; commit appends the step's tokens.
       run.sequence(b).resize(run.sequence(b).size() - n_draft[k]);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,10 +31,34 @@ struct DecodeConfig {
   /// default).
   std::vector<uint32_t> request_ids;
 
+  /// How plain decoding draws the token at each output position (`decode.sampling`): inverse CDF
+  /// from one uniform, or Gumbel-max with noise addressed by (seed, request, output position)
+  /// (core/sampling/sampling.hpp sample_output_token). The match verifiers (coupled,
+  /// sampled-match) draw the target's tokens by the same rule, so they emit plain decoding's
+  /// tokens; coupled requires kGumbel. Unset: Gumbel when the verifier is coupled, else inverse
+  /// CDF (token_sampling()), so a plain run of a coupled config is plain Gumbel decoding.
+  std::optional<TokenSampling> sampling_rule;
+  /// Resuming a run that stopped after `first_step` steps: prompt b is the original prompt with
+  /// the generated[b] tokens it had committed appended, max_new_tokens stays the whole budget,
+  /// steps count on from first_step and output positions from generated[b]. The resumed run then
+  /// emits exactly the tokens the uninterrupted run would have (every engine: its noise is
+  /// addressed by step and output position, never by where a run started). Empty: 0 each.
+  uint32_t first_step = 0;
+  std::vector<int64_t> generated;
+
   /// The id of prompt b: request_ids[b], or b when none are given.
   uint32_t request_id(int64_t b) const {
     return request_ids.empty() ? static_cast<uint32_t>(b) : request_ids[b];
   }
+  /// The rule in force: sampling_rule, or its default for the verifier.
+  TokenSampling token_sampling() const {
+    if (sampling_rule) return *sampling_rule;
+    const auto* match = std::get_if<MatchVerifier>(&verifier);
+    return match != nullptr && match->method == MatchMethod::kCoupled ? TokenSampling::kGumbel
+                                                                      : TokenSampling::kInverseCdf;
+  }
+  /// Tokens request b had generated before this run: generated[b], or 0.
+  int64_t generated_before(int64_t b) const { return generated.empty() ? 0 : generated[b]; }
 };
 
 /// The metrics every run records (docs/verifiers.md). "accepted" never counts the bonus token;
@@ -52,6 +77,11 @@ struct DecodeMetrics {
   std::vector<int64_t> accepted_length_histogram;  ///< [γ+1] steps by accepted count n
   int64_t residual_fallbacks = 0;
   double alpha_sum_min = 0.0;  ///< Σ over tested positions of Σ_x min(p, q)
+  /// The price of reproducibility, recorded by runs of the match verifiers (coupled,
+  /// sampled-match) at the same tested positions: Σ of coupled's exact acceptance probability,
+  /// of its bound (1 − TV)/(1 + TV), and of sampled-match's Σ p·q (coupled_acceptance and the
+  /// others in core/verify/verify_match.hpp). Zero in other runs.
+  double coupled_sum = 0.0, coupled_bound_sum = 0.0, sampled_match_sum = 0.0;
   int64_t tested_positions = 0;
   int64_t accepted_positions = 0;  ///< accepted draft tokens as verified (before any EOS cut)
   ModelStats target, draft;  ///< the models' work while decoding (the prompt pass not counted)
@@ -75,6 +105,9 @@ struct DecodeMetrics {
   double alpha_estimate() const {
     return tested_positions ? alpha_sum_min / tested_positions : 0.0;
   }
+  /// Records the three acceptance probabilities above at one tested position.
+  void record_match_position(std::span<const float> p, std::span<const float> q);
+
   double acceptance_rate() const {
     return tested_positions ? static_cast<double>(accepted_positions) / tested_positions : 0.0;
   }
@@ -97,7 +130,8 @@ struct DecodeResult {
 };
 
 /// Checks the prompts (non-empty, token ids in [0, vocab)), the token budget, γ (speculative
-/// only), the request ids (one per prompt, distinct) and both sampling pipelines; throws
+/// only), the request ids (one per prompt, distinct), the resume point (one count per prompt,
+/// each below max_new_tokens), coupled's Gumbel rule and both sampling pipelines; throws
 /// InvalidInput naming what is wrong. Every engine, including the device loop
 /// (gpu/decode/speculative_decode.hpp), starts with it.
 void validate_decode_config(const DecodeConfig& config,
@@ -107,9 +141,11 @@ void validate_decode_config(const DecodeConfig& config,
 /// Every engine first runs the prompt pass (LanguageModel::prefill, one request at a time, timed
 /// per request), then starts the decode clock; DecodeMetrics keeps the two apart.
 ///
-/// Plain decoding: one target call (m = 1) per token; token t of request b is sampled with the
-/// uniform at (seed; id(b), t, 0, kPlainSample), id(b) = config.request_id(b) (as everywhere
-/// below). Under T = 0 this is greedy decoding.
+/// Plain decoding: one target call (m = 1) per token; token t of request b (t counted from the
+/// request's start, generated_before(b) included) is sample_output_token(p, token_sampling(), seed,
+/// id(b), t): inverse CDF with the uniform at (seed; id(b), t, 0, kPlainSample), or Gumbel-max
+/// with output position t's noise; id(b) = config.request_id(b) (as everywhere below). Under
+/// T = 0 this is greedy decoding.
 DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int32_t>> prompts,
                           const DecodeConfig& config);
 
@@ -117,7 +153,10 @@ DecodeResult plain_decode(LanguageModel& model, std::span<const std::vector<int3
 /// below). Step s of request b: γ_b = min(γ, tokens left - 1) draft tokens, each
 /// x_i ~ q_i with the uniform at (seed; id(b), s, i, kDraftSample); one target call over γ_b+1
 /// positions; verify_chain with request id id(b) and step s; append the accepted prefix and one
-/// token, cutting after EOS; truncate both models to the new length.
+/// token, cutting after EOS; truncate both models to the new length. A verifier whose registry
+/// row drafts with DraftRule::kOutputNoise (coupled) draws x_i = sample_gumbel(q_i) with the
+/// noise of x_i's output position instead; the match verifiers read each request's output
+/// position (ChainBatch::positions).
 DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
                                 std::span<const std::vector<int32_t>> prompts,
                                 const DecodeConfig& config);

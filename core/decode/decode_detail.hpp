@@ -27,13 +27,16 @@ void prefill_prompts(std::span<LanguageModel* const> models,
 /// is finished, the metrics of docs/verifiers.md "Metrics", and the models' counters at the start.
 class SpeculativeRun {
  public:
+  /// Reads the token budget and the resume point (DecodeConfig::generated) of `config`.
   SpeculativeRun(LanguageModel& target, LanguageModel& draft,
-                 std::span<const std::vector<int32_t>> prompts, int64_t max_new_tokens,
+                 std::span<const std::vector<int32_t>> prompts, const DecodeConfig& config,
                  int64_t depth);
 
   /// The unfinished requests, in order.
   std::vector<int64_t> active() const;
   int64_t tokens_left(int64_t b) const;
+  /// The output position of request b's next token: tokens generated before the run and in it.
+  int64_t output_position(int64_t b) const;
   /// Request b's prompt and accepted tokens (the engine may extend it with drafts while drafting).
   std::vector<int32_t>& sequence(int64_t b) { return sequences_[b]; }
   DecodeMetrics& metrics() { return result_.metrics; }
@@ -55,6 +58,7 @@ class SpeculativeRun {
   LanguageModel& target_;
   LanguageModel& draft_;
   int64_t max_new_tokens_;
+  std::vector<int64_t> generated_before_;
   std::vector<std::vector<int32_t>> sequences_;
   std::vector<uint8_t> finished_;
   DecodeResult result_;

@@ -74,10 +74,10 @@ DecodeResult tree_speculative_decode(LanguageModel& target, LanguageModel& draft
   validate_tree_branches(tree.branches, target.vocab());
   const int64_t v = target.vocab();
   const int64_t depth = static_cast<int64_t>(tree.branches.size());
-  SpeculativeRun run(target, draft, prompts, config.max_new_tokens, depth);
+  SpeculativeRun run(target, draft, prompts, config, depth);
   DecodeMetrics& m = run.metrics();
 
-  for (uint32_t step = 0;; ++step) {
+  for (uint32_t step = config.first_step;; ++step) {
     const std::vector<int64_t> active = run.active();
     if (active.empty()) break;
     const int64_t n_active = static_cast<int64_t>(active.size());

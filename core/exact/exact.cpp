@@ -174,6 +174,45 @@ StepLaw chain_law(const Method& method) {
   };
 }
 
+// docs/verifiers.md V8: at each position the target draws y by plain decoding's rule; the draft
+// x_i is accepted iff x_i = y. P(X = Y = y) is coupled_agreement_at's 1 / S_y under one Gumbel
+// noise, or p_y·q_y with independent noise; P(Y = y, X ≠ y) = p_y − P(X = Y = y). After a match
+// the next position's rows are at y, and the noise of different positions is independent.
+struct MatchWalk {
+  const RowAt& target;
+  const RowAt& draft;
+  int gamma;
+  MatchMethod method;
+  const EmitLeaf& emit;
+  Sequence prefix;
+
+  void walk(int i, int previous, const Q& mass) {
+    const Row& p = target(i, previous);
+    const int n_accepted = static_cast<int>(prefix.size());
+    const Row* q = i < gamma ? &draft(i, previous) : nullptr;
+    for (size_t y = 0; y < p.size(); ++y) {
+      if (p[y] == 0) continue;
+      const int token = static_cast<int>(y);
+      const Q both = q == nullptr                      ? Q(0)
+                     : method == MatchMethod::kCoupled ? coupled_agreement_at(p, *q, token)
+                                                       : Q(p[y] * (*q)[y]);
+      prefix.push_back(token);
+      if (both > 0) walk(i + 1, token, Q(mass * both));
+      const Q alone = Q(p[y] - both);
+      if (alone > 0) emit(prefix, n_accepted, Q(mass * alone));
+      prefix.pop_back();
+    }
+  }
+};
+
+StepLaw match_law(MatchMethod method) {
+  return [method](const RowAt& target, const RowAt& draft, int gamma, int previous,
+                  const EmitLeaf& emit) {
+    MatchWalk walk{target, draft, gamma, method, emit, {}};
+    walk.walk(0, previous, Q(1));
+  };
+}
+
 void validate_typical(const TypicalMethod& method) {
   validate_typical_params(method.epsilon, method.delta);
 }
@@ -398,6 +437,11 @@ StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vecto
 }
 
 StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
+                          MatchMethod method) {
+  return enumerate_step_with(probs_target, probs_draft, match_law(method));
+}
+
+StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
                           const TypicalMethod& method) {
   validate_typical(method);
   return enumerate_step_with(probs_target, probs_draft, typical_law(method));
@@ -421,6 +465,34 @@ Row one_hot_argmax(const Row& row) {
   Row hot(row.size(), Q(0));
   hot[argmax(row)] = 1;
   return hot;
+}
+
+Q coupled_agreement_at(const Row& p, const Row& q, int y) {
+  if (p[y] == 0 || q[y] == 0) return 0;
+  // Both exponential races pick y iff E_u > E_y·max(p_u/p_y, q_u/q_y) for every u ≠ y; given
+  // E_y = e that has probability Π_u exp(−e·m_u), and ∫ exp(−e) Π_u exp(−e·m_u) de = 1 / S.
+  Q s = 0;
+  for (size_t u = 0; u < p.size(); ++u) s += std::max(Q(p[u] / p[y]), Q(q[u] / q[y]));
+  return Q(1 / s);
+}
+
+Q coupled_agreement(const Row& p, const Row& q) {
+  Q total = 0;
+  for (size_t y = 0; y < p.size(); ++y) total += coupled_agreement_at(p, q, static_cast<int>(y));
+  return total;
+}
+
+Q coupled_agreement_bound(const Row& p, const Row& q) {
+  Q overlap = 0;
+  for (size_t y = 0; y < p.size(); ++y) overlap += std::min(p[y], q[y]);
+  const Q tv = 1 - overlap;
+  return Q((1 - tv) / (1 + tv));
+}
+
+Q sampled_match_agreement(const Row& p, const Row& q) {
+  Q total = 0;
+  for (size_t y = 0; y < p.size(); ++y) total += p[y] * q[y];
+  return total;
 }
 
 std::optional<std::string> find_conditional_violation(const StepResult& step,
@@ -518,6 +590,11 @@ Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draf
                               int gamma, int length, const BlockMethod&, bool cap_gamma) {
   return enumerate_stream_with(target, draft, start, gamma, length, &enumerate_block_branches,
                                cap_gamma);
+}
+
+Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
+                              int gamma, int length, MatchMethod method, bool cap_gamma) {
+  return enumerate_stream_with(target, draft, start, gamma, length, match_law(method), cap_gamma);
 }
 
 Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/verify/verify_chain.hpp"
+#include "core/verify/verify_match.hpp"
 #include "core/verify/verify_typical.hpp"
 
 namespace speclab::exact {
@@ -84,6 +85,22 @@ StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vecto
 StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
                           const TypicalMethod& method);
 
+/// The same for the match verifiers (docs/verifiers.md V8): the target's token y at each position
+/// is drawn from p; the draft is accepted iff it equals y, jointly with probability
+/// coupled_agreement_at (coupled: one Gumbel noise for both) or p_y·q_y (sampled-match).
+StepResult enumerate_step(const std::vector<Row>& probs_target, const std::vector<Row>& probs_draft,
+                          MatchMethod method);
+
+/// P(both Gumbel-max races of p and q under one noise pick y) = 1 / Σ_u max(p_u/p_y, q_u/q_y)
+/// for p_y, q_y > 0, else 0 (proofs/match_verifiers.md §3).
+Q coupled_agreement_at(const Row& p, const Row& q, int y);
+/// Σ_y coupled_agreement_at: coupled's acceptance probability at a position.
+Q coupled_agreement(const Row& p, const Row& q);
+/// (1 − TV)/(1 + TV) with TV = 1 − Σ min(p, q): the lower bound on coupled_agreement.
+Q coupled_agreement_bound(const Row& p, const Row& q);
+/// Σ_y p_y·q_y: sampled-match's acceptance probability at a position.
+Q sampled_match_agreement(const Row& p, const Row& q);
+
 /// V4's pass test for token x of `probs_target` (converted to double): p(x) > min(ε, δ·exp(−H)),
 /// H = −Σ p ln(p + 1e-5). Throws InvalidInput for ε ≤ 0 or δ ≤ 0 (or not finite).
 bool typical_passes(const Row& probs_target, int x, const TypicalMethod& method);
@@ -128,6 +145,10 @@ Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draf
 Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
                               int gamma, int length, const TypicalMethod& method,
                               bool cap_gamma = false);
+
+/// The stream of the match verifiers (lossless: the target chain's law for every draft).
+Distribution enumerate_stream(const MarkovChain& target, const MarkovChain& draft, int start,
+                              int gamma, int length, MatchMethod method, bool cap_gamma = false);
 
 /// Plain decoding: the joint distribution of `length` tokens of `chain` after `start`.
 Distribution chain_distribution(const MarkovChain& chain, int start, int length);

@@ -16,6 +16,8 @@ StepResult enumerate_step(const VerifierEntry& entry, const StepParameters& para
       return enumerate_step(probs_target, probs_draft, BlockMethod{});
     case VerifierFamily::kTypical:
       return enumerate_step(probs_target, probs_draft, parameters.typical);
+    case VerifierFamily::kMatch:
+      return enumerate_step(probs_target, probs_draft, entry.match_method);
     case VerifierFamily::kTree:
       break;
   }

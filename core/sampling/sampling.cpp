@@ -12,6 +12,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/mutants.hpp"
+#include "core/base/philox.hpp"
 #include "core/base/rules.hpp"
 #include "core/base/simd_width.hpp"
 
@@ -350,6 +351,56 @@ void exp_nonpositive_row(std::span<const float> x, std::span<float> out) {
     std::memcpy(out.data() + i, &e, sizeof e);
   }
   for (; i < x.size(); ++i) out[i] = exp_nonpositive<float, int32_t>(x[i]);
+}
+
+std::string_view to_string(TokenSampling sampling) {
+  return sampling == TokenSampling::kGumbel ? "gumbel" : "inverse-cdf";
+}
+
+TokenSampling parse_token_sampling(std::string_view name, std::string_view what) {
+  if (name == "inverse-cdf") return TokenSampling::kInverseCdf;
+  if (name == "gumbel") return TokenSampling::kGumbel;
+  throw InvalidInput(
+      fmt::format("{} is \"{}\"; expected \"inverse-cdf\" or \"gumbel\"", what, name));
+}
+
+int32_t sample_gumbel(std::span<const float> weights, uint64_t seed, uint32_t request,
+                      uint32_t position) {
+  const size_t n = weights.size();
+  if (n >= (size_t{1} << 26)) {
+    throw InvalidInput(fmt::format("sample_gumbel: {} tokens; expected fewer than 2^26", n));
+  }
+  RandomAddress a{seed, request, position, 0, Purpose::kGumbelNoise, 0};
+  int32_t best = -1;
+  double best_key = 0.0;
+  for (size_t block = 0; block * 4 < n; ++block) {
+    const size_t begin = block * 4, end = std::min(n, begin + 4);
+    bool any = false;
+    for (size_t v = begin; v < end; ++v) any |= weights[v] > 0.0f;
+    if (!any) continue;  // the noise of a block without candidates is never needed
+    a.index = static_cast<uint32_t>(block);
+    const auto words = philox_block(a);
+    for (size_t v = begin; v < end; ++v) {
+      if (!(weights[v] > 0.0f)) continue;
+      const double key = -std::log(uniform_from_bits(words[v - begin])) / weights[v];
+      if (best < 0 || key < best_key) {
+        best = static_cast<int32_t>(v);
+        best_key = key;
+      }
+    }
+  }
+  if (best < 0) {
+    throw InvalidInput(
+        fmt::format("sample_gumbel: all {} weights are zero; expected a positive weight", n));
+  }
+  return best;
+}
+
+int32_t sample_output_token(std::span<const float> weights, TokenSampling sampling, uint64_t seed,
+                            uint32_t request, uint32_t position) {
+  if (sampling == TokenSampling::kGumbel) return sample_gumbel(weights, seed, request, position);
+  const RandomAddress a{seed, request, position, 0, Purpose::kPlainSample, 0};
+  return sample_categorical(weights, philox_bits(a));
 }
 
 }  // namespace speclab

@@ -75,4 +75,30 @@ void exp_nonpositive_row(std::span<const float> x, std::span<float> out);
 /// Argmax with ties broken by the lowest token id (docs/verifiers.md V2).
 int32_t argmax_lowest(std::span<const float> row);
 
+/// How a token is drawn from a row at one output position (docs/randomness.md "Output positions"):
+/// by inverse CDF from one uniform, or by Gumbel-max with one noise value per token.
+enum class TokenSampling {
+  kInverseCdf,  ///< sample_categorical with the uniform at (seed; request, t, 0, kPlainSample, 0)
+  kGumbel,      ///< sample_gumbel with the noise of output position t
+};
+
+/// "inverse-cdf", "gumbel".
+std::string_view to_string(TokenSampling sampling);
+/// Parses a name of to_string; throws InvalidInput naming `what` and listing both names.
+TokenSampling parse_token_sampling(std::string_view name, std::string_view what);
+
+/// Gumbel-max sampling over non-negative weights: the token maximising ln w_v + G_v, computed as
+/// the exponential race argmin over w_v > 0 of E_v / w_v with E_v = −ln U_v (one logarithm per
+/// token of positive weight, no exponential), the lowest id on ties. U_v is the uniform of word
+/// v mod 4 of philox_block at (seed; request, position, 0, kGumbelNoise, v / 4): the noise of
+/// output position `position` of `request`, shared by every row drawn with it. P(v) = w_v / Σ w
+/// (up to the 2^-32 grid of U). Throws InvalidInput when no weight is positive, or V ≥ 2^26.
+int32_t sample_gumbel(std::span<const float> weights, uint64_t seed, uint32_t request,
+                      uint32_t position);
+
+/// The token at output position `position` (tokens generated before it) of `request`: plain
+/// decoding's rule, which the match verifiers (core/verify/verify_match.hpp) reproduce.
+int32_t sample_output_token(std::span<const float> weights, TokenSampling sampling, uint64_t seed,
+                            uint32_t request, uint32_t position);
+
 }  // namespace speclab

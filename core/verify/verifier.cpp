@@ -36,7 +36,7 @@ using C = ChainMethod;
 using T = TreeMethod;
 
 // name, label, family, chain method, tree method, lossy, reads q, drafts a tree, parameters.
-constexpr std::array<VerifierEntry, 11> kRegistry = {{
+constexpr std::array<VerifierEntry, 13> kRegistry = {{
     {"token", "V1", F::kChain, C::kToken, T::kIid, false, true, false, kNone,
      "token-level speculative sampling: accept x with min(1, p(x)/q(x)), else draw from "
      "max(0, p − q)"},
@@ -61,6 +61,14 @@ constexpr std::array<VerifierEntry, 11> kRegistry = {{
     {"traversal", "V7", F::kTree, C::kToken, T::kTraversal, false, true, true, kNone,
      "traversal verification: candidates without replacement, paths accepted leaf to root at "
      "sequence level (Weng et al. 2025); V5 on a chain"},
+    {"coupled", "V8", F::kMatch, C::kToken, T::kIid, false, false, false, kNone,
+     "drafts drawn with the target's Gumbel noise, accepted while equal to the target's "
+     "Gumbel-max token: plain Gumbel decoding's tokens whatever the draft",
+     MatchMethod::kCoupled, DraftRule::kOutputNoise},
+    {"sampled-match", "V8", F::kMatch, C::kToken, T::kIid, false, false, false, kNone,
+     "accept while the draft equals the target's own sample (plain decoding's noise); "
+     "acceptance Σ p·q",
+     MatchMethod::kSampledMatch, DraftRule::kOwnNoise},
 }};
 
 std::string format_number(double value) { return fmt::format("{:g}", value); }
@@ -161,6 +169,8 @@ VerifierSpec make_verifier(std::string_view name, std::vector<int64_t> branches)
       return TypicalVerifier{};
     case VerifierFamily::kTree:
       return TreeVerifier{.method = e.tree_method, .branches = std::move(branches)};
+    case VerifierFamily::kMatch:
+      return MatchVerifier{.method = e.match_method};
   }
   throw Error("verifier registry: unknown family");
 }
@@ -172,6 +182,11 @@ const VerifierEntry& entry_of(const VerifierSpec& spec) {
   }
   if (const auto* tree = std::get_if<TreeVerifier>(&spec))
     return method_entry(family, tree->method);
+  if (const auto* match = std::get_if<MatchVerifier>(&spec)) {
+    return entry_where([&](const VerifierEntry& e) {
+      return e.family == family && e.match_method == match->method;
+    });
+  }
   return entry_where([&](const VerifierEntry& e) { return e.family == family; });
 }
 
@@ -260,6 +275,11 @@ ChainResult verify(const VerifierSpec& spec, const ChainBatch& batch, uint64_t s
           batch,
           TypicalParams{
               .epsilon = typical.epsilon, .delta = typical.delta, .seed = seed, .step = step});
+    }
+    case VerifierFamily::kMatch: {
+      const auto& match = std::get<MatchVerifier>(spec);
+      return verify_match(
+          batch, MatchParams{.method = match.method, .sampling = match.sampling, .seed = seed});
     }
     case VerifierFamily::kTree:
       break;

@@ -15,6 +15,7 @@
 #include "core/base/rules.hpp"
 #include "core/verify/verify_block.hpp"
 #include "core/verify/verify_chain.hpp"
+#include "core/verify/verify_match.hpp"
 #include "core/verify/verify_tree.hpp"
 #include "core/verify/verify_typical.hpp"
 
@@ -27,6 +28,16 @@ enum class VerifierFamily {
   kTypical,  ///< V4 typical acceptance of a draft chain (lossy): verify_typical
   kTree,     ///< V6 recursive rejection, K-SEQ or V7 traversal over a drafted token tree:
              ///< verify_tree
+  kMatch,    ///< V8 coupled / sampled-match over a draft chain: verify_match
+};
+
+/// How the engine draws a step's draft tokens for a verifier: the drafting half of a verifier,
+/// which the registry states beside the verification half.
+enum class DraftRule {
+  kOwnNoise,     ///< x_i ~ q_i with the draft's own uniform (kDraftSample), independent of the
+                 ///< target's noise
+  kOutputNoise,  ///< x_i = sample_gumbel(q_i) with the noise of x_i's output position, the noise
+                 ///< the target's token there is drawn with (coupled)
 };
 
 /// Parameters of each family; the defaults are the registry's.
@@ -46,8 +57,17 @@ struct TreeVerifier {
   std::vector<int64_t> branches;
 };
 
+struct MatchVerifier {
+  MatchMethod method = MatchMethod::kCoupled;
+  /// The target's rule at each output position; the engines set it to
+  /// DecodeConfig::token_sampling() so that the verifier reproduces plain decoding (coupled
+  /// requires Gumbel).
+  TokenSampling sampling = TokenSampling::kGumbel;
+};
+
 /// Which verifier, with its parameters. The variant's index is the VerifierFamily.
-using VerifierSpec = std::variant<ChainVerifier, BlockVerifier, TypicalVerifier, TreeVerifier>;
+using VerifierSpec =
+    std::variant<ChainVerifier, BlockVerifier, TypicalVerifier, TreeVerifier, MatchVerifier>;
 
 /// A numeric parameter a verifier reads: its config key (`verifier.KEY`), its `speclab exact`
 /// option, its default and the open/closed interval it must lie in.
@@ -84,6 +104,8 @@ struct VerifierEntry {
   bool uses_branches;        ///< drafts a tree shaped by `branches`
   std::span<const std::string_view> parameters;  ///< keys of verifier_parameters() it reads
   std::string_view summary;
+  MatchMethod match_method = MatchMethod::kCoupled;  ///< kMatch: which match verifier
+  DraftRule draft_rule = DraftRule::kOwnNoise;       ///< how the engine draws the drafts
 };
 
 /// Every verifier, in documentation order.
@@ -111,7 +133,8 @@ inline bool is_lossy(const VerifierSpec& spec) { return entry_of(spec).lossy; }
 
 /// One verification step of a batch of draft chains with the spec's verifier at (seed, step): the
 /// one dispatch from a VerifierSpec to its verify function (verify_chain, verify_block,
-/// verify_typical), which the engines and the Python package call. `reference` takes
+/// verify_typical, verify_match, which reads batch.positions instead of the step), which the
+/// engines and the Python package call. `reference` takes
 /// verify_chain_reference for the chain family (the others have one implementation). A tree spec
 /// is InvalidInput: its step verifies a tree (verify_tree).
 ChainResult verify(const VerifierSpec& spec, const ChainBatch& batch, uint64_t seed, uint32_t step,

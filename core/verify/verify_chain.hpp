@@ -37,6 +37,10 @@ struct ChainBatch {
   std::span<const int32_t> draft_tokens;  ///< [B, γ] x_1..x_γ in [0, V)
   std::span<const int32_t> n_draft;       ///< [B] per-request γ_b in [0, γ]; empty means all γ
   std::span<const uint32_t> request_ids;  ///< [B] Philox request ids; empty means 0..B-1
+  /// [B] the output position of request b's first draft token (the tokens it generated before
+  /// this step); empty means 0. Read by the match verifiers only (core/verify/verify_match.hpp),
+  /// whose noise is addressed by output position rather than by step.
+  std::span<const int64_t> positions = {};
 };
 
 /// V3's l = 1 is V1's acceptance test.

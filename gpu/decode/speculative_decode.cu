@@ -129,6 +129,11 @@ void check_inputs(LinearSoftmaxDevice& target, LinearSoftmaxDevice& draft,
     throw InvalidInput("verifier is \"" + std::string(verifier_name(config.verifier)) +
                        "\"; the device loop runs \"token\", \"greedy\", \"lenient\" or \"block\"");
   }
+  if (config.first_step != 0 || !config.generated.empty()) {
+    throw InvalidInput(
+        "decode.first_step / decode.generated resume a run; the device loop starts every request "
+        "at its first token");
+  }
   check_temperature_only(config.sampling, "decode.sampling");
   check_temperature_only(config.draft_sampling, "decode.draft_sampling");
   for (size_t b = 0; b < config.request_ids.size(); ++b) {

@@ -260,7 +260,7 @@ py::list registry() {
     py::dict row;
     row["name"] = std::string(e.name);
     row["label"] = std::string(e.label);
-    static constexpr const char* kFamilies[] = {"chain", "block", "typical", "tree"};
+    static constexpr const char* kFamilies[] = {"chain", "block", "typical", "tree", "match"};
     row["family"] = kFamilies[static_cast<int>(e.family)];
     row["lossy"] = e.lossy;
     row["needs_draft_probs"] = e.needs_draft_probs;

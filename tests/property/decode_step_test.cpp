@@ -58,12 +58,18 @@ std::vector<int32_t> chain_step(Setup& s, const std::vector<int32_t>& context, u
   testing::OwnedChainBatch batch(1, c.gamma, kVocab);
   batch.n_draft = {static_cast<int32_t>(n_draft)};
   batch.request_ids = {id};
+  const int64_t position = c.max_new_tokens - left;  // tokens generated before the step
+  batch.positions = {position};
   std::vector<int32_t> sequence = context;
   for (int64_t i = 1; i <= n_draft; ++i) {
     const std::vector<float> q = row_after(s.draft, sequence, c.draft_sampling);
     std::copy(q.begin(), q.end(), batch.draft_row(0, i - 1));
     const RandomAddress a{c.seed, id, step, static_cast<uint32_t>(i), Purpose::kDraftSample, 0};
-    batch.token(0, i - 1) = sample_categorical(q, philox_bits(a));
+    // coupled drafts with the noise of the token's output position (the registry's DraftRule).
+    batch.token(0, i - 1) =
+        entry_of(c.verifier).draft_rule == DraftRule::kOutputNoise
+            ? sample_gumbel(q, c.seed, id, static_cast<uint32_t>(position + i - 1))
+            : sample_categorical(q, philox_bits(a));
     sequence.push_back(batch.token(0, i - 1));
   }
   for (int64_t i = 0; i <= n_draft; ++i) {  // p_{i+1} follows the context and i drafts
@@ -88,6 +94,12 @@ std::vector<int32_t> chain_step(Setup& s, const std::vector<int32_t>& context, u
       result = verify_typical(
           batch.view(),
           {.epsilon = typical.epsilon, .delta = typical.delta, .seed = c.seed, .step = step});
+      break;
+    }
+    case VerifierFamily::kMatch: {
+      const auto& match = std::get<MatchVerifier>(c.verifier);
+      result = verify_match(
+          batch.view(), {.method = match.method, .sampling = c.token_sampling(), .seed = c.seed});
       break;
     }
     case VerifierFamily::kTree:

@@ -58,6 +58,8 @@ OTHER_MUTANTS = {
     "tree-draft-warping-mismatch": "the tree engine's q rows; conformance draws the drafts itself",
     "kseq-residual-unscaled": "K-SEQ tree verification",
     "block-weight-unclamped": "block verification (V5), whose step law is not V1's by design",
+    "match-draft-position-noise": "the coupled and sampled-match verifiers (their noise)",
+    "coupled-fresh-draft-noise": "the coupled engine's drafting",
 }
 # Requests per sampler call: many calls, as an engine makes, so that a uniform shared between
 # steps shows.

@@ -20,6 +20,7 @@ struct OwnedChainBatch {
   std::vector<int32_t> draft_tokens;  // [B, γ]
   std::vector<int32_t> n_draft;       // [B] or empty
   std::vector<uint32_t> request_ids;  // [B] or empty
+  std::vector<int64_t> positions;     // [B] or empty (the match verifiers' output positions)
 
   OwnedChainBatch() = default;
   OwnedChainBatch(int64_t b, int64_t g, int64_t v)
@@ -31,7 +32,8 @@ struct OwnedChainBatch {
         draft_tokens(b * g, 0) {}
 
   ChainBatch view() const {
-    return {batch, gamma, vocab, probs_target, probs_draft, draft_tokens, n_draft, request_ids};
+    return {batch,        gamma,   vocab,       probs_target, probs_draft,
+            draft_tokens, n_draft, request_ids, positions};
   }
   float* target_row(int64_t r, int64_t i) { return &probs_target[(r * (gamma + 1) + i) * vocab]; }
   float* draft_row(int64_t r, int64_t i) { return &probs_draft[(r * gamma + i) * vocab]; }

@@ -57,6 +57,8 @@ std::vector<int32_t> emitted(const VerifierEntry& e, const std::vector<int>& q, 
       return verify_block(chain.view(), {.seed = seed}).emitted_tokens;
     case VerifierFamily::kTypical:
       return verify_typical(chain.view(), {.seed = seed}).emitted_tokens;
+    case VerifierFamily::kMatch:
+      return verify_match(chain.view(), {.method = e.match_method, .seed = seed}).emitted_tokens;
     case VerifierFamily::kTree: {
       const TreeResult r =
           verify_tree(tree_batch(q).view(), {.method = e.tree_method, .seed = seed});
@@ -86,6 +88,9 @@ bool exactly_lossless(const VerifierEntry& e) {
       break;
     case VerifierFamily::kTypical:
       step = exact::enumerate_step(target, draft, exact::TypicalMethod{});
+      break;
+    case VerifierFamily::kMatch:
+      step = exact::enumerate_step(target, draft, e.match_method);
       break;
     case VerifierFamily::kTree:
       step = exact::enumerate_tree_step(target, draft, e.tree_method, 2);
