@@ -3,6 +3,8 @@
 // - a request's tokens depend on its id, prompt, seed and settings only: not on the other
 //   requests, their number or the order of the batch (docs/randomness.md: noise is addressed by
 //   request id, never by a slot in the batch);
+// - a run stopped after any number of steps and resumed from its committed prefix
+//   (DecodeConfig::first_step, generated) emits the rest of the uninterrupted run's tokens;
 // - the draft tokens a step accepts were drawn from the draft's own sampling pipeline (its
 //   temperature and filters), which differ from the target's here: each lies in the support of
 //   the draft's row at its context (for top-k trees, among that row's k most probable tokens).
@@ -87,6 +89,50 @@ void check_batch_invariance(const std::string& name) {
   }
 }
 
+// Stops a run after k of its steps and resumes it from what each request had committed.
+void check_restart(const std::string& name) {
+  Setup s = gen_setup(name);
+  const auto n = *rc::gen::inRange<size_t>(1, 5);
+  std::vector<std::vector<int32_t>> prompts(n);
+  for (auto& p : prompts) p = gen_prompt();
+  const auto ids = *rc::gen::unique<std::vector<uint32_t>>(n, rc::gen::inRange<uint32_t>(0, 1000));
+  const DecodeResult whole = run(s, name, prompts, ids);
+
+  // The committed prefix after k steps, from the per-step records, which come in the order
+  // (step, active request); a request is finished once it holds all its tokens.
+  const auto& emitted = whole.metrics.step_emitted;
+  std::vector<size_t> committed(n, 0);
+  size_t record = 0, steps = 0;
+  const auto k = *rc::gen::inRange<size_t>(0, emitted.size() + 1);
+  while (steps < k && record < emitted.size()) {
+    for (size_t b = 0; b < n && record < emitted.size(); ++b) {
+      if (committed[b] == whole.tokens[b].size()) continue;
+      committed[b] += static_cast<size_t>(emitted[record++]);
+    }
+    ++steps;
+  }
+  std::vector<std::vector<int32_t>> rest_prompts;
+  std::vector<uint32_t> rest_ids;
+  std::vector<size_t> rest_of;
+  for (size_t b = 0; b < n; ++b) {
+    if (committed[b] == whole.tokens[b].size()) continue;
+    std::vector<int32_t> prompt = prompts[b];
+    prompt.insert(prompt.end(), whole.tokens[b].begin(), whole.tokens[b].begin() + committed[b]);
+    rest_prompts.push_back(std::move(prompt));
+    rest_ids.push_back(ids[b]);
+    rest_of.push_back(b);
+  }
+  RC_PRE(!rest_of.empty());
+  s.config.first_step = static_cast<uint32_t>(steps);
+  for (const size_t b : rest_of) s.config.generated.push_back(static_cast<int64_t>(committed[b]));
+  const DecodeResult rest = run(s, name, rest_prompts, rest_ids);
+  for (size_t j = 0; j < rest_of.size(); ++j) {
+    const auto& all = whole.tokens[rest_of[j]];
+    RC_ASSERT(rest.tokens[j] ==
+              std::vector<int32_t>(all.begin() + committed[rest_of[j]], all.end()));
+  }
+}
+
 void check_drafts_from_draft_pipeline(const std::string& name) {
   Setup s = gen_setup(name);
   const std::vector<int32_t> prompt = gen_prompt();
@@ -128,6 +174,12 @@ TEST_P(DecodeInvariance, RequestTokensDoNotDependOnTheBatch) {
   const std::string name = GetParam();
   EXPECT_TRUE(rc::check("a request's tokens are its own whatever the batch",
                         [&] { check_batch_invariance(name); }));
+}
+
+TEST_P(DecodeInvariance, ARestartFromTheCommittedPrefixContinuesTheRun) {
+  const std::string name = GetParam();
+  EXPECT_TRUE(rc::check("a run resumed after k steps emits the rest of the uninterrupted run",
+                        [&] { check_restart(name); }));
 }
 
 std::vector<std::string> engines() {

@@ -15,35 +15,16 @@
 #include <vector>
 
 #include "core/base/error.hpp"
+#include "tests/support/exact_rows.hpp"
 
 namespace speclab::exact {
 namespace {
 
 Row make_row(std::initializer_list<Q> values) { return Row(values); }
 
-// Integer weights 0..4 (zeros included, not all zero) normalised exactly: docs/testing.md's way to
-// get exact rationals, and zeros exercise tokens the draft never proposes or the target forbids.
-rc::Gen<Row> gen_row(int vocab) {
-  return rc::gen::map(
-      rc::gen::suchThat(rc::gen::container<std::vector<int>>(vocab, rc::gen::inRange(0, 5)),
-                        [](const std::vector<int>& weights) {
-                          return std::accumulate(weights.begin(), weights.end(), 0) > 0;
-                        }),
-      [](const std::vector<int>& weights) {
-        const int total = std::accumulate(weights.begin(), weights.end(), 0);
-        Row row;
-        for (int w : weights) row.push_back(Q(w) / total);
-        return row;
-      });
-}
-
-std::vector<Row> gen_rows(int count, int vocab) {
-  std::vector<Row> rows;
-  for (int i = 0; i < count; ++i) rows.push_back(*gen_row(vocab));
-  return rows;
-}
-
-MarkovChain gen_chain(int vocab) { return MarkovChain{vocab, gen_rows(vocab, vocab)}; }
+rc::Gen<Row> gen_row(int vocab) { return testing::gen_exact_row(vocab); }
+std::vector<Row> gen_rows(int count, int vocab) { return testing::gen_exact_rows(count, vocab); }
+MarkovChain gen_chain(int vocab) { return testing::gen_exact_chain(vocab); }
 
 Q total_probability(const Distribution& distribution) {
   Q total = 0;
