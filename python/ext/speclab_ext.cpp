@@ -7,8 +7,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +26,7 @@
 #include "core/verify/verifier.hpp"
 #include "core/verify/verify_block.hpp"
 #include "core/verify/verify_chain.hpp"
+#include "core/verify/verify_match.hpp"
 #include "core/verify/verify_tree.hpp"
 #include "core/verify/verify_typical.hpp"
 
@@ -74,12 +77,14 @@ ChainBatch chain_batch(int64_t batch, int64_t gamma, int64_t vocab,
                        const std::optional<py::array>& probs_draft,
                        const std::optional<py::array>& draft_tokens,
                        const std::optional<py::array>& n_draft,
-                       const std::optional<py::array>& request_ids) {
+                       const std::optional<py::array>& request_ids,
+                       const std::optional<py::array>& positions = std::nullopt) {
   ChainBatch b;
   borrow_common(b, batch, vocab, probs_target, probs_draft, request_ids);
   b.gamma = gamma;
   b.draft_tokens = borrow<int32_t>(draft_tokens, "draft_tokens");
   b.n_draft = borrow<int32_t>(n_draft, "n_draft");
+  b.positions = borrow<int64_t>(positions, "positions");
   return b;
 }
 
@@ -95,7 +100,7 @@ py::dict chain_result(ChainResult&& r) {
   return out;
 }
 
-// One call of the chain family: V1-V3, V4 or V5, by registry name.
+// One call of the chain family: V1-V3, V4, V5 or V8 (coupled, sampled-match), by registry name.
 // validate: check every row the batch uses first, as `speclab verify-batch` does (the fast path
 // alone checks only the values it reads).
 ChainResult run_chain(const VerifierSpec& spec, const ChainBatch& batch, uint64_t seed,
@@ -106,12 +111,17 @@ ChainResult run_chain(const VerifierSpec& spec, const ChainBatch& batch, uint64_
   return verify(spec, batch, seed, step, reference);
 }
 
-VerifierSpec chain_spec(const std::string& method, double leniency, double epsilon, double delta) {
+// sampling: the match verifiers' target rule ("inverse-cdf" or "gumbel"); empty for the others.
+VerifierSpec chain_spec(const std::string& method, double leniency, double epsilon, double delta,
+                        const std::string& sampling) {
   VerifierSpec spec = make_verifier(method);
   if (auto* chain = std::get_if<ChainVerifier>(&spec)) chain->leniency = leniency;
   if (auto* typical = std::get_if<TypicalVerifier>(&spec)) {
     typical->epsilon = epsilon;
     typical->delta = delta;
+  }
+  if (auto* match = std::get_if<MatchVerifier>(&spec); match && !sampling.empty()) {
+    match->sampling = parse_token_sampling(sampling, "sampling");
   }
   return spec;
 }
@@ -121,11 +131,12 @@ py::dict verify_chain_family(const std::string& method, int64_t batch, int64_t g
                              std::optional<py::array> probs_draft,
                              std::optional<py::array> draft_tokens,
                              std::optional<py::array> n_draft, std::optional<py::array> request_ids,
-                             uint64_t seed, double leniency, double epsilon, double delta,
+                             std::optional<py::array> positions, uint64_t seed, double leniency,
+                             double epsilon, double delta, const std::string& sampling,
                              uint32_t step, bool reference, bool validate) {
-  const VerifierSpec spec = chain_spec(method, leniency, epsilon, delta);
+  const VerifierSpec spec = chain_spec(method, leniency, epsilon, delta, sampling);
   const ChainBatch b = chain_batch(batch, gamma, vocab, probs_target, probs_draft, draft_tokens,
-                                   n_draft, request_ids);
+                                   n_draft, request_ids, positions);
   ChainResult result;
   {
     py::gil_scoped_release release;
@@ -199,6 +210,33 @@ py::array_t<float> probs_from_logits_rows(std::optional<py::array> logits, int64
   return give(std::move(out), {static_cast<py::ssize_t>(in.size())});
 }
 
+// Plain decoding's token at each row's output position (sample_output_token): the token the
+// match verifiers reproduce. rows [R, V] probability rows; requests, positions [R].
+py::array_t<int32_t> sample_output_tokens(std::optional<py::array> rows, int64_t vocab,
+                                          std::optional<py::array> requests,
+                                          std::optional<py::array> positions,
+                                          const std::string& sampling, uint64_t seed) {
+  const std::span<const float> w = borrow<float>(rows, "weights");
+  const std::span<const uint32_t> id = borrow<uint32_t>(requests, "request");
+  const std::span<const int64_t> at = borrow<int64_t>(positions, "position");
+  const TokenSampling rule = parse_token_sampling(sampling, "sampling");
+  const size_t n = vocab > 0 ? w.size() / static_cast<size_t>(vocab) : 0;
+  if (vocab < 1 || w.size() != n * static_cast<size_t>(vocab) || id.size() != n || at.size() != n) {
+    throw InvalidInput("sample_output_tokens: weights, request and position disagree in size");
+  }
+  std::vector<int32_t> out(n);
+  for (size_t r = 0; r < n; ++r) {
+    const std::span<const float> row = w.subspan(r * vocab, vocab);
+    validate_probability_row(row, {"weights", static_cast<int64_t>(r), id[r], at[r]});
+    if (at[r] < 0 || at[r] > int64_t{std::numeric_limits<uint32_t>::max()}) {
+      throw InvalidInput("position " + std::to_string(at[r]) + " (row " + std::to_string(r) +
+                         "); expected an integer in [0, 2^32)");
+    }
+    out[r] = sample_output_token(row, rule, seed, id[r], static_cast<uint32_t>(at[r]));
+  }
+  return give(std::move(out), {static_cast<py::ssize_t>(n)});
+}
+
 std::string to_text(const exact::Q& q) { return q.str(); }
 
 std::vector<exact::Row> rational_rows(const std::vector<std::vector<std::string>>& rows,
@@ -251,6 +289,29 @@ py::dict exact_step(const std::vector<std::vector<std::string>>& target,
   out["position_acceptance_conditional"] = conditional;
   out["accepted_length"] = texts(step.accepted_length);
   out["lossy"] = entry.lossy;
+  return out;
+}
+
+// The per-position acceptance of V1 and of the match verifiers for one target row p and one draft
+// row q, exactly (python/speclab/exact.py acceptance).
+py::dict exact_acceptance(const std::vector<std::string>& target,
+                          const std::vector<std::string>& draft) {
+  const exact::Row p = rational_rows({target}, "probs_target").front();
+  const exact::Row q = rational_rows({draft}, "probs_draft").front();
+  const int vocab = static_cast<int>(p.size());
+  if (vocab < 1 || vocab > exact::kMaxVocab) {
+    throw InvalidInput("probs_target has " + std::to_string(p.size()) +
+                       " entries; expected 1 ≤ V ≤ " + std::to_string(exact::kMaxVocab));
+  }
+  exact::validate_row(p, vocab, "probs_target", 0, "the target row");
+  exact::validate_row(q, vocab, "probs_draft", 0, "the draft row");
+  exact::Q overlap = 0;
+  for (int v = 0; v < vocab; ++v) overlap += std::min(p[v], q[v]);
+  py::dict out;
+  out["token"] = to_text(overlap);
+  out["coupled"] = to_text(exact::coupled_agreement(p, q));
+  out["coupled_bound"] = to_text(exact::coupled_agreement_bound(p, q));
+  out["sampled-match"] = to_text(exact::sampled_match_agreement(p, q));
   return out;
 }
 
@@ -313,9 +374,10 @@ PYBIND11_MODULE(SPECLAB_EXT_MODULE, m) {
   m.def("verify_chain_family", &sp::verify_chain_family, py::arg("method"), py::arg("batch"),
         py::arg("gamma"), py::arg("vocab"), py::arg("probs_target").none(true),
         py::arg("probs_draft").none(true), py::arg("draft_tokens").none(true),
-        py::arg("n_draft").none(true), py::arg("request_ids").none(true), py::arg("seed"),
-        py::arg("leniency"), py::arg("epsilon"), py::arg("delta"), py::arg("step"),
-        py::arg("reference"), py::arg("validate"));
+        py::arg("n_draft").none(true), py::arg("request_ids").none(true),
+        py::arg("positions").none(true), py::arg("seed"), py::arg("leniency"), py::arg("epsilon"),
+        py::arg("delta"), py::arg("sampling"), py::arg("step"), py::arg("reference"),
+        py::arg("validate"));
   m.def("time_verify_chain", &sp::time_verify_chain, py::arg("batch"), py::arg("gamma"),
         py::arg("vocab"), py::arg("probs_target").none(true), py::arg("probs_draft").none(true),
         py::arg("draft_tokens").none(true), py::arg("seed"), py::arg("repeats"));
@@ -327,7 +389,11 @@ PYBIND11_MODULE(SPECLAB_EXT_MODULE, m) {
   m.def("probs_from_logits", &sp::probs_from_logits_rows, py::arg("logits").none(true),
         py::arg("vocab"), py::arg("temperature"), py::arg("top_k"), py::arg("top_p"),
         py::arg("min_p"));
+  m.def("sample_output_tokens", &sp::sample_output_tokens, py::arg("weights").none(true),
+        py::arg("vocab"), py::arg("request").none(true), py::arg("position").none(true),
+        py::arg("sampling"), py::arg("seed"));
   m.def("exact_step", &sp::exact_step);
+  m.def("exact_acceptance", &sp::exact_acceptance, py::arg("probs_target"), py::arg("probs_draft"));
   m.def("registry", &sp::registry);
   m.def("chi_square_test", &sp::chi_square, py::arg("observed"), py::arg("probs"),
         py::arg("min_expected") = speclab::kMinExpectedPerBin);

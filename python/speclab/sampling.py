@@ -1,10 +1,12 @@
 """The sampling pipeline of docs/verifiers.md (core/sampling): logits → temperature → top-k →
-top-p → min-p → probabilities, exactly as speclab's models and verifiers apply it."""
+top-p → min-p → probabilities, exactly as speclab's models and verifiers apply it; and plain
+decoding's token at an output position (inverse CDF or Gumbel-max), which the match verifiers
+reproduce."""
 
 import numpy as np
 
 from . import _speclab
-from ._arrays import as_array
+from ._arrays import as_array, check_uint
 
 
 def probs_from_logits(logits, *, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0):
@@ -29,3 +31,47 @@ def probs_from_logits(logits, *, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0)
     out = _speclab.probs_from_logits(flat, shape[-1], float(temperature), int(top_k),
                                      float(top_p), float(min_p))
     return out.reshape(shape)
+
+
+def sample_output_token(probs, *, seed, request=0, position=0, sampling="inverse-cdf"):
+    """Plain decoding's token at an output position, row by row along the last axis: the token
+    the match verifiers (docs/verifiers.md V8, speclab.verify_chain with method "coupled" or
+    "sampled-match") emit there, and for sampling "gumbel" the token a coupled draft draws from
+    its own row q with the same noise.
+
+    Args:
+        probs: float32 [..., V], probability rows (each non-negative, summing to 1).
+        seed: int in [0, 2^64), the Philox seed.
+        request: int or integer array broadcastable to probs.shape[:-1], the request id in
+            [0, 2^32) (verify_chain's request_ids; 0..B-1 by default there).
+        position: int or integer array broadcastable to probs.shape[:-1], the output position
+            in [0, 2^32): the number of tokens the request generated before this one.
+        sampling: "inverse-cdf" (one uniform at (seed; request, position)) or "gumbel"
+            (Gumbel-max with the noise of (seed; request, position), one value per token).
+
+    Returns:
+        int32 [...] (a new array), the token of each row.
+    """
+    x = np.asarray(probs) if not hasattr(probs, "__dlpack__") else probs
+    shape = np.shape(x)
+    if len(shape) < 1 or shape[-1] < 1:
+        raise ValueError(f"probs has shape {list(shape)}; expected [..., V] with V ≥ 1")
+    flat = as_array(np.reshape(x, (-1, shape[-1])) if isinstance(x, np.ndarray) else x,
+                    "probs", np.float32, ("rows", "V"))
+    lead = tuple(shape[:-1])
+    arrays = {}
+    for name, value in (("request", request), ("position", position)):
+        v = np.asarray(value)
+        if v.dtype.kind not in "iu" or (v.size and (v.min() < 0 or v.max() >= 2**32)):
+            raise ValueError(f"{name} is {value!r}; expected integers in [0, 2^32)")
+        try:
+            v = np.broadcast_to(v, lead)
+        except ValueError:
+            raise ValueError(f"{name} has shape {list(v.shape)}; expected one that broadcasts "
+                             f"to probs' rows {list(lead)}") from None
+        arrays[name] = v
+    out = _speclab.sample_output_tokens(
+        flat, shape[-1], np.ascontiguousarray(arrays["request"].reshape(-1), dtype=np.uint32),
+        np.ascontiguousarray(arrays["position"].reshape(-1), dtype=np.int64), str(sampling),
+        check_uint(seed, "seed", 64))
+    return out.reshape(lead)

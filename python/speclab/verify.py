@@ -1,7 +1,9 @@
 """speclab's verifiers (docs/verifiers.md) on arrays: token-level speculative sampling (V1),
-greedy (V2), lenient (V3, lossy), typical acceptance (V4, lossy), block verification (V5) and
-tree verification (V6, K-SEQ). The same tokens as `speclab verify-batch` and the C++ library for
-the same input, seed and step: every uniform is addressed by (seed; request, step, position)."""
+greedy (V2), lenient (V3, lossy), typical acceptance (V4, lossy), block verification (V5), tree
+verification (V6, K-SEQ) and the match verifiers (V8: coupled, sampled-match). The same tokens
+as `speclab verify-batch` and the C++ library for the same input, seed and step: every uniform
+is addressed by (seed; request, step, position), except the match verifiers', which is
+addressed by (seed; request, output position) and ignores the step."""
 
 from dataclasses import dataclass
 
@@ -61,12 +63,13 @@ class TreeResult:
 
 def verifiers():
     """The verifier registry (core/verify/verifier.hpp) as a list of dicts with keys name, label,
-    family ("chain", "block", "typical", "tree"), lossy, needs_draft_probs, uses_branches,
+    family ("chain", "block", "typical", "tree", "match"), lossy, needs_draft_probs, uses_branches,
     parameters and summary."""
     return _speclab.registry()
 
 
-def _chain_arrays(probs_target, probs_draft, draft_tokens, n_draft, request_ids, draft_optional):
+def _chain_arrays(probs_target, probs_draft, draft_tokens, n_draft, request_ids, draft_optional,
+                  positions=None):
     p = as_array(probs_target, "probs_target", np.float32, ("B", "γ+1", "V"))
     batch, rows, vocab = p.shape
     if rows < 1:
@@ -78,50 +81,72 @@ def _chain_arrays(probs_target, probs_draft, draft_tokens, n_draft, request_ids,
     x = as_array(draft_tokens, "draft_tokens", np.int32, ("B", "γ"))
     n = as_array(n_draft, "n_draft", np.int32, ("B",), allow_none=True)
     r = as_array(request_ids, "request_ids", np.uint32, ("B",), allow_none=True)
+    t = as_array(positions, "positions", np.int64, ("B",), allow_none=True)
     check_shape(q, "probs_draft", (batch, gamma, vocab), ("B", "γ", "V"), "probs_target", p.shape)
     check_shape(x, "draft_tokens", (batch, gamma), ("B", "γ"), "probs_target", p.shape)
     check_shape(n, "n_draft", (batch,), ("B",), "probs_target", p.shape)
     check_shape(r, "request_ids", (batch,), ("B",), "probs_target", p.shape)
-    return batch, gamma, vocab, p, q, x, n, r
+    check_shape(t, "positions", (batch,), ("B",), "probs_target", p.shape)
+    return batch, gamma, vocab, p, q, x, n, r, t
 
 
 def _chain_family(method, probs_target, probs_draft, draft_tokens, seed, n_draft, request_ids,
                   leniency=1.0, epsilon=0.09, delta=0.3, step=0, reference=False,
-                  draft_optional=False, validate=True):
-    batch, gamma, vocab, p, q, x, n, r = _chain_arrays(probs_target, probs_draft, draft_tokens,
-                                                       n_draft, request_ids, draft_optional)
+                  draft_optional=False, validate=True, positions=None, sampling=""):
+    batch, gamma, vocab, p, q, x, n, r, t = _chain_arrays(
+        probs_target, probs_draft, draft_tokens, n_draft, request_ids, draft_optional, positions)
     out = _speclab.verify_chain_family(
-        method, batch, gamma, vocab, p, q, x, n, r, check_uint(seed, "seed", 64),
-        float(leniency), float(epsilon), float(delta), check_uint(step, "step", 32),
+        method, batch, gamma, vocab, p, q, x, n, r, t, check_uint(seed, "seed", 64),
+        float(leniency), float(epsilon), float(delta), sampling, check_uint(step, "step", 32),
         bool(reference), bool(validate))
     return VerifyResult(method=method, **out)
 
 
 _CHAIN_METHODS = ("token", "greedy", "lenient")
+# The match verifiers (docs/verifiers.md V8), whose noise is addressed by output position.
+_MATCH_METHODS = ("coupled", "sampled-match")
+_SAMPLINGS = ("inverse-cdf", "gumbel")
 
 
 def verify_chain(probs_target, probs_draft, draft_tokens, *, seed, n_draft=None, method="token",
-                 leniency=1.0, step=0, request_ids=None, reference=False, validate=True):
-    """Verifies one step of B draft chains (docs/verifiers.md V1-V3).
+                 leniency=1.0, step=0, request_ids=None, reference=False, validate=True,
+                 positions=None, sampling=None):
+    """Verifies one step of B draft chains (docs/verifiers.md V1-V3 and V8).
 
     Args:
         probs_target: float32 [B, γ+1, V], the target's rows p_1..p_{γ+1} after the sampling
             pipeline (temperature, top-k, top-p, min-p).
         probs_draft: float32 [B, γ, V], the rows q_1..q_γ the drafts were drawn from; may be
-            None for method "greedy".
+            None for "greedy", "coupled" and "sampled-match", which never read it.
         draft_tokens: int32 [B, γ], drafted ids in [0, V).
         seed: int in [0, 2^64), the Philox seed.
         n_draft: optional int32 [B], per-request γ_b ≤ γ (ragged batches); positions beyond
             it are padding and never read. None means γ for every request.
-        method: "token" (V1, lossless), "greedy" (V2) or "lenient" (V3, lossy).
+        method: "token" (V1, lossless), "greedy" (V2), "lenient" (V3, lossy), or a match
+            verifier (V8): "coupled" (the drafts were drawn by Gumbel-max with the noise of
+            their output positions, as sampling.sample_output_token(q, sampling="gumbel")
+            draws them) or "sampled-match" (the drafts were drawn with the draft's own noise).
+            Both emit exactly plain decoding's tokens: the target's token at each output
+            position, whatever the drafts.
         leniency: float l in (0, 1], read by "lenient" only.
-        step: int in [0, 2^32), the decoding step, part of every uniform's address.
+        step: int in [0, 2^32), the decoding step, part of every uniform's address. The match
+            verifiers do not read it (it must stay 0 with them): give positions instead.
         request_ids: optional uint32 [B], Philox request ids; None means 0..B-1.
         reference: run the obviously-correct reference instead of the fast path (same tokens).
         validate: check every probability row the batch uses before verifying, as
             `speclab verify-batch` does. False leaves only the fast path's own checks of the
             values it reads (a NaN there still raises; one in a row it never reads does not),
-            which is what the C++ fast path costs.
+            which is what the C++ fast path costs. The match verifiers always check the
+            target rows they read.
+        positions: optional int64 [B], match verifiers only: the output position of each
+            request's first draft token (the tokens it has generated before this step), each
+            ≥ 0 with position + γ_b < 2^32; None means 0 for every request. Their noise is
+            addressed by (seed, request, output position), not by step: a caller verifying
+            step after step must advance positions by the tokens each step emitted, or every
+            step reuses the same noise.
+        sampling: match verifiers only: the rule plain decoding draws the target's token
+            with, "inverse-cdf" (sampled-match's default) or "gumbel"; "coupled" is always
+            "gumbel". None means the default.
 
     Returns:
         VerifyResult: emitted_tokens int32 [B, γ+1] (-1 padded), n_accepted int32 [B],
@@ -131,15 +156,36 @@ def verify_chain(probs_target, probs_draft, draft_tokens, *, seed, n_draft=None,
     without a copy; other real dtypes are converted with a CopyWarning. Bad input raises
     ValueError naming the argument, request, position and value.
     """
-    if method not in _CHAIN_METHODS:
-        raise ValueError(f"method is {method!r}; expected one of {', '.join(_CHAIN_METHODS)} "
-                         "(verify_block, verify_typical and verify_tree take the others)")
+    if method not in _CHAIN_METHODS + _MATCH_METHODS:
+        raise ValueError(f"method is {method!r}; expected one of "
+                         f"{', '.join(_CHAIN_METHODS + _MATCH_METHODS)} (verify_block, "
+                         "verify_typical and verify_tree take the others)")
     if method != "lenient" and leniency != 1.0:
         raise ValueError(f"leniency is {leniency} with method {method!r}; leniency applies to "
                          "method 'lenient' only")
+    match = method in _MATCH_METHODS
+    if not match:
+        for name, value in (("positions", positions), ("sampling", sampling)):
+            if value is not None:
+                raise ValueError(f"{name} given with method {method!r}; {name} applies to the "
+                                 f"match verifiers only ({', '.join(_MATCH_METHODS)})")
+    else:
+        if step != 0:
+            raise ValueError(
+                f"step is {step!r} with method {method!r}, whose noise is addressed by output "
+                "position, not by step: pass positions (the output position of each request's "
+                "first draft) instead")
+        if sampling is None:
+            sampling = "gumbel" if method == "coupled" else "inverse-cdf"
+        if sampling not in _SAMPLINGS:
+            raise ValueError(f"sampling is {sampling!r}; expected one of {', '.join(_SAMPLINGS)}")
+        if method == "coupled" and sampling != "gumbel":
+            raise ValueError(f"sampling is {sampling!r} with method 'coupled', which draws every "
+                             "token with Gumbel noise; it takes sampling='gumbel' only")
     return _chain_family(method, probs_target, probs_draft, draft_tokens, seed, n_draft,
                          request_ids, leniency=leniency, step=step, reference=reference,
-                         draft_optional=method == "greedy", validate=validate)
+                         draft_optional=method == "greedy" or match, validate=validate,
+                         positions=positions, sampling=sampling if match else "")
 
 
 def verify_block(probs_target, probs_draft, draft_tokens, *, seed, n_draft=None, step=0,
@@ -222,7 +268,7 @@ def verify_tree(probs_target, probs_draft, parents, tokens, *, seed, method="tre
 def time_fast_path(probs_target, probs_draft, draft_tokens, *, seed=0, repeats=1000):
     """Seconds per call of the C++ fast path of V1 (verify_chain) timed in a C++ loop over the
     same borrowed arrays: the figure a C++ caller gets, to set beside speclab.verify_chain's."""
-    batch, gamma, vocab, p, q, x, _, _ = _chain_arrays(probs_target, probs_draft, draft_tokens,
-                                                       None, None, False)
+    batch, gamma, vocab, p, q, x, _, _, _ = _chain_arrays(probs_target, probs_draft,
+                                                          draft_tokens, None, None, False)
     return _speclab.time_verify_chain(batch, gamma, vocab, p, q, x, check_uint(seed, "seed", 64),
                                       int(repeats))
