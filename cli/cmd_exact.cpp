@@ -1,8 +1,9 @@
-// `speclab exact`: the exact output distribution of one verification step (docs/verifiers.md V1-V7)
+// `speclab exact`: the exact output distribution of one verification step (docs/verifiers.md V1-V8)
 // with the same target row P and draft row Q at every position (for trees: at every node, --gamma
 // the depth,
 // --branches the candidates per node), enumerated in rational arithmetic (core/exact/exact.hpp,
-// core/exact/exact_tree.hpp), printed as JSON with every probability as an exact "num/den".
+// core/exact/exact_tree.hpp), printed as JSON with every probability as an exact "num/den", with
+// each draft position's acceptance under V1 and under the match verifiers.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -139,6 +140,25 @@ int lp_drafts_of(const VerifierEntry& choice, const exact::Method& method, int g
   const bool iid =
       choice.tree_method == TreeMethod::kIid || choice.tree_method == TreeMethod::kKseq;
   return choice.family == VerifierFamily::kTree && iid ? branches : 0;
+}
+
+// The price of reproducibility at each of the γ draft positions: the acceptance probability of
+// V1 (Σ min(p, q)) beside the match verifiers', which emit plain decoding's tokens for a fixed
+// seed (docs/verifiers.md V8): coupled's exact agreement and its bound (1 − TV)/(1 + TV), and
+// sampled-match's Σ p·q. Every position has the rows P and Q, so the entries are equal; they are
+// listed by position as the marginals are.
+Json price_of_reproducibility(const Row& p, const Row& q, int gamma) {
+  Q overlap = 0;
+  for (size_t a = 0; a < p.size(); ++a) overlap += std::min(p[a], q[a]);
+  Json positions = Json::array();
+  for (int i = 1; i <= gamma; ++i) {
+    positions.push_back({{"position", i},
+                         {"token", fraction(overlap)},
+                         {"coupled", fraction(exact::coupled_agreement(p, q))},
+                         {"coupled_bound", fraction(exact::coupled_agreement_bound(p, q))},
+                         {"sampled-match", fraction(exact::sampled_match_agreement(p, q))}});
+  }
+  return positions;
 }
 
 // `--method lp-optimal`: the LP's optimum as expected_accepted, with the LP's size.
@@ -297,6 +317,7 @@ void run_exact(const ExactOptions& options) {
     json["lp_optimal"] = fraction(bound);
     json["gap_to_lp_optimal"] = fraction(Q(bound - step.expected_accepted));
   }
+  json["price_of_reproducibility"] = price_of_reproducibility(probs_target, probs_draft, gamma);
   json["conditionals_hold"] = conditionals_hold;
   json["lossless"] = lossless;
   fmt::print("{}\n", json_pretty(json));
@@ -306,8 +327,9 @@ void setup_exact(CLI::App& app) {
   auto options = std::make_shared<ExactOptions>();
   CLI::App* command = app.add_subcommand(
       "exact",
-      "Exact output distribution of one verification step (docs/verifiers.md V1-V7), enumerated in "
-      "rational arithmetic, as JSON");
+      "Exact output distribution of one verification step (docs/verifiers.md V1-V8), enumerated in "
+      "rational arithmetic, as JSON, with each draft position's acceptance under V1, coupled "
+      "(and its bound) and sampled-match");
   document_exit_statuses(*command);
   command
       ->add_option("--target", options->target,

@@ -1,6 +1,6 @@
-// `speclab exact` (cli/cmd_exact.cpp): the exact step distribution of docs/verifiers.md V1-V7 as
-// JSON, and exit status 2 with a message naming the option for bad input (docs/architecture.md
-// "Errors").
+// `speclab exact` (cli/cmd_exact.cpp): the exact step distribution of docs/verifiers.md V1-V8 as
+// JSON with each draft position's price of reproducibility, and exit status 2 with a message naming
+// the option for bad input (docs/architecture.md "Errors").
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -137,6 +137,77 @@ TEST(ExactCli, TypicalIsLossyOnTheSpecVector) {
   EXPECT_TRUE(contains(run.output, "\"0\": \"2/3\"")) << run.output;
 }
 
+// The price of reproducibility on the test vector q = (2/3, 1/3), p = (1/3, 2/3), derived by
+// hand: V1 accepts Σ min(p, q) = 1/3 + 1/3 = 2/3; TV = 1/3, so coupled's bound is
+// (1 − 1/3)/(1 + 1/3) = 1/2; coupled's agreement is Σ_v 1/Σ_u max(p_u/p_v, q_u/q_v) with
+// Σ_u = 1 + max(2, 1/2) = 3 for either v, so 1/3 + 1/3 = 2/3; sampled-match Σ p·q = 2/9 + 2/9 =
+// 4/9. Each of the γ draft positions lists them.
+constexpr const char* kPriceAtPosition =
+    "\"position\": {},\n      \"token\": \"2/3\",\n      \"coupled\": \"2/3\",\n"
+    "      \"coupled_bound\": \"1/2\",\n      \"sampled-match\": \"4/9\"";
+
+std::string price_at(int position) {
+  std::string text = kPriceAtPosition;
+  text.replace(text.find("{}"), 2, std::to_string(position));
+  return text;
+}
+
+TEST(ExactCli, EveryMethodPrintsThePriceOfReproducibilityPerPosition) {
+  for (const char* method : {"token", "coupled", "sampled-match", "block"}) {
+    const CliRun run =
+        run_exact(std::string("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method ") + method);
+    ASSERT_EQ(run.status, 0) << method << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, "\"price_of_reproducibility\": [")) << run.output;
+    EXPECT_TRUE(contains(run.output, price_at(1))) << method << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, price_at(2))) << method << "\n" << run.output;
+    EXPECT_FALSE(contains(run.output, "\"position\": 3")) << method << "\n" << run.output;
+  }
+  // No draft position, nothing to price.
+  const CliRun none = run_exact("--target 1/3,2/3 --draft 2/3,1/3 --gamma 0 --method coupled");
+  ASSERT_EQ(none.status, 0) << none.output;
+  EXPECT_TRUE(contains(none.output, "\"price_of_reproducibility\": []")) << none.output;
+  // q = p: V1 and coupled accept every draft (and the bound is 1); sampled-match accepts
+  // Σ p² = 1/16 + 9/16 = 5/8.
+  const CliRun same = run_exact("--target 1/4,3/4 --draft 1/4,3/4 --gamma 1 --method token");
+  ASSERT_EQ(same.status, 0) << same.output;
+  EXPECT_TRUE(contains(same.output,
+                       "\"position\": 1,\n      \"token\": \"1/1\",\n      \"coupled\": "
+                       "\"1/1\",\n      \"coupled_bound\": \"1/1\",\n      \"sampled-match\": "
+                       "\"5/8\""))
+      << same.output;
+}
+
+TEST(ExactCli, MatchVerifiersAreLosslessWithTheirClosedFormAcceptance) {
+  // Independent noise at each position: E[accepted] = a + a² with a = 2/3 (coupled: 10/9, as V1
+  // on this vector) and a = 4/9 (sampled-match: 4/9 + 16/81 = 52/81).
+  struct Case {
+    const char* method;
+    const char* expected_accepted;
+    const char* marginal;
+  };
+  const Case cases[] = {{"coupled", "10/9", "\"2/3\",\n    \"4/9\""},
+                        {"sampled-match", "52/81", "\"4/9\",\n    \"16/81\""}};
+  for (const Case& c : cases) {
+    const CliRun run =
+        run_exact(std::string("--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method ") + c.method);
+    ASSERT_EQ(run.status, 0) << c.method << "\n" << run.output;
+    EXPECT_TRUE(contains(run.output, std::string("\"method\": \"") + c.method + "\""))
+        << run.output;
+    EXPECT_TRUE(
+        contains(run.output, std::string("\"expected_accepted\": \"") + c.expected_accepted + "\""))
+        << c.method << "\n"
+        << run.output;
+    EXPECT_TRUE(
+        contains(run.output, std::string("\"position_acceptance_marginal\": [\n    ") + c.marginal))
+        << c.method << "\n"
+        << run.output;
+    EXPECT_TRUE(contains(run.output, "\"lossless\": true")) << run.output;
+    EXPECT_TRUE(contains(run.output, "\"conditionals_hold\": true")) << run.output;
+    EXPECT_TRUE(contains(run.output, "\"lossy\": false")) << run.output;
+    EXPECT_TRUE(contains(run.output, "\"lossless_reference\": \"target\"")) << run.output;
+  }
+}
+
 TEST(ExactCli, BadInputExitsTwoNamingTheOption) {
   struct Case {
     const char* arguments;
@@ -168,6 +239,10 @@ TEST(ExactCli, BadInputExitsTwoNamingTheOption) {
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 0", "--leniency"},
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method lenient --leniency 5/4", "--leniency"},
       {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method token --leniency 1/2", "--leniency"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method coupled --leniency 1/2", "--leniency"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method sampled-match --branches 2",
+       "--branches"},
+      {"--target 1/3,2/3 --draft 2/3,1/3 --gamma 2 --method coupld", "did you mean"},
   };
   for (const Case& c : cases) {
     const CliRun run = run_exact(c.arguments);
