@@ -16,8 +16,13 @@ namespace speclab::experiments {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::string_view kAttributes[] = {"method", "seed", "leniency", "step"};
-constexpr std::string_view kDatasets[] = {"probs_target", "probs_draft", "draft_tokens", "n_draft"};
+constexpr std::string_view kAttributes[] = {"method", "seed", "leniency", "step", "sampling"};
+constexpr std::string_view kDatasets[] = {"probs_target", "probs_draft", "draft_tokens", "n_draft",
+                                          "positions"};
+// The chain verifiers V1-V3 and the match verifiers (docs/verifiers.md V8), in registry order.
+constexpr std::string_view kMethods[] = {"token", "greedy", "lenient", "coupled", "sampled-match"};
+
+bool is_match(const VerifierSpec& spec) { return family_of(spec) == VerifierFamily::kMatch; }
 
 // Every name of the file not in `known`, each with its nearest known name, in one message.
 void refuse_unknown(const std::string& file, std::string_view what,
@@ -48,32 +53,51 @@ void check_shape(const Hdf5Reader& reader, std::string_view name, const std::vec
   }
 }
 
-ChainParams read_params(const Hdf5Reader& reader) {
+struct Params {
+  VerifierSpec spec;
+  ChainParams chain;
+};
+
+// The verifier named by the root attribute 'method', one of kMethods.
+VerifierSpec read_method(const Hdf5Reader& reader) {
   const std::string file = reader.path().string();
-  ChainParams params;
   if (!reader.has_attribute("method")) {
-    throw InvalidInput(fmt::format(
-        "{}: root attribute 'method' is missing; expected \"token\", \"greedy\" or \"lenient\"",
-        file));
+    throw InvalidInput(fmt::format("{}: root attribute 'method' is missing; expected one of {}",
+                                   file, fmt::join(kMethods, ", ")));
   }
   const std::string method = reader.read_string_attribute("method");
-  try {
-    params.method = parse_chain_method(method);
-  } catch (const InvalidInput& e) {
-    throw InvalidInput(fmt::format("{}: root attribute {}", file, e.what()));
+  if (std::find(std::begin(kMethods), std::end(kMethods), method) == std::end(kMethods)) {
+    const std::vector<std::string> candidates(std::begin(kMethods), std::end(kMethods));
+    throw InvalidInput(fmt::format("{}: root attribute 'method' is \"{}\"{}; expected one of {}",
+                                   file, method, did_you_mean(method, candidates),
+                                   fmt::join(kMethods, ", ")));
+  }
+  return make_verifier(method);
+}
+
+Params read_params(const Hdf5Reader& reader) {
+  const std::string file = reader.path().string();
+  Params params{.spec = read_method(reader)};
+  const std::string method(verifier_name(params.spec));
+  const bool match = is_match(params.spec);
+  if (const auto* chain = std::get_if<ChainVerifier>(&params.spec)) {
+    params.chain.method = chain->method;
   }
   if (!reader.has_attribute("seed")) {
     throw InvalidInput(
         fmt::format("{}: root attribute 'seed' is missing; expected an unsigned integer", file));
   }
-  params.seed = reader.read_attribute<uint64_t>("seed");
+  params.chain.seed = reader.read_attribute<uint64_t>("seed");
   if (reader.has_attribute("leniency")) {
-    params.leniency = reader.read_attribute<double>("leniency");
-    if (params.method != ChainMethod::kLenient && params.leniency != 1.0) {
+    params.chain.leniency = reader.read_attribute<double>("leniency");
+    if (params.chain.leniency != 1.0 && (match || params.chain.method != ChainMethod::kLenient)) {
       throw InvalidInput(fmt::format(
           "{}: root attribute 'leniency' is {} with method \"{}\"; leniency applies to method "
           "\"lenient\" only (remove it or set it to 1)",
-          file, params.leniency, method));
+          file, params.chain.leniency, method));
+    }
+    if (auto* chain = std::get_if<ChainVerifier>(&params.spec)) {
+      chain->leniency = params.chain.leniency;
     }
   }
   if (reader.has_attribute("step")) {
@@ -82,15 +106,51 @@ ChainParams read_params(const Hdf5Reader& reader) {
       throw InvalidInput(fmt::format("{}: root attribute 'step' is {}; expected a value ≤ {}", file,
                                      step, std::numeric_limits<uint32_t>::max()));
     }
-    params.step = static_cast<uint32_t>(step);
+    if (match && step != 0) {
+      // Silently ignoring it would verify every step of a caller's loop with the same noise.
+      throw InvalidInput(fmt::format(
+          "{}: root attribute 'step' is {} with method \"{}\", whose noise is addressed by output "
+          "position, not by step: give the dataset 'positions' (the output position of each "
+          "request's first draft token) and remove 'step' or set it to 0",
+          file, step, method));
+    }
+    params.chain.step = static_cast<uint32_t>(step);
+  }
+  if (auto* spec = std::get_if<MatchVerifier>(&params.spec)) {
+    // Plain decoding's rule: Gumbel-max for coupled (the only one it takes), inverse CDF by
+    // default for sampled-match.
+    spec->sampling =
+        spec->method == MatchMethod::kCoupled ? TokenSampling::kGumbel : TokenSampling::kInverseCdf;
+  }
+  if (reader.has_attribute("sampling")) {
+    const std::string text = reader.read_string_attribute("sampling");
+    auto* spec = std::get_if<MatchVerifier>(&params.spec);
+    if (spec == nullptr) {
+      throw InvalidInput(fmt::format(
+          "{}: root attribute 'sampling' is \"{}\" with method \"{}\"; sampling applies to the "
+          "match verifiers only (coupled, sampled-match)",
+          file, text, method));
+    }
+    try {
+      spec->sampling = parse_token_sampling(text, "root attribute 'sampling'");
+    } catch (const InvalidInput& e) {
+      throw InvalidInput(fmt::format("{}: {}", file, e.what()));
+    }
+    if (spec->method == MatchMethod::kCoupled && spec->sampling != TokenSampling::kGumbel) {
+      throw InvalidInput(fmt::format(
+          "{}: root attribute 'sampling' is \"{}\" with method \"coupled\", which draws every "
+          "token with Gumbel noise; remove it or set it to \"gumbel\"",
+          file, text));
+    }
   }
   return params;
 }
 
-VerifyBatchInput read_arrays(const Hdf5Reader& reader, ChainParams params) {
+VerifyBatchInput read_arrays(const Hdf5Reader& reader, Params params) {
   const std::string file = reader.path().string();
   VerifyBatchInput input;
-  input.params = params;
+  input.spec = std::move(params.spec);
+  input.params = params.chain;
   input.probs_target = reader.read<float>("probs_target", 3, "[B, γ+1, V]");
   const std::vector<int64_t>& target_shape = input.probs_target.shape;
   if (target_shape[1] < 1) {
@@ -106,8 +166,8 @@ VerifyBatchInput read_arrays(const Hdf5Reader& reader, ChainParams params) {
   input.draft_tokens = reader.read<int32_t>("draft_tokens", 2, "[B, γ]");
   check_shape(reader, "draft_tokens", input.draft_tokens.shape, {b, g}, "[B, γ]", target_shape);
 
-  const bool greedy = params.method == ChainMethod::kGreedy;
-  if (!greedy || reader.has_dataset("probs_draft")) {
+  // Greedy and the match verifiers never read probs_draft; when given it must have its shape.
+  if (entry_of(input.spec).needs_draft_probs || reader.has_dataset("probs_draft")) {
     input.probs_draft = reader.read<float>("probs_draft", 3, "[B, γ, V]");
     check_shape(reader, "probs_draft", input.probs_draft->shape, {b, g, v}, "[B, γ, V]",
                 target_shape);
@@ -115,6 +175,26 @@ VerifyBatchInput read_arrays(const Hdf5Reader& reader, ChainParams params) {
   if (reader.has_dataset("n_draft")) {
     input.n_draft = reader.read<int32_t>("n_draft", 1, "[B]");
     check_shape(reader, "n_draft", input.n_draft->shape, {b}, "[B]", target_shape);
+  }
+  if (reader.has_dataset("positions")) {
+    if (!is_match(input.spec)) {
+      throw InvalidInput(fmt::format(
+          "{}: dataset 'positions' given with method \"{}\"; positions apply to the match "
+          "verifiers only (coupled, sampled-match), whose noise is addressed by output position; "
+          "\"{}\" addresses its uniforms by the attribute 'step'",
+          file, input.method(), input.method()));
+    }
+    input.positions = reader.read<int64_t>("positions", 1, "[B]");
+    check_shape(reader, "positions", input.positions->shape, {b}, "[B]", target_shape);
+    for (int64_t r = 0; r < b; ++r) {
+      const int64_t position = input.positions->values[r];
+      if (position < 0) {
+        throw InvalidInput(fmt::format(
+            "{}: dataset 'positions' holds {} for request {}; expected output positions ≥ 0 (the "
+            "tokens each request generated before this step)",
+            file, position, r));
+      }
+    }
   }
   return input;
 }
@@ -130,11 +210,18 @@ ChainBatch VerifyBatchInput::view() const {
   if (probs_draft) view.probs_draft = probs_draft->values;
   view.draft_tokens = draft_tokens.values;
   if (n_draft) view.n_draft = n_draft->values;
+  if (positions) view.positions = positions->values;
   return view;
+}
+
+std::optional<TokenSampling> VerifyBatchInput::sampling() const {
+  if (const auto* match = std::get_if<MatchVerifier>(&spec)) return match->sampling;
+  return std::nullopt;
 }
 
 std::span<const std::string_view> verify_batch_input_attributes() { return kAttributes; }
 std::span<const std::string_view> verify_batch_input_datasets() { return kDatasets; }
+std::span<const std::string_view> verify_batch_methods() { return kMethods; }
 
 VerifyBatchInput read_verify_batch_input(const fs::path& path) {
   const Hdf5Reader reader(path);
@@ -158,11 +245,21 @@ VerifyBatchInput read_verify_batch_input(const fs::path& path) {
   try {
     // The fast path checks only the values it reads; a file is checked whole, so that a NaN in a
     // row this draw happened not to need is still reported (docs/verifiers.md "Bad input").
-    validate_chain_batch(input.view(), input.params);
+    if (const auto* match = std::get_if<MatchVerifier>(&input.spec)) {
+      validate_match_batch(input.view(), MatchParams{.method = match->method,
+                                                     .sampling = match->sampling,
+                                                     .seed = input.params.seed});
+    } else {
+      validate_chain_batch(input.view(), input.params);
+    }
   } catch (const InvalidInput& e) {
     throw InvalidInput(fmt::format("{}: {}", file, e.what()));
   }
   return input;
+}
+
+ChainResult verify_batch(const VerifyBatchInput& input) {
+  return verify(input.spec, input.view(), input.params.seed, input.params.step);
 }
 
 void write_verify_batch_output(const fs::path& out, const fs::path& source,
@@ -175,7 +272,10 @@ void write_verify_batch_output(const fs::path& out, const fs::path& source,
   writer.write("residual_fallback", result.residual_fallback, std::vector<int64_t>{b});
   writer.write_attribute("schema", kVerifyBatchSchema);
   writer.write_attribute<int64_t>("schema_version", kVerifyBatchSchemaVersion);
-  writer.write_attribute("method", to_string(input.params.method));
+  writer.write_attribute("method", input.method());
+  if (const std::optional<TokenSampling> sampling = input.sampling()) {
+    writer.write_attribute("sampling", to_string(*sampling));
+  }
   writer.write_attribute<double>("leniency", input.params.leniency);
   writer.write_attribute<uint64_t>("seed", input.params.seed);
   writer.write_attribute<uint64_t>("step", input.params.step);

@@ -1,6 +1,7 @@
 // `speclab verify-batch` (cli/cmd_verify_batch.cpp): its HDF5 output equals
-// speclab::verify_chain on the same inputs, and bad input (docs/verifiers.md "Bad input") exits 2
-// with a message naming the dataset while OUT.h5 is neither created nor changed.
+// speclab::verify_chain (or verify_match for the match verifiers) on the same inputs, and bad input
+// (docs/verifiers.md "Bad input") exits 2 with a message naming the dataset while OUT.h5 is neither
+// created nor changed.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -19,6 +20,7 @@
 
 #include "core/io/hdf5_file.hpp"
 #include "core/verify/verify_chain.hpp"
+#include "core/verify/verify_match.hpp"
 #include "tests/support/cli_run.hpp"
 
 namespace speclab {
@@ -63,6 +65,9 @@ struct Input {
   std::optional<double> leniency;
   uint64_t seed = 1234;
   std::optional<uint64_t> step = 7;
+  std::vector<int64_t> positions;  ///< the match verifiers' output positions; empty: absent
+  std::optional<std::string> sampling;
+  std::optional<std::vector<int64_t>> positions_shape;
 
   // Overrides for bad-input tests.
   std::optional<std::vector<int64_t>> probs_target_shape;
@@ -116,7 +121,12 @@ void write_input(const fs::path& path, const Input& input) {
   writer.write("draft_tokens", input.draft_tokens,
                input.draft_tokens_shape.value_or(std::vector<int64_t>{b, g}));
   if (!input.n_draft.empty()) writer.write("n_draft", input.n_draft, std::vector<int64_t>{b});
+  if (!input.positions.empty()) {
+    writer.write("positions", input.positions,
+                 input.positions_shape.value_or(std::vector<int64_t>{b}));
+  }
   writer.write_attribute("method", input.method);
+  if (input.sampling) writer.write_attribute("sampling", *input.sampling);
   writer.write_attribute<uint64_t>("seed", input.seed);
   if (input.leniency) writer.write_attribute<double>("leniency", *input.leniency);
   if (input.step) writer.write_attribute<uint64_t>("step", *input.step);
@@ -138,6 +148,17 @@ ChainResult expected_result(const Input& input) {
   if (input.write_probs_draft) batch.probs_draft = input.probs_draft;
   batch.draft_tokens = input.draft_tokens;
   batch.n_draft = input.n_draft;
+  batch.positions = input.positions;
+  if (input.method == "coupled" || input.method == "sampled-match") {
+    const bool coupled = input.method == "coupled";
+    const TokenSampling sampling =
+        input.sampling ? parse_token_sampling(*input.sampling, "sampling")
+                       : (coupled ? TokenSampling::kGumbel : TokenSampling::kInverseCdf);
+    return verify_match(
+        batch, MatchParams{.method = coupled ? MatchMethod::kCoupled : MatchMethod::kSampledMatch,
+                           .sampling = sampling,
+                           .seed = input.seed});
+  }
   ChainParams params;
   params.method = parse_chain_method(input.method);
   params.leniency = input.leniency.value_or(1.0);
@@ -202,6 +223,157 @@ TEST(VerifyBatchCli, OutputEqualsVerifyChainForEveryMethod) {
     EXPECT_TRUE(contains(run.output, "B = 4")) << run.output;
     EXPECT_TRUE(contains(run.output, out.string())) << run.output;
     expect_output_matches(out, input);
+  }
+}
+
+// The match verifiers (docs/verifiers.md V8): probs_draft is optional, the noise is addressed by
+// each request's output position (the dataset 'positions'), and sampled-match takes plain
+// decoding's rule from the attribute 'sampling'.
+Input match_input(const char* method, std::optional<std::string> sampling) {
+  Input input = make_input();
+  input.method = method;
+  input.sampling = std::move(sampling);
+  input.step.reset();
+  input.positions = {0, 17, 5, 4'000'000'000};
+  return input;
+}
+
+TEST(VerifyBatchCli, OutputEqualsVerifyMatchForBothMatchMethods) {
+  const fs::path dir = test_dir();
+  struct Case {
+    const char* name;
+    const char* method;
+    std::optional<std::string> sampling;
+    const char* written_sampling;
+  };
+  const Case cases[] = {{"coupled", "coupled", std::nullopt, "gumbel"},
+                        {"coupled_gumbel", "coupled", "gumbel", "gumbel"},
+                        {"sampled", "sampled-match", std::nullopt, "inverse-cdf"},
+                        {"sampled_gumbel", "sampled-match", "gumbel", "gumbel"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Input input = match_input(c.method, c.sampling);
+    // Request 0 drafts the target's own tokens, so that drafts are accepted as well as rejected:
+    // each round copies the tokens emitted up to the first mismatch, which depend on the rows and
+    // positions only.
+    for (int64_t round = 0; round < input.gamma; ++round) {
+      const ChainResult result = expected_result(input);
+      for (int64_t i = 0; i <= result.n_accepted[0] && i < input.gamma; ++i) {
+        input.draft_tokens[i] = result.emitted_tokens[i];
+      }
+    }
+    const fs::path in = dir / (std::string(c.name) + "_in.h5");
+    const fs::path out = dir / (std::string(c.name) + "_out.h5");
+    write_input(in, input);
+    const CliRun run = run_verify_batch(in, out);
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_TRUE(contains(run.output, std::string("method ") + c.method)) << run.output;
+    EXPECT_TRUE(contains(run.output, std::string("sampling ") + c.written_sampling)) << run.output;
+    expect_output_matches(out, input);
+    const Hdf5Reader reader(out);
+    EXPECT_EQ(reader.read_string_attribute("sampling"), c.written_sampling);
+    EXPECT_EQ(reader.read<int32_t>("n_accepted", 1).values[0], input.n_draft[0]);
+
+    // probs_draft is never read: absent, the tokens are the same.
+    input.write_probs_draft = false;
+    const fs::path no_draft = dir / (std::string(c.name) + "_no_draft.h5");
+    write_input(in, input);
+    ASSERT_EQ(run_verify_batch(in, no_draft).status, 0);
+    EXPECT_EQ(Hdf5Reader(no_draft).read<int32_t>("emitted_tokens", 2).values,
+              expected_result(input).emitted_tokens);
+  }
+}
+
+TEST(VerifyBatchCli, MatchNoiseFollowsThePositions) {
+  // The same batch one output position later (or with positions absent: 0) gives other tokens,
+  // each equal to verify_match's for those positions.
+  const fs::path dir = test_dir();
+  Input input = match_input("coupled", std::nullopt);
+  input.n_draft = {3, 3, 3, 3};
+  std::vector<std::vector<int32_t>> outputs;
+  for (const std::vector<int64_t>& positions :
+       {std::vector<int64_t>{0, 17, 5, 9}, std::vector<int64_t>{1, 18, 6, 10},
+        std::vector<int64_t>{}}) {
+    input.positions = positions;
+    const fs::path in = dir / ("in" + std::to_string(outputs.size()) + ".h5");
+    const fs::path out = dir / ("out" + std::to_string(outputs.size()) + ".h5");
+    write_input(in, input);
+    const CliRun run = run_verify_batch(in, out);
+    ASSERT_EQ(run.status, 0) << run.output;
+    expect_output_matches(out, input);
+    outputs.push_back(Hdf5Reader(out).read<int32_t>("emitted_tokens", 2).values);
+  }
+  EXPECT_NE(outputs[0], outputs[1]);
+  EXPECT_NE(outputs[0], outputs[2]);
+}
+
+TEST(VerifyBatchCli, BadPositionsExit2NamingThem) {
+  {
+    Input input = match_input("coupled", std::nullopt);
+    input.positions[2] = -3;
+    expect_rejected(input, {"IN.h5: ", "dataset 'positions' holds -3 for request 2", "≥ 0"});
+  }
+  {
+    Input input = match_input("sampled-match", std::nullopt);
+    input.positions.push_back(0);
+    input.positions_shape = std::vector<int64_t>{5};
+    expect_rejected(input, {"dataset 'positions' has shape [5]; expected [B] = [4]"});
+  }
+  {
+    Input input = match_input("coupled", std::nullopt);
+    input.positions_shape = std::vector<int64_t>{2, 2};
+    expect_rejected(input, {"dataset 'positions' has rank 2"});
+  }
+  {
+    // Request 0 drafts 3 tokens: its positions reach 2^32 − 1 + 3.
+    Input input = match_input("coupled", std::nullopt);
+    input.positions[0] = (int64_t{1} << 32) - 1;
+    expect_rejected(input, {"IN.h5: ", "positions[0] (request 0) is 4294967295", "2^32"});
+  }
+  {
+    Input input = make_input();
+    input.positions = {0, 1, 2, 3};
+    expect_rejected(input, {"dataset 'positions' given with method \"token\"", "coupled"});
+  }
+}
+
+TEST(VerifyBatchCli, MatchAttributesAreChecked) {
+  {
+    // The step is not part of the match verifiers' noise: a nonzero one is refused, naming
+    // positions, rather than ignored.
+    Input input = match_input("coupled", std::nullopt);
+    input.step = 3;
+    expect_rejected(input, {"root attribute 'step' is 3 with method \"coupled\"", "positions"});
+  }
+  {
+    Input input = match_input("coupled", "inverse-cdf");
+    expect_rejected(input, {"root attribute 'sampling' is \"inverse-cdf\" with method "
+                            "\"coupled\""});
+  }
+  {
+    Input input = match_input("sampled-match", "gumbel-max");
+    expect_rejected(input, {"root attribute 'sampling' is \"gumbel-max\"", "inverse-cdf"});
+  }
+  {
+    Input input = make_input();
+    input.sampling = "gumbel";
+    expect_rejected(input, {"root attribute 'sampling'", "with method \"token\""});
+  }
+  {
+    Input input = match_input("sampled-match", std::nullopt);
+    input.leniency = 0.5;
+    expect_rejected(input, {"root attribute 'leniency' is 0.5 with method \"sampled-match\""});
+  }
+  {
+    Input input = match_input("coupld", std::nullopt);
+    expect_rejected(input, {"did you mean \"coupled\"", "sampled-match"});
+  }
+  {
+    // Target rows are checked whole for the match verifiers too.
+    Input input = match_input("sampled-match", std::nullopt);
+    input.probs_target[(1 * (input.gamma + 1) + 2) * input.vocab] =
+        std::numeric_limits<float>::quiet_NaN();
+    expect_rejected(input, {"IN.h5: ", "probs_target", "request 1", "position 3"});
   }
 }
 

@@ -1,8 +1,9 @@
 // libFuzzer target for verify-batch's input reader (experiments/verify_batch_io.hpp): any byte
 // string, written to a file and opened with the HDF5 C library, must either read as a batch or
 // throw InvalidInput; a crash, a sanitizer report or another exception is a bug. A batch that
-// reads is verified, so a gap in the validation that lets verify_chain index out of range shows
-// up here too. The seeds (tests/fuzz/verify_batch_seeds.cpp) are small valid inputs.
+// reads is verified as the command verifies it (verify_chain, or verify_match for the match
+// verifiers), so a gap in the validation that lets a verifier index out of range shows up here
+// too. The seeds (tests/fuzz/verify_batch_seeds.cpp) are small valid inputs.
 #include <unistd.h>
 
 #include <cstddef>
@@ -26,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const speclab::experiments::VerifyBatchInput input =
         speclab::experiments::read_verify_batch_input(path);
-    const speclab::ChainResult result = speclab::verify_chain(input.view(), input.params);
+    const speclab::ChainResult result = speclab::experiments::verify_batch(input);
     if (result.emitted_tokens.size() != static_cast<size_t>(input.batch * (input.gamma + 1))) {
       __builtin_trap();
     }

@@ -23,6 +23,8 @@ struct Seed {
   bool leniency = false;
   bool step = false;
   bool variable_string = false;
+  bool positions = false;  ///< the match verifiers' output positions
+  std::string sampling;    ///< the match verifiers' sampling attribute; empty: absent
 };
 
 void dataset(hid_t file, const char* name, hid_t type, hid_t memory_type, const void* data,
@@ -89,6 +91,10 @@ bool write(const std::string& dir, const Seed& seed) {
   if (seed.n_draft) {
     dataset(file, "n_draft", H5T_STD_I32LE, H5T_NATIVE_INT32, n_draft.data(), {2}, seed);
   }
+  if (seed.positions) {
+    const std::vector<int64_t> positions = {0, 41};
+    dataset(file, "positions", H5T_STD_I64LE, H5T_NATIVE_INT64, positions.data(), {2}, seed);
+  }
   string_attribute(file, "method", seed.method, seed.variable_string);
   const uint64_t random_seed = 1234;
   scalar_attribute(file, "seed", H5T_STD_U64LE, H5T_NATIVE_UINT64, &random_seed);
@@ -100,6 +106,7 @@ bool write(const std::string& dir, const Seed& seed) {
     const int64_t step = 7;
     scalar_attribute(file, "step", H5T_STD_I64LE, H5T_NATIVE_INT64, &step);
   }
+  if (!seed.sampling.empty()) string_attribute(file, "sampling", seed.sampling, false);
   return H5Fclose(file) >= 0;
 }
 
@@ -121,6 +128,12 @@ int main(int argc, char** argv) {
        .leniency = true,
        .step = true,
        .variable_string = true},
+      {.name = "coupled_positions", .method = "coupled", .n_draft = true, .positions = true},
+      {.name = "sampled_match_gumbel",
+       .method = "sampled-match",
+       .probs_draft = false,
+       .positions = true,
+       .sampling = "gumbel"},
   };
   for (const Seed& seed : seeds) {
     if (!write(argv[1], seed)) {

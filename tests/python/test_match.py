@@ -252,3 +252,28 @@ def test_sample_output_token_checks_its_arguments():
         speclab.sampling.sample_output_token(p, seed=1, sampling="argmax")
     with pytest.raises(ValueError, match="weights row 0"):
         speclab.sampling.sample_output_token(np.array([0.5, 0.6], np.float32), seed=1)
+
+
+@pytest.mark.parametrize("method, sampling", match_methods())
+def test_same_tokens_as_verify_batch(tmp_path, speclab_cli, method, sampling):
+    """`speclab verify-batch` with the dataset positions and the attribute sampling gives
+    verify_chain's tokens."""
+    import subprocess
+
+    import h5py
+    p, _, x, n = random_batch(30, 4, 50, seed=8, ragged=True)
+    positions = np.random.default_rng(2).integers(0, 2**31, 30)
+    src, dst = tmp_path / "in.h5", tmp_path / "out.h5"
+    with h5py.File(src, "w") as f:
+        f["probs_target"], f["draft_tokens"], f["n_draft"], f["positions"] = p, x, n, positions
+        f.attrs["seed"] = np.uint64(SEED)
+        f.attrs["method"] = method
+        f.attrs["sampling"] = sampling
+    subprocess.run([speclab_cli, "verify-batch", "--in", src, "--out", dst], check=True,
+                   capture_output=True)
+    r = speclab.verify_chain(p, None, x, seed=SEED, n_draft=n, method=method,
+                             positions=positions, sampling=sampling)
+    with h5py.File(dst, "r") as f:
+        assert (f["emitted_tokens"][()] == r.emitted_tokens).all()
+        assert (f["n_accepted"][()] == r.n_accepted).all()
+        assert f.attrs["method"] == method and f.attrs["sampling"] == sampling
