@@ -132,7 +132,8 @@ def verify_chain(probs_target, probs_draft, draft_tokens, *, seed, n_draft=None,
         step: int in [0, 2^32), the decoding step, part of every uniform's address. The match
             verifiers do not read it (it must stay 0 with them): give positions instead.
         request_ids: optional uint32 [B], Philox request ids; None means 0..B-1.
-        reference: run the obviously-correct reference instead of the fast path (same tokens).
+        reference: run the obviously-correct reference instead of the fast path (same tokens;
+            the match verifiers have one implementation, which it leaves unchanged).
         validate: check every probability row the batch uses before verifying, as
             `speclab verify-batch` does. False leaves only the fast path's own checks of the
             values it reads (a NaN there still raises; one in a row it never reads does not),

@@ -277,3 +277,33 @@ def test_same_tokens_as_verify_batch(tmp_path, speclab_cli, method, sampling):
         assert (f["emitted_tokens"][()] == r.emitted_tokens).all()
         assert (f["n_accepted"][()] == r.n_accepted).all()
         assert f.attrs["method"] == method and f.attrs["sampling"] == sampling
+
+
+def test_the_noise_position_mutant_is_caught_through_python(monkeypatch):
+    """Mutant match-draft-position-noise (core/base/mutants.hpp) addresses the verifier's noise by
+    the draft's index within the step instead of its output position: the stream decoded step
+    after step through the package then departs from plain decoding. Runs on the test-only
+    extension over the mutant library (SPECLAB_MUTANT_TESTS=ON, as CI builds)."""
+    mutants_ext = pytest.importorskip(
+        "_speclab_mutants", reason="the test-only extension _speclab_mutants is not built "
+        "(configure with -DSPECLAB_MUTANT_TESTS=ON)")
+    import speclab.verify
+    monkeypatch.setattr(speclab.verify, "_speclab", mutants_ext)
+    rng = np.random.default_rng(29)
+    target = markov(6, rng, 0.7)
+    draft = (0.5 * target + 0.5 * markov(6, rng, 0.7)).astype(np.float32)
+    draft /= draft.sum(axis=1, keepdims=True, dtype=np.float32)
+    starts, request_ids = [0, 3, 5, 1], np.array([0, 7, 8, 2**31], np.uint32)
+    plain = [plain_stream(target, s, int(r), 30, "gumbel") for s, r in zip(starts, request_ids)]
+    try:
+        mutants_ext.set_mutant("none")
+        assert speculative_streams("coupled", "gumbel", target, draft, starts, request_ids, 30,
+                                   3) == plain
+        mutants_ext.set_mutant("match-draft-position-noise")
+        for method, sampling in match_methods():
+            plain_rule = [plain_stream(target, s, int(r), 30, sampling)
+                          for s, r in zip(starts, request_ids)]
+            assert speculative_streams(method, sampling, target, draft, starts, request_ids, 30,
+                                       3) != plain_rule, method
+    finally:
+        mutants_ext.set_mutant("none")
