@@ -20,6 +20,14 @@ struct BenchVerifyOptions {
 };
 void run_bench_verify(const BenchVerifyOptions& options);
 
+struct BenchSamplingOptions {
+  int64_t vocab = 49152;
+  int repeats = 5;
+  bool json = false;
+};
+/// `speclab bench sampling` (bench/bench_sampling.cpp): inverse CDF against Gumbel-max per row.
+void run_bench_sampling(const BenchSamplingOptions& options);
+
 struct BenchDecodeOptions {
   std::string target = "lsm-target";
   std::string draft = "lsm-draft";

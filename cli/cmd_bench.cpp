@@ -66,6 +66,18 @@ void setup_bench(CLI::App& app) {
     run_bench_verify(*o);
   });
 
+  auto* sampling = bench->add_subcommand(
+      "sampling", "Time one token drawn by inverse CDF and by Gumbel-max (decode.sampling)");
+  auto so = std::make_shared<BenchSamplingOptions>();
+  sampling->add_option("--vocab", so->vocab, "vocabulary size (V)")->capture_default_str();
+  sampling->add_option("--repeats", so->repeats, "passes over the rows")->capture_default_str();
+  sampling->add_flag("--json", so->json, "print one JSON object");
+  document_exit_statuses(*sampling);
+  sampling->callback([so] {
+    const QuietStdout quiet_stdout(so->json);
+    run_bench_sampling(*so);
+  });
+
   auto* decode = bench->add_subcommand(
       "decode", "Measured speculative-decoding speedup of a model pair beside the closed forms");
   auto d = std::make_shared<BenchDecodeOptions>();

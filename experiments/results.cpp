@@ -49,6 +49,17 @@ constexpr MetricSpec kMetrics[] = {
      "alpha_sum_min / tested_positions: the mean of sum_x min(p, q) (docs/verifiers.md)"},
     {"alpha_sum_min", Kind::kNumber, false, "positions",
      "sum over tested positions of sum_x min(p, q)"},
+    {"alpha_coupled", Kind::kNumber, false, "probability",
+     "mean over tested positions of coupled's exact acceptance probability sum_y 1 / sum_u "
+     "max(p_u/p_y, q_u/q_y); runs of coupled and sampled-match, NaN otherwise"},
+    {"alpha_coupled_bound", Kind::kNumber, false, "probability",
+     "mean over tested positions of coupled's lower bound (1 - TV)/(1 + TV); as alpha_coupled"},
+    {"alpha_sampled_match", Kind::kNumber, false, "probability",
+     "mean over tested positions of sampled-match's acceptance probability sum_x p(x) q(x); as "
+     "alpha_coupled"},
+    {"identical_to_plain", Kind::kNumber, false, "fraction",
+     "requests whose tokens equal the plain-decoding baseline's, of all requests (1 for "
+     "coupled and sampled-match by construction); points with a baseline, NaN otherwise"},
     {"tested_positions", Kind::kInteger, false, "positions", "draft positions the verifier tested"},
     {"accepted_positions", Kind::kInteger, false, "positions",
      "tested positions accepted (before any EOS cut)"},
@@ -296,6 +307,9 @@ void PointTotals::add(const DecodeMetrics& m) {
   tested_positions += m.tested_positions;
   accepted_positions += m.accepted_positions;
   alpha_sum_min += m.alpha_sum_min;
+  coupled_sum += m.coupled_sum;
+  coupled_bound_sum += m.coupled_bound_sum;
+  sampled_match_sum += m.sampled_match_sum;
   for (auto [into, from] : {std::pair{&target, &m.target}, std::pair{&draft, &m.draft}}) {
     into->calls += from->calls;
     into->sequences += from->sequences;
@@ -416,9 +430,12 @@ void PointWriter::add_batch(int64_t batch, uint64_t seed,
   one("batches/verify_seconds", m.verify_seconds);
 }
 
-void PointWriter::add_baseline_batch(const DecodeResult& result) {
+void PointWriter::add_baseline_batch(const DecodeResult& result, const DecodeResult& run) {
   Hdf5Writer& f = *file_;
   totals_.add_baseline(result.metrics);
+  for (size_t b = 0; b < result.tokens.size() && b < run.tokens.size(); ++b) {
+    totals_.identical_to_plain += result.tokens[b] == run.tokens[b];
+  }
   std::vector<int32_t> tokens, lengths;
   for (const auto& t : result.tokens) {
     tokens.insert(tokens.end(), t.begin(), t.end());
@@ -528,6 +545,17 @@ void PointWriter::commit() {
   f.write_attribute<double>("alpha_estimate",
                             ratio(t.alpha_sum_min, static_cast<double>(t.tested_positions)));
   f.write_attribute<double>("alpha_sum_min", t.alpha_sum_min);
+  const bool match = family_of(s.decode.verifier) == VerifierFamily::kMatch && spec;
+  const auto per_position = [&](double sum) {
+    return match ? ratio(sum, static_cast<double>(t.tested_positions)) : kNaN;
+  };
+  f.write_attribute<double>("alpha_coupled", per_position(t.coupled_sum));
+  f.write_attribute<double>("alpha_coupled_bound", per_position(t.coupled_bound_sum));
+  f.write_attribute<double>("alpha_sampled_match", per_position(t.sampled_match_sum));
+  f.write_attribute<double>("identical_to_plain",
+                            s.baseline && spec ? ratio(static_cast<double>(t.identical_to_plain),
+                                                       static_cast<double>(t.sequences))
+                                               : kNaN);
   f.write_attribute<int64_t>("tested_positions", t.tested_positions);
   f.write_attribute<int64_t>("accepted_positions", t.accepted_positions);
   f.write_attribute<int64_t>("residual_fallbacks", t.residual_fallbacks);

@@ -86,6 +86,8 @@ struct PointTotals {
   std::vector<int64_t> position_reached, position_accepted, position_offered, histogram;
   int64_t residual_fallbacks = 0, tested_positions = 0, accepted_positions = 0;
   double alpha_sum_min = 0.0;
+  double coupled_sum = 0.0, coupled_bound_sum = 0.0, sampled_match_sum = 0.0;
+  int64_t identical_to_plain = 0;  ///< requests whose tokens equal the baseline's
   ModelStats target, draft;
   double verify_seconds = 0.0, prefill_seconds = 0.0, decode_seconds = 0.0;
   int64_t baseline_tokens = 0;
@@ -110,8 +112,9 @@ class PointWriter {
   /// One batch of requests decoded with seed `seed`.
   void add_batch(int64_t batch, uint64_t seed, std::span<const std::vector<int32_t>> prompts,
                  const DecodeResult& result);
-  /// The plain-decoding baseline of the same batch (decode.baseline).
-  void add_baseline_batch(const DecodeResult& result);
+  /// The plain-decoding baseline of the same batch (decode.baseline), and the batch's own
+  /// result `run`, whose tokens are compared with the baseline's (identical_to_plain).
+  void add_baseline_batch(const DecodeResult& result, const DecodeResult& run);
   const PointTotals& totals() const { return totals_; }
   /// The planner's prediction to record beside the measured speedup (NaN when not set).
   void set_predicted_speedup(double speedup) { predicted_speedup_ = speedup; }

@@ -74,7 +74,7 @@ bool run_point(const SweepPoint& point, int64_t n_points, const fs::path& path, 
     reported += result.metrics.tokens;
     if (s.baseline) {
       const DecodeResult plain = plain_decode(target, batch_prompts, config);
-      writer.add_baseline_batch(plain);
+      writer.add_baseline_batch(plain, result);
       progress.add(plain.metrics.tokens, 0, 0);
       reported += plain.metrics.tokens;
     }

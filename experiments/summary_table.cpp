@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -43,6 +44,14 @@ std::string number(const std::string& text, const char* format) {
   return end == text.c_str() ? text : fmt::format(fmt::runtime(format), x);
 }
 
+// identical_to_plain as the table says it: every request identical, or not; "-" without one.
+std::string identical_text(const std::string& value) {
+  char* end = nullptr;
+  const double x = std::strtod(value.c_str(), &end);
+  if (value.empty() || end == value.c_str() || std::isnan(x)) return "-";
+  return x == 1.0 ? "yes" : "no";
+}
+
 }  // namespace
 
 std::string format_summary_table(const std::filesystem::path& summary_csv,
@@ -70,6 +79,8 @@ std::string format_summary_table(const std::filesystem::path& summary_csv,
   columns.push_back({"speedup", column("speedup"), "{:.2f}x"});
   columns.push_back({"end to end", column("end_to_end_speedup"), "{:.2f}x"});
   columns.push_back({"predicted", column("predicted_speedup"), "{:.2f}x"});
+  // Whether every request's tokens are the plain baseline's (yes for coupled and sampled-match).
+  columns.push_back({"identical to plain", column("identical_to_plain"), nullptr});
 
   std::vector<std::vector<std::string>> rows;
   while (std::getline(in, line)) {
@@ -79,16 +90,25 @@ std::string format_summary_table(const std::filesystem::path& summary_csv,
     for (const auto& c : columns) {
       const std::string value =
           c.index >= 0 && c.index < static_cast<int>(fields.size()) ? fields[c.index] : "";
+      if (c.title == "identical to plain") {
+        row.push_back(identical_text(value));
+        continue;
+      }
       row.push_back(c.format == nullptr ? (value.empty() ? "-" : value) : number(value, c.format));
     }
     rows.push_back(row);
   }
-  // The planner's prediction exists for the pairs it can profile only: no column of dashes.
-  const size_t predicted = columns.size() - 1;
-  if (std::all_of(rows.begin(), rows.end(),
-                  [&](const std::vector<std::string>& row) { return row[predicted] == "-"; })) {
-    columns.pop_back();
-    for (auto& row : rows) row.pop_back();
+  // The planner's prediction exists for the pairs it can profile only, and the comparison with
+  // plain decoding for points with a baseline: no column of dashes.
+  for (const std::string title : {"identical to plain", "predicted"}) {
+    const auto at = std::find_if(columns.begin(), columns.end(),
+                                 [&](const Column& c) { return c.title == title; });
+    const size_t j = static_cast<size_t>(at - columns.begin());
+    if (std::all_of(rows.begin(), rows.end(),
+                    [&](const std::vector<std::string>& row) { return row[j] == "-"; })) {
+      columns.erase(at);
+      for (auto& row : rows) row.erase(row.begin() + static_cast<std::ptrdiff_t>(j));
+    }
   }
   std::vector<size_t> width(columns.size());
   for (size_t j = 0; j < columns.size(); ++j) {

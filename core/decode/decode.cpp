@@ -234,7 +234,7 @@ void SpeculativeRun::commit(int64_t b, int64_t drafted, int64_t n, std::span<con
   target_.truncate(b, keep);
   draft_.truncate(b, keep);
   finished_[b] = eos || tokens_left(b) <= 0;
-  if (finished_[b]) m.request_decode_seconds[b] = now_seconds() - start_;
+  if (finished_[b]) m.request_decode_seconds[b] = now_seconds() - start_ - metric_seconds_;
   m.record_step(drafted, static_cast<int64_t>(betas.size()), n, appended, residual_fallback);
 }
 
@@ -246,7 +246,7 @@ DecodeResult SpeculativeRun::finish() {
   DecodeMetrics& m = result_.metrics;
   m.target = stats_since(target_.stats(), target_before_);
   m.draft = stats_since(draft_.stats(), draft_before_);
-  m.decode_seconds = now_seconds() - start_;
+  m.decode_seconds = now_seconds() - start_ - metric_seconds_;
   return std::move(result_);
 }
 
@@ -438,8 +438,12 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
         const float* p = &probs_target[(k * (gamma + 1) + i) * v];
         const float* q = &probs_draft[(k * gamma + i) * v];
         betas[i] = overlap(p, q, v);
-        // The match verifiers' own acceptance at the position beside V1's β.
-        if (match) m.record_match_position(std::span(p, v), std::span(q, v));
+        // The match verifiers' own acceptance at the position beside V1's β, off the clock.
+        if (match) {
+          const double metric_start = now_seconds();
+          m.record_match_position(std::span(p, v), std::span(q, v));
+          run.add_metric_seconds(now_seconds() - metric_start);
+        }
       }
       // Roll the sequence back to its verified prefix; commit appends the step's tokens.
       run.sequence(b).resize(run.sequence(b).size() - n_draft[k]);

@@ -54,6 +54,11 @@ class SpeculativeRun {
   /// Releases the requests' model state and fills in model counters and decode time.
   DecodeResult finish();
 
+  /// Time spent on metrics no serving engine computes (the match verifiers' acceptance
+  /// probabilities, DecodeMetrics::record_match_position): left out of decode_seconds and of
+  /// every request's decoding time.
+  void add_metric_seconds(double seconds) { metric_seconds_ += seconds; }
+
  private:
   LanguageModel& target_;
   LanguageModel& draft_;
@@ -64,6 +69,7 @@ class SpeculativeRun {
   DecodeResult result_;
   ModelStats target_before_, draft_before_;
   double start_ = 0.0;  ///< the decode clock's start, after the prompt pass
+  double metric_seconds_ = 0.0;
 };
 
 }  // namespace speclab::detail

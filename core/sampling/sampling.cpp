@@ -382,7 +382,13 @@ int32_t sample_gumbel(std::span<const float> weights, uint64_t seed, uint32_t re
     const auto words = philox_block(a);
     for (size_t v = begin; v < end; ++v) {
       if (!(weights[v] > 0.0f)) continue;
-      const double key = -std::log(uniform_from_bits(words[v - begin])) / weights[v];
+      const double u = uniform_from_bits(words[v - begin]);
+      // −ln u ≥ 1 − u, and 1 − u is exact: a key bounded below by the best one so far cannot
+      // win (ties go to the lower id, which came first), so its logarithm is skipped. The
+      // factor 1 − 1e-12 keeps the bound below the rounded logarithm; the token picked is the
+      // one the full computation picks, at a logarithm for a few tokens per row instead of V.
+      if (best >= 0 && (1.0 - u) * (1.0 - 1e-12) / weights[v] >= best_key) continue;
+      const double key = -std::log(u) / weights[v];
       if (best < 0 || key < best_key) {
         best = static_cast<int32_t>(v);
         best_key = key;

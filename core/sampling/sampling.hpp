@@ -88,11 +88,13 @@ std::string_view to_string(TokenSampling sampling);
 TokenSampling parse_token_sampling(std::string_view name, std::string_view what);
 
 /// Gumbel-max sampling over non-negative weights: the token maximising ln w_v + G_v, computed as
-/// the exponential race argmin over w_v > 0 of E_v / w_v with E_v = −ln U_v (one logarithm per
-/// token of positive weight, no exponential), the lowest id on ties. U_v is the uniform of word
-/// v mod 4 of philox_block at (seed; request, position, 0, kGumbelNoise, v / 4): the noise of
-/// output position `position` of `request`, shared by every row drawn with it. P(v) = w_v / Σ w
-/// (up to the 2^-32 grid of U). Throws InvalidInput when no weight is positive, or V ≥ 2^26.
+/// the exponential race argmin over w_v > 0 of E_v / w_v with E_v = −ln U_v, the lowest id on
+/// ties. No exponential, and a logarithm only where the bound −ln u ≥ 1 − u leaves a token able
+/// to win (a few per row): one Philox call per 4 tokens and a division per token remain. U_v is the
+/// uniform of word v mod 4 of philox_block at (seed; request, position, 0, kGumbelNoise, v / 4):
+/// the noise of output position `position` of `request`, shared by every row drawn with it. P(v) =
+/// w_v / Σ w (up to the 2^-32 grid of U). Throws InvalidInput when no weight is positive, or V ≥
+/// 2^26.
 int32_t sample_gumbel(std::span<const float> weights, uint64_t seed, uint32_t request,
                       uint32_t position);
 

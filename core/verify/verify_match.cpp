@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -80,32 +81,34 @@ double sampled_match_acceptance(std::span<const float> p, std::span<const float>
 double coupled_acceptance(std::span<const float> p, std::span<const float> q) {
   // Both races pick v iff E_u > E_v·max(p_u/p_v, q_u/q_v) for every u ≠ v, which has probability
   // 1 / S_v, S_v = Σ_u max(p_u/p_v, q_u/q_v) (proofs/match_verifiers.md §3). With ρ = q/p, the
-  // maximum is q_u/q_v exactly when ρ_u > ρ_v, so S_v = P(ρ ≤ ρ_v)/p_v + Q(ρ > ρ_v)/q_v.
-  struct Token {
-    double ratio, p, q;
-  };
-  std::vector<Token> tokens;
-  for (size_t v = 0; v < p.size(); ++v) {
-    if (p[v] <= 0.0f && q[v] <= 0.0f) continue;
-    const double ratio =
-        p[v] > 0.0f ? static_cast<double>(q[v]) / p[v] : std::numeric_limits<double>::infinity();
-    tokens.push_back({ratio, std::max(0.0f, p[v]) * 1.0, std::max(0.0f, q[v]) * 1.0});
-  }
-  std::sort(tokens.begin(), tokens.end(),
-            [](const Token& a, const Token& b) { return a.ratio < b.ratio; });
+  // maximum is q_u/q_v exactly when ρ_u > ρ_v, so S_v = P(ρ ≤ ρ_v)/p_v + Q(ρ > ρ_v)/q_v: one sort
+  // by ρ (as float bits, which order like the floats, with the token in the low word) and prefix
+  // sums. Ratios equal in float are grouped as ties.
+  std::vector<uint64_t> keys;
+  keys.reserve(p.size());
   double q_total = 0.0;
-  for (const Token& t : tokens) q_total += t.q;
+  for (size_t v = 0; v < p.size(); ++v) {
+    if (!(p[v] > 0.0f) && !(q[v] > 0.0f)) continue;
+    const float ratio =
+        p[v] > 0.0f ? std::max(q[v], 0.0f) / p[v] : std::numeric_limits<float>::infinity();
+    uint32_t bits = 0;
+    std::memcpy(&bits, &ratio, sizeof bits);
+    keys.push_back(uint64_t{bits} << 32 | v);
+    q_total += std::max(q[v], 0.0f);
+  }
+  std::sort(keys.begin(), keys.end());
   double acceptance = 0.0, p_upto = 0.0, q_upto = 0.0;
-  for (size_t begin = 0; begin < tokens.size();) {
+  for (size_t begin = 0; begin < keys.size();) {
     size_t end = begin;
-    while (end < tokens.size() && tokens[end].ratio == tokens[begin].ratio) {
-      p_upto += tokens[end].p;
-      q_upto += tokens[end].q;
-      ++end;
+    for (; end < keys.size() && keys[end] >> 32 == keys[begin] >> 32; ++end) {
+      const size_t v = static_cast<uint32_t>(keys[end]);
+      p_upto += std::max(p[v], 0.0f);
+      q_upto += std::max(q[v], 0.0f);
     }
     for (size_t k = begin; k < end; ++k) {
-      const Token& t = tokens[k];
-      if (t.p > 0.0 && t.q > 0.0) acceptance += 1.0 / (p_upto / t.p + (q_total - q_upto) / t.q);
+      const size_t v = static_cast<uint32_t>(keys[k]);
+      if (p[v] > 0.0f && q[v] > 0.0f)
+        acceptance += 1.0 / (p_upto / p[v] + (q_total - q_upto) / q[v]);
     }
     begin = end;
   }
