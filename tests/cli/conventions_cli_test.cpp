@@ -100,6 +100,8 @@ const std::map<std::string, Invocation>& invocations() {
         "",
         {{2, "--target no-such-model --draft lsm-tiny-draft --tokens 4"}}}},
       {"bench gpu", {"--repeats 3 --tokens 4", false, false, "", {{2, "--repeats x"}}}},
+      {"bench sampling",
+       {"--vocab 64 --repeats 1", false, false, "", {{2, "--vocab 1 --repeats 1"}}}},
       {"conformance",
        {"", true, false,
         "its options are the Python package's (python3 -m speclab.conformance); tests/python "

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -24,6 +25,7 @@
 #include "core/plan/cost_model.hpp"
 #include "experiments/merge.hpp"
 #include "experiments/runner.hpp"
+#include "experiments/summary_table.hpp"
 #include "tests/support/experiment_fixture.hpp"
 
 namespace speclab::experiments {
@@ -35,7 +37,9 @@ using speclab::testing::invalid_input_message;
 using speclab::testing::read_text;
 using speclab::testing::tiny_sweep_toml;
 using speclab::testing::write_text;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Sweep tiny_sweep(const fs::path& dir, const std::string& text = tiny_sweep_toml()) {
   return load_sweep(write_text(dir / "tiny.toml", text));
@@ -407,6 +411,61 @@ TEST(Results, SpeedupIsRecordedBesideThePlannersPrediction) {
 // The rates of a point are decode rates: a batch whose prompt pass took 10 s and its decoding 1 s
 // beside a baseline of 10 s + 2 s has speedup (4 / 1) / (4 / 2) = 2, and end to end
 // (4 / 11) / (4 / 12) = 12/11. Timing the prompt pass as decoding would give 12/11 for both.
+// identical_to_plain is the fraction of requests whose tokens equal the baseline's: one of two
+// requests differing gives 1/2, which the summary table prints as "no".
+TEST(Results, IdenticalToPlainCountsRequestsWithTheBaselinesTokens) {
+  const fs::path dir = fresh_test_dir();
+  const Sweep sweep = tiny_sweep(dir);
+  const SweepPoint& point = sweep.points[0];
+  ASSERT_TRUE(point.settings.baseline);
+  const auto result = [](std::vector<std::vector<int32_t>> tokens) {
+    DecodeResult r;
+    r.tokens = std::move(tokens);
+    DecodeMetrics& m = r.metrics;
+    m.requests = 2;
+    m.steps = 2;
+    m.tokens = 4;
+    m.step_accepted = {0, 0};
+    m.step_emitted = {2, 2};
+    m.step_drafted = {1, 1};
+    m.decode_seconds = 1.0;
+    m.request_prefill_seconds = {0.5, 0.5};
+    m.request_decode_seconds = {1.0, 1.0};
+    return r;
+  };
+  fs::create_directories(dir / "out");
+  const fs::path path = point_path(dir / "out", point);
+  {
+    PointWriter writer(path, point, 1);
+    const std::vector<std::vector<int32_t>> prompts = {{5}, {6}};
+    const DecodeResult run = result({{1, 2}, {3, 4}});
+    writer.add_batch(0, 1, prompts, run);
+    writer.add_baseline_batch(result({{1, 2}, {3, 5}}), run);
+    writer.commit();
+  }
+  EXPECT_DOUBLE_EQ(Hdf5Reader(path).read_attribute<double>("identical_to_plain"), 0.5);
+}
+
+// The summary table says whether a point emitted plain decoding's tokens: yes (all requests), no,
+// or "-" without a baseline; a column that would be all dashes is left out.
+TEST(Results, SummaryTableSaysWhetherTokensAreIdenticalToPlain) {
+  const fs::path dir = fresh_test_dir();
+  const fs::path csv = dir / "summary.csv";
+  {
+    std::ofstream out(csv);
+    out << "decode.gamma,acceptance_rate,identical_to_plain\n2,0.8,1\n4,0.7,0.5\n6,0.6,nan\n";
+  }
+  const std::string table = format_summary_table(csv, {"decode.gamma"});
+  EXPECT_THAT(table, HasSubstr("identical to plain"));
+  EXPECT_THAT(table, ContainsRegex("2 +0.800 .* yes"));
+  EXPECT_THAT(table, ContainsRegex("4 +0.700 .* no"));
+  {
+    std::ofstream out(csv);
+    out << "decode.gamma,acceptance_rate,identical_to_plain\n2,0.8,nan\n";
+  }
+  EXPECT_THAT(format_summary_table(csv, {"decode.gamma"}), Not(HasSubstr("identical")));
+}
+
 TEST(Results, SpeedupIsOnDecodeTimeAndEndToEndIncludesThePromptPass) {
   const fs::path dir = fresh_test_dir();
   const Sweep sweep = tiny_sweep(dir);
@@ -434,7 +493,7 @@ TEST(Results, SpeedupIsOnDecodeTimeAndEndToEndIncludesThePromptPass) {
     PointWriter writer(path, point, 1);
     const std::vector<std::vector<int32_t>> prompts = {{5, 6, 7}};
     writer.add_batch(0, 1, prompts, metrics(10.0, 1.0));
-    writer.add_baseline_batch(metrics(10.0, 2.0));
+    writer.add_baseline_batch(metrics(10.0, 2.0), metrics(10.0, 1.0));
     writer.commit();
   }
   const Hdf5Reader file(path);
@@ -447,6 +506,9 @@ TEST(Results, SpeedupIsOnDecodeTimeAndEndToEndIncludesThePromptPass) {
   EXPECT_DOUBLE_EQ(file.read_attribute<double>("baseline_tokens_per_second"), 2.0);
   EXPECT_DOUBLE_EQ(file.read_attribute<double>("speedup"), 2.0);
   EXPECT_DOUBLE_EQ(file.read_attribute<double>("end_to_end_speedup"), 12.0 / 11.0);
+  // The one request's tokens are the baseline's; a token verifier records no match acceptances.
+  EXPECT_DOUBLE_EQ(file.read_attribute<double>("identical_to_plain"), 1.0);
+  EXPECT_TRUE(std::isnan(file.read_attribute<double>("alpha_coupled")));
   // Every metric carries its units beside it.
   EXPECT_EQ(file.read_string_attribute("units.speedup"), "ratio");
   EXPECT_EQ(file.read_string_attribute("units.tokens_per_second"), "tokens/s");
