@@ -499,6 +499,75 @@ def fig_alpha_vs_temperature(df):
     return fig
 
 
+MATCH_METHODS = ("coupled", "sampled-match")
+
+
+def fig_price_of_reproducibility(df):
+    """What a seed-reproducible verifier costs, against temperature, one row of panels per model
+    pair: measured acceptance (95% Wilson) of each verifier in the sweep beside the closed forms
+    per position (V1's Σ min(p, q), coupled's exact agreement and its bound (1 − TV)/(1 + TV),
+    sampled-match's Σ p·q), emitted tokens per step and the measured speedup. Filled markers:
+    every request's tokens equal plain decoding's (identical_to_plain = 1)."""
+    plt = _plt()
+    s = df.dropna(subset=["acceptance_rate"]).sort_values("sampling.temperature").copy()
+    s["pair"] = s["target.model"].astype(str) + " / " + s["draft.model"].astype(str)
+    pairs = list(dict.fromkeys(s["pair"]))
+    # One colour per method in every row: the others first, then coupled, then sampled-match.
+    methods = sorted(set(s["verifier.method"]),
+                     key=lambda m: (m in MATCH_METHODS, MATCH_METHODS.index(m)
+                                    if m in MATCH_METHODS else 0, m))
+    has_speedup = bool(s["speedup"].notna().any())
+    columns = 3 if has_speedup else 2
+    fig, grid = plt.subplots(len(pairs), columns, figsize=(4.7 * columns, 3.8 * len(pairs)),
+                             squeeze=False, constrained_layout=True)
+    for axes, pair in zip(grid, pairs):
+        rows = s[s["pair"] == pair]
+        ax_a, ax_e = axes[0], axes[1]
+        for color, method in zip(_colors(len(methods)), methods):
+            part = rows[rows["verifier.method"] == method]
+            if part.empty:
+                continue
+            t = part["sampling.temperature"]
+            same = bool((part.get("identical_to_plain", np.nan) == 1).all())
+            face = color if same else "white"
+            label = method + (" (= plain decoding's tokens)" if same else "")
+            y = part["acceptance_rate"]
+            ax_a.errorbar(t, y, yerr=yerr(y, part["acceptance_rate_lower95"],
+                                          part["acceptance_rate_upper95"]),
+                          fmt="o", color=color, mfc=face, capsize=3, label=f"{label}: measured")
+            ax_e.plot(t, part["emitted_per_step"], "o-", color=color, mfc=face, label=label)
+            if has_speedup:
+                axes[2].plot(t, part["speedup"], "o-", color=color, mfc=face, label=label)
+        match = rows[rows["verifier.method"].isin(MATCH_METHODS)]
+        if "alpha_coupled" not in rows:  # files written before the match verifiers
+            match = match.iloc[0:0]
+        closed = (match if len(match) else rows).groupby("sampling.temperature")
+        closed = closed.mean(numeric_only=True).reset_index()
+        t = closed["sampling.temperature"]
+        ax_a.plot(t, closed["alpha_estimate"], "k-", lw=1, label="V1: Σ min(p, q)")
+        if len(match):
+            ax_a.plot(t, closed["alpha_coupled"], "k--", lw=1,
+                      label="coupled: Σ_y 1/Σ_u max(p_u/p_y, q_u/q_y)")
+            ax_a.plot(t, closed["alpha_coupled_bound"], "k:", lw=1,
+                      label="bound (1 − TV)/(1 + TV)")
+            ax_a.plot(t, closed["alpha_sampled_match"], "k-.", lw=1, label="sampled-match: Σ p·q")
+        ax_a.set_ylabel("acceptance rate per position")
+        ax_a.set_ylim(0, 1.02)
+        ax_e.set_ylabel("emitted tokens per step")
+        gammas = ", ".join(str(g) for g in sorted(rows["decode.gamma"].unique()))
+        ax_a.set_title(f"{pair}, γ = {gammas}", fontsize=9)
+        for ax in axes:
+            ax.set_xlabel("sampling temperature T")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=6)
+        if has_speedup:
+            axes[2].axhline(1.0, color="k", lw=0.8)
+            axes[2].set_ylabel("measured speedup (× plain tokens/s)")
+    fig.suptitle("The price of reproducibility: acceptance, tokens per step and speedup",
+                 fontsize=10)
+    return fig
+
+
 def batch_speedups(run):
     """Per-batch measured speedup (speculative tokens/s ÷ plain tokens/s on the same prompts): on
     decode time where the file times the prompt pass apart (schema version 3), as its `speedup`
@@ -684,7 +753,8 @@ def fig_method_comparison(df, runs):
         s["cost"] = s["positions_per_call"]
         s = s.sort_values(["cost", "method", "gamma"]).reset_index(drop=True)
         x = np.arange(len(s))
-        colors = ["C0" if m in ("token", "block", "greedy") else "C1" if is_tree_method(m)
+        colors = ["C0" if m in ("token", "block", "greedy", "coupled", "sampled-match")
+                  else "C1" if is_tree_method(m)
                   else "C2" for m in s["method"]]
         ax, ax_s = row_axes
         ax.bar(x, s["emitted_per_call"], color=colors, alpha=0.7)
@@ -801,6 +871,14 @@ def sweep_figures(name, df, runs, plan=None):
             else None, no_speedup)
     else:
         add("method_comparison", None, "one verifier method in the sweep (sweep verifier.method)")
+    match_methods = sdf["verifier.method"].isin(MATCH_METHODS).any()
+    if not match_methods:
+        add("reproducibility", None, "no coupled or sampled-match point in the sweep")
+    elif sdf["sampling.temperature"].nunique() <= 1:
+        add("reproducibility", None,
+            "one temperature in the sweep (sweep sampling.temperature)")
+    else:
+        add("reproducibility", lambda: fig_price_of_reproducibility(sdf))
     # The acceptance figures pool a sweep's points, which only means something for one chain
     # verifier; a method sweep gets the comparison instead.
     per_method = (f"several verifier methods (compared in {name}_method_comparison)"

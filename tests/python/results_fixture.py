@@ -26,7 +26,8 @@ CONFIG_DEFAULTS = {
 # those version 2 files lack.
 METRICS = ("sequences", "tokens", "prompt_tokens", "steps", "accepted", "mean_accepted",
            "emitted_per_step", "acceptance_rate", "acceptance_rate_lower95",
-           "acceptance_rate_upper95", "alpha_estimate", "alpha_sum_min", "tested_positions",
+           "acceptance_rate_upper95", "alpha_estimate", "alpha_sum_min", "alpha_coupled",
+           "alpha_coupled_bound", "alpha_sampled_match", "identical_to_plain", "tested_positions",
            "accepted_positions", "residual_fallbacks", "target_calls", "target_positions",
            "draft_calls", "draft_positions", "prefill_seconds", "decode_seconds", "seconds",
            "target_seconds", "draft_seconds", "verify_seconds", "tokens_per_second",
@@ -34,7 +35,11 @@ METRICS = ("sequences", "tokens", "prompt_tokens", "steps", "accepted", "mean_ac
            "baseline_tokens_per_second", "speedup", "end_to_end_speedup", "predicted_speedup",
            "started", "finished")
 VERSION_3_METRICS = ("prompt_tokens", "prefill_seconds", "decode_seconds",
-                     "baseline_prefill_seconds", "baseline_decode_seconds", "end_to_end_speedup")
+                     "baseline_prefill_seconds", "baseline_decode_seconds", "end_to_end_speedup",
+                     "alpha_coupled", "alpha_coupled_bound", "alpha_sampled_match",
+                     "identical_to_plain")
+# The verifiers whose files carry the match acceptances (experiments/results.cpp).
+MATCH_METHODS = ("coupled", "sampled-match")
 # The prompt pass of every batch, in seconds, for version 3 files.
 PREFILL_SECONDS = 0.01
 
@@ -117,6 +122,7 @@ def write_point(path, config, index, name, swept, seed=0, alpha=0.7, schema_vers
     baseline = bool(config["decode.baseline"])
     tokens = int(batch_tokens.sum())
     target_calls = int(steps["batch"].size)
+    match = config["verifier.method"] in MATCH_METHODS
     metrics = {
         "sequences": sequences, "tokens": tokens, "prompt_tokens": 4 * sequences,
         "steps": int(steps["accepted"].size),
@@ -126,7 +132,12 @@ def write_point(path, config, index, name, swept, seed=0, alpha=0.7, schema_vers
         "acceptance_rate": float(position_accepted.sum() / max(tested, 1)),
         "acceptance_rate_lower95": float(position_accepted.sum() / max(tested, 1)) - 0.05,
         "acceptance_rate_upper95": float(position_accepted.sum() / max(tested, 1)) + 0.05,
-        "alpha_estimate": alpha, "alpha_sum_min": sum_min, "tested_positions": tested,
+        "alpha_estimate": alpha, "alpha_sum_min": sum_min,
+        "alpha_coupled": 0.95 * alpha if match else np.nan,
+        "alpha_coupled_bound": alpha / (2 - alpha) if match else np.nan,
+        "alpha_sampled_match": 0.6 * alpha if match else np.nan,
+        "identical_to_plain": (1.0 if match else 0.0) if baseline else np.nan,
+        "tested_positions": tested,
         "accepted_positions": int(position_accepted.sum()), "residual_fallbacks": 0,
         "target_calls": target_calls, "target_positions": target_calls * (gamma + 1),
         "draft_calls": target_calls * gamma, "draft_positions": target_calls * gamma,

@@ -25,7 +25,7 @@ pytest.importorskip("matplotlib")
 speclab.plot.use_agg("test_plot_report")
 
 # Every figure a sweep's plotter considers (speclab.plot.sweep_figures), by suffix.
-SWEEP_FIGURES = ("method_comparison", "position_acceptance", "accepted_length",
+SWEEP_FIGURES = ("method_comparison", "reproducibility", "position_acceptance", "accepted_length",
                  "emitted_vs_gamma", "alpha_vs_temperature", "speedup_vs_batch",
                  "speedup_vs_gamma")
 
@@ -192,6 +192,7 @@ def test_every_figure_considered_and_not_drawn_is_listed_with_its_reason(gamma_s
     assert not set(written) & set(not_drawn)
     assert not_drawn == {
         "gammas_method_comparison": "one verifier method in the sweep (sweep verifier.method)",
+        "gammas_reproducibility": "no coupled or sampled-match point in the sweep",
         "gammas_alpha_vs_temperature": "one temperature in the sweep (sweep "
                                        "sampling.temperature)",
         "gammas_speedup_vs_batch": "one batch size in the sweep (sweep decode.batch_size)",
@@ -211,6 +212,8 @@ def test_every_figure_considered_and_not_drawn_is_listed_with_its_reason(gamma_s
       "position_acceptance": "several verifier methods (compared in s_method_comparison)"}),
     ({"decode.gamma": [2, 3]}, {"verifier.method": "tree-iid"},
      {"speedup_vs_gamma": "tree verifiers only (per-depth curves are in the files)"}),
+    ({"verifier.method": ["token", "coupled"]}, {},
+     {"reproducibility": "one temperature in the sweep (sweep sampling.temperature)"}),
 ])
 def test_not_drawn_reasons(tmp_path, sweep, config, reasons):
     results_fixture.write_sweep(tmp_path / "results", name="s", sweep=sweep, **config)
@@ -219,6 +222,15 @@ def test_not_drawn_reasons(tmp_path, sweep, config, reasons):
         [f"s_{f}" for f in SWEEP_FIGURES] + ["verification"])
     for figure, reason in reasons.items():
         assert not_drawn.get(f"s_{figure}") == reason, not_drawn
+
+
+def test_reproducibility_figure_compares_verifiers_across_temperatures(tmp_path):
+    results_fixture.write_sweep(tmp_path / "results", name="r",
+                                sweep={"verifier.method": ["token", "coupled", "sampled-match"],
+                                       "sampling.temperature": [0.5, 1.0, 1.5]})
+    written, not_drawn = _render(tmp_path / "results", tmp_path / "figs")
+    assert "r_reproducibility" in written, not_drawn
+    assert (tmp_path / "figs" / "r_reproducibility.png").stat().st_size > 10000
 
 
 def test_report_json_lists_what_is_not_drawn(gamma_sweep, tmp_path):
