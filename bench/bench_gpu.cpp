@@ -96,11 +96,6 @@ constexpr double kPoolBytes = 200e6;
 // Device memory the inputs of one configuration may take.
 constexpr double kMaxInputBytes = 32e9;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 template <typename T>
 class Device {
  public:

@@ -37,11 +37,6 @@ std::vector<std::vector<float>> make_rows(int64_t vocab, int count) {
   return rows;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 void run_bench_sampling(const BenchSamplingOptions& o) {

@@ -119,11 +119,6 @@ double floor_bytes(const ChainBatchData& d, const ChainResult& r) {
   return bytes;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 void run_bench_verify(const BenchVerifyOptions& o) {

@@ -2,11 +2,19 @@
 // bench/plan_validate.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace speclab::cli {
+
+/// The median of timed repeats (the upper one of an even count; 0 for none), as every bench
+/// reports them.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
 
 struct BenchVerifyOptions {
   int64_t batch = 8;
