@@ -1,5 +1,6 @@
-(* Gumbel-coupled verification equals plain decoding, pathwise. Mirrors the verifier
-   `coupled` (core/verify/verify_match.cpp, MatchMethod::kCoupled; proofs/match_verifiers.md §1): the target's token at output position t is
+(* Gumbel-coupled verification equals plain decoding, pathwise (proofs/match_verifiers.md §1).
+   Mirrors the verifier `coupled` (core/verify/verify_match.cpp, MatchMethod::kCoupled): the
+   target's token at output position t is
    pick(p(. | prefix), G_t) (argmax of log p + Gumbel noise G_t); the draft drafts with the
    same noise; verification keeps drafts while they equal the target's token and emits the
    target's token at the first mismatch, or a bonus token after gamma matches.
