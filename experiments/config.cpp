@@ -421,11 +421,12 @@ void read_decode(const LeafReader& r, RunSettings& s) {
   const auto* match = std::get_if<MatchVerifier>(&s.decode.verifier);
   if (const auto rule = r.choice("decode.sampling", {"inverse-cdf", "gumbel"})) {
     s.decode.sampling_rule = parse_token_sampling(*rule, "decode.sampling");
-    if (match != nullptr && match->method == MatchMethod::kCoupled &&
-        *s.decode.sampling_rule != TokenSampling::kGumbel) {
-      r.error("decode.sampling",
-              "decode.sampling is \"inverse-cdf\" but verifier \"coupled\" draws every token "
-              "with Gumbel noise; set decode.sampling = \"gumbel\" or remove it");
+    try {
+      if (match != nullptr) {
+        validate_match_sampling(match->method, *s.decode.sampling_rule, "decode.sampling");
+      }
+    } catch (const InvalidInput& e) {
+      r.error("decode.sampling", e.what());
     }
   }
 }

@@ -67,7 +67,8 @@ std::string format_summary_table(const std::filesystem::path& summary_csv,
   struct Column {
     std::string title;
     int index;
-    const char* format;  // nullptr: text
+    const char* format;                                   // nullptr: text
+    std::string (*render)(const std::string&) = nullptr;  // a cell's own text, when set
   };
   std::vector<Column> columns;
   for (const auto& key : swept_keys) columns.push_back({key, column(key), nullptr});
@@ -80,7 +81,7 @@ std::string format_summary_table(const std::filesystem::path& summary_csv,
   columns.push_back({"end to end", column("end_to_end_speedup"), "{:.2f}x"});
   columns.push_back({"predicted", column("predicted_speedup"), "{:.2f}x"});
   // Whether every request's tokens are the plain baseline's (yes for coupled and sampled-match).
-  columns.push_back({"identical to plain", column("identical_to_plain"), nullptr});
+  columns.push_back({"identical to plain", column("identical_to_plain"), nullptr, identical_text});
 
   std::vector<std::vector<std::string>> rows;
   while (std::getline(in, line)) {
@@ -90,8 +91,8 @@ std::string format_summary_table(const std::filesystem::path& summary_csv,
     for (const auto& c : columns) {
       const std::string value =
           c.index >= 0 && c.index < static_cast<int>(fields.size()) ? fields[c.index] : "";
-      if (c.title == "identical to plain") {
-        row.push_back(identical_text(value));
+      if (c.render != nullptr) {
+        row.push_back(c.render(value));
         continue;
       }
       row.push_back(c.format == nullptr ? (value.empty() ? "-" : value) : number(value, c.format));

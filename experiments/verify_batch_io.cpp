@@ -136,11 +136,10 @@ Params read_params(const Hdf5Reader& reader) {
     } catch (const InvalidInput& e) {
       throw InvalidInput(fmt::format("{}: {}", file, e.what()));
     }
-    if (spec->method == MatchMethod::kCoupled && spec->sampling != TokenSampling::kGumbel) {
-      throw InvalidInput(fmt::format(
-          "{}: root attribute 'sampling' is \"{}\" with method \"coupled\", which draws every "
-          "token with Gumbel noise; remove it or set it to \"gumbel\"",
-          file, text));
+    try {
+      validate_match_sampling(spec->method, spec->sampling, "root attribute 'sampling'");
+    } catch (const InvalidInput& e) {
+      throw InvalidInput(fmt::format("{}: {}", file, e.what()));
     }
   }
   return params;

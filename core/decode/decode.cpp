@@ -39,10 +39,12 @@ void DecodeMetrics::record_step(int64_t drafted, int64_t tested, int64_t n, int6
   step_drafted.push_back(static_cast<int32_t>(drafted));
 }
 
-void DecodeMetrics::record_match_position(std::span<const float> p, std::span<const float> q) {
-  coupled_sum += coupled_acceptance(p, q);
-  coupled_bound_sum += coupled_acceptance_bound(p, q);
-  sampled_match_sum += sampled_match_acceptance(p, q);
+void DecodeMetrics::record_match_position(std::span<const float> p, std::span<const float> q,
+                                          double overlap) {
+  const MatchAcceptance a = match_acceptance(p, q, overlap);
+  coupled_sum += a.coupled;
+  coupled_bound_sum += a.coupled_bound;
+  sampled_match_sum += a.sampled_match;
 }
 
 namespace detail {
@@ -99,14 +101,9 @@ void validate_decode_config(const DecodeConfig& config,
       }
     }
   }
-  if (speculative) {
-    if (const auto* match = std::get_if<MatchVerifier>(&config.verifier);
-        match != nullptr && match->method == MatchMethod::kCoupled &&
-        config.token_sampling() != TokenSampling::kGumbel) {
-      throw InvalidInput(
-          "verifier \"coupled\" draws every token with Gumbel noise; decode.sampling must be "
-          "\"gumbel\"");
-    }
+  const auto* match = std::get_if<MatchVerifier>(&config.verifier);
+  if (speculative && match != nullptr) {
+    validate_match_sampling(match->method, config.token_sampling(), "decode.sampling");
   }
   for (size_t b = 0; b < prompts.size(); ++b) {
     if (prompts[b].empty()) {
@@ -441,7 +438,7 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
         // The match verifiers' own acceptance at the position beside V1's β, off the clock.
         if (match) {
           const double metric_start = now_seconds();
-          m.record_match_position(std::span(p, v), std::span(q, v));
+          m.record_match_position(std::span(p, v), std::span(q, v), betas[i]);
           run.add_metric_seconds(now_seconds() - metric_start);
         }
       }

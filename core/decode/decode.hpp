@@ -105,8 +105,9 @@ struct DecodeMetrics {
   double alpha_estimate() const {
     return tested_positions ? alpha_sum_min / tested_positions : 0.0;
   }
-  /// Records the three acceptance probabilities above at one tested position.
-  void record_match_position(std::span<const float> p, std::span<const float> q);
+  /// Records the three acceptance probabilities above at one tested position whose
+  /// Σ min(p, q) is `overlap` (match_acceptance: one pass besides).
+  void record_match_position(std::span<const float> p, std::span<const float> q, double overlap);
 
   double acceptance_rate() const {
     return tested_positions ? static_cast<double>(accepted_positions) / tested_positions : 0.0;

@@ -16,12 +16,16 @@
 
 namespace speclab {
 
+void validate_match_sampling(MatchMethod method, TokenSampling sampling, std::string_view what) {
+  if (method != MatchMethod::kCoupled || sampling == TokenSampling::kGumbel) return;
+  throw InvalidInput(fmt::format(
+      "{} is \"{}\" with method \"coupled\", which draws every token with Gumbel noise; {} "
+      "must be \"gumbel\"",
+      what, to_string(sampling), what));
+}
+
 void validate_match_batch(const ChainBatch& batch, const MatchParams& params) {
-  if (params.method == MatchMethod::kCoupled && params.sampling != TokenSampling::kGumbel) {
-    throw InvalidInput(
-        "verifier \"coupled\" draws every token with Gumbel noise; decode.sampling must be "
-        "\"gumbel\"");
-  }
+  validate_match_sampling(params.method, params.sampling, "sampling");
   // The chain shapes with probs_draft optional (V2's rule: nothing reads it).
   validate_chain_shapes(batch, ChainParams{.method = ChainMethod::kGreedy});
   const int64_t g = batch.gamma;
@@ -78,12 +82,15 @@ double sampled_match_acceptance(std::span<const float> p, std::span<const float>
   return sum;
 }
 
-double coupled_acceptance(std::span<const float> p, std::span<const float> q) {
+MatchAcceptance match_acceptance(std::span<const float> p, std::span<const float> q,
+                                 double overlap) {
   // Both races pick v iff E_u > E_v·max(p_u/p_v, q_u/q_v) for every u ≠ v, which has probability
   // 1 / S_v, S_v = Σ_u max(p_u/p_v, q_u/q_v) (proofs/match_verifiers.md §3). With ρ = q/p, the
   // maximum is q_u/q_v exactly when ρ_u > ρ_v, so S_v = P(ρ ≤ ρ_v)/p_v + Q(ρ > ρ_v)/q_v: one sort
   // by ρ (as float bits, which order like the floats, with the token in the low word) and prefix
   // sums. Ratios equal in float are grouped as ties.
+  MatchAcceptance out;
+  out.coupled_bound = overlap / (2.0 - overlap);  // (1 − TV)/(1 + TV) with TV = 1 − overlap
   std::vector<uint64_t> keys;
   keys.reserve(p.size());
   double q_total = 0.0;
@@ -95,9 +102,10 @@ double coupled_acceptance(std::span<const float> p, std::span<const float> q) {
     std::memcpy(&bits, &ratio, sizeof bits);
     keys.push_back(uint64_t{bits} << 32 | v);
     q_total += std::max(q[v], 0.0f);
+    out.sampled_match += static_cast<double>(std::max(p[v], 0.0f)) * std::max(q[v], 0.0f);
   }
   std::sort(keys.begin(), keys.end());
-  double acceptance = 0.0, p_upto = 0.0, q_upto = 0.0;
+  double p_upto = 0.0, q_upto = 0.0;
   for (size_t begin = 0; begin < keys.size();) {
     size_t end = begin;
     for (; end < keys.size() && keys[end] >> 32 == keys[begin] >> 32; ++end) {
@@ -107,19 +115,23 @@ double coupled_acceptance(std::span<const float> p, std::span<const float> q) {
     }
     for (size_t k = begin; k < end; ++k) {
       const size_t v = static_cast<uint32_t>(keys[k]);
-      if (p[v] > 0.0f && q[v] > 0.0f)
-        acceptance += 1.0 / (p_upto / p[v] + (q_total - q_upto) / q[v]);
+      if (p[v] > 0.0f && q[v] > 0.0f) {
+        out.coupled += 1.0 / (p_upto / p[v] + (q_total - q_upto) / q[v]);
+      }
     }
     begin = end;
   }
-  return acceptance;
+  return out;
+}
+
+double coupled_acceptance(std::span<const float> p, std::span<const float> q) {
+  return match_acceptance(p, q, 0.0).coupled;
 }
 
 double coupled_acceptance_bound(std::span<const float> p, std::span<const float> q) {
   double overlap = 0.0;
   for (size_t v = 0; v < p.size(); ++v) overlap += std::min(p[v], q[v]);
-  const double tv = 1.0 - overlap;
-  return (1.0 - tv) / (1.0 + tv);
+  return overlap / (2.0 - overlap);
 }
 
 }  // namespace speclab

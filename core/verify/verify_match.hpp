@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "core/sampling/sampling.hpp"
 #include "core/verify/verify_chain.hpp"
@@ -31,6 +32,11 @@ struct MatchParams {
   TokenSampling sampling = TokenSampling::kGumbel;
   uint64_t seed = 0;
 };
+
+/// coupled draws every token with Gumbel noise: throws InvalidInput naming `what` (the setting
+/// that chose `sampling`: "decode.sampling", a file's attribute) for kCoupled with any other rule.
+/// The one statement of that rule, for configs, engines, verify-batch and verify_match.
+void validate_match_sampling(MatchMethod method, TokenSampling sampling, std::string_view what);
 
 /// Checks shapes, γ, token ids, positions (≥ 0, and position + γ_b below 2^32) and every target
 /// row the batch uses; probs_draft may be empty. Throws InvalidInput naming what is wrong, and
@@ -58,5 +64,13 @@ ChainResult verify_match(const ChainBatch& batch, const MatchParams& params);
 double sampled_match_acceptance(std::span<const float> p, std::span<const float> q);
 double coupled_acceptance(std::span<const float> p, std::span<const float> q);
 double coupled_acceptance_bound(std::span<const float> p, std::span<const float> q);
+
+/// The three at one position where Σ min(p, q) = `overlap` is already known (an engine has it
+/// as V1's β): the bound is overlap / (2 − overlap), and Σ p·q is summed in coupled's pass.
+struct MatchAcceptance {
+  double coupled = 0.0, coupled_bound = 0.0, sampled_match = 0.0;
+};
+MatchAcceptance match_acceptance(std::span<const float> p, std::span<const float> q,
+                                 double overlap);
 
 }  // namespace speclab
