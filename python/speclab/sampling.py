@@ -9,6 +9,17 @@ from . import _speclab
 from ._arrays import as_array, check_uint
 
 
+def _rows(array, name):
+    """(float32 [rows, V] view or copy, original shape) of an [..., V] array named NAME."""
+    x = np.asarray(array) if not hasattr(array, "__dlpack__") else array
+    shape = np.shape(x)
+    if len(shape) < 1 or shape[-1] < 1:
+        raise ValueError(f"{name} has shape {list(shape)}; expected [..., V] with V ≥ 1")
+    flat = as_array(np.reshape(x, (-1, shape[-1])) if isinstance(x, np.ndarray) else x,
+                    name, np.float32, ("rows", "V"))
+    return flat, shape
+
+
 def probs_from_logits(logits, *, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0):
     """Probabilities from logits, row by row along the last axis.
 
@@ -22,12 +33,7 @@ def probs_from_logits(logits, *, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0)
     Returns:
         float32 [..., V], each row summing to 1 (a new array).
     """
-    x = np.asarray(logits) if not hasattr(logits, "__dlpack__") else logits
-    shape = np.shape(x)
-    if len(shape) < 1 or shape[-1] < 1:
-        raise ValueError(f"logits has shape {list(shape)}; expected [..., V] with V ≥ 1")
-    flat = as_array(np.reshape(x, (-1, shape[-1])) if isinstance(x, np.ndarray) else x,
-                    "logits", np.float32, ("rows", "V"))
+    flat, shape = _rows(logits, "logits")
     out = _speclab.probs_from_logits(flat, shape[-1], float(temperature), int(top_k),
                                      float(top_p), float(min_p))
     return out.reshape(shape)
@@ -52,12 +58,7 @@ def sample_output_token(probs, *, seed, request=0, position=0, sampling="inverse
     Returns:
         int32 [...] (a new array), the token of each row.
     """
-    x = np.asarray(probs) if not hasattr(probs, "__dlpack__") else probs
-    shape = np.shape(x)
-    if len(shape) < 1 or shape[-1] < 1:
-        raise ValueError(f"probs has shape {list(shape)}; expected [..., V] with V ≥ 1")
-    flat = as_array(np.reshape(x, (-1, shape[-1])) if isinstance(x, np.ndarray) else x,
-                    "probs", np.float32, ("rows", "V"))
+    flat, shape = _rows(probs, "probs")
     lead = tuple(shape[:-1])
     arrays = {}
     for name, value in (("request", request), ("position", position)):
