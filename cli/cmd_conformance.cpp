@@ -1,5 +1,5 @@
 // `speclab conformance ...`: is a speculative sampler speclab did not write lossless? Runs the
-// Python package's conformance test (python/speclab/conformance.py, docs/python.md) with the
+// Python package's conformance test (python/speclab/conformance/, docs/python.md) with the
 // build's package on the path, passing every argument through and returning its exit status
 // (0 conforms, 1 does not, 2 bad usage, a sampler that crashes or one that breaks the interface).
 #include <fmt/format.h>

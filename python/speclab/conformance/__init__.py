@@ -39,7 +39,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from . import stats
+from .. import stats
 
 DEFAULT_EPSILON = 0.02
 DEFAULT_ALPHA = 1e-6
@@ -302,7 +302,7 @@ def command_runner(command):
 def verifier_sampler(method="token", **options):
     """One of speclab's own verifiers as a sampler for check(): "token", "block", "lenient"
     (with leniency=l) or "typical" (with epsilon=, delta=); the lossy ones must fail."""
-    from . import verify
+    from .. import verify
 
     def sampler(p, q, x, n, seed):
         seed = int(seed)
