@@ -152,9 +152,19 @@ ChiSquareResult chi_square_test(std::span<const int64_t> observed, std::span<con
   }
   result.statistic = statistic;
   result.dof = result.bins - 1;
-  const boost::math::chi_squared_distribution<double> null(static_cast<double>(result.dof));
-  result.p_value = boost::math::cdf(boost::math::complement(null, statistic));
+  result.p_value = chi_square_p_value(statistic, result.dof);
   return result;
+}
+
+double chi_square_p_value(double statistic, int64_t dof) {
+  constexpr const char* kFunction = "chi_square_p_value";
+  if (dof < 1) throw InvalidInput(fmt::format("{}: dof = {}; expected at least 1", kFunction, dof));
+  if (!(statistic >= 0.0) || !std::isfinite(statistic)) {
+    throw InvalidInput(
+        fmt::format("{}: statistic = {}; expected a finite value ≥ 0", kFunction, statistic));
+  }
+  const boost::math::chi_squared_distribution<double> null(static_cast<double>(dof));
+  return boost::math::cdf(boost::math::complement(null, statistic));
 }
 
 double chi_square_noncentrality(int64_t bins, double alpha, double power) {

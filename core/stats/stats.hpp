@@ -58,6 +58,11 @@ int64_t chi_square_sample_size(int64_t bins, double epsilon, double alpha, doubl
 /// The smallest TV distance detected with the given power at sample size n: sqrt(λ / (4n)).
 double chi_square_detectable_tv(int64_t bins, int64_t n, double alpha, double power);
 
+/// P(χ²_dof ≥ statistic), the p-value of a Pearson statistic with dof degrees of freedom (the
+/// same rule chi_square_test applies; also for sums of independent statistics, whose degrees of
+/// freedom add). dof ≥ 1, statistic ≥ 0.
+double chi_square_p_value(double statistic, int64_t dof);
+
 /// Per-test level such that n_tests tests fail falsely with probability ≤ suite_rate (union bound).
 double bonferroni_level(double suite_rate, int64_t n_tests);
 

@@ -397,6 +397,15 @@ PYBIND11_MODULE(SPECLAB_EXT_MODULE, m) {
   m.def("registry", &sp::registry);
   m.def("chi_square_test", &sp::chi_square, py::arg("observed"), py::arg("probs"),
         py::arg("min_expected") = speclab::kMinExpectedPerBin);
+  m.def("chi_square_p_value", &speclab::chi_square_p_value, py::arg("statistic"), py::arg("dof"));
+  m.def(
+      "tv_distance",
+      [](const std::vector<int64_t>& observed, const std::vector<double>& probs,
+         double confidence) {
+        const speclab::TvEstimate t = speclab::tv_distance(observed, probs, confidence);
+        return py::make_tuple(t.estimate, t.upper_bound);
+      },
+      py::arg("observed"), py::arg("probs"), py::arg("confidence"));
   m.def("chi_square_noncentrality", &speclab::chi_square_noncentrality, py::arg("bins"),
         py::arg("alpha"), py::arg("power"));
   m.def("chi_square_sample_size", &speclab::chi_square_sample_size, py::arg("bins"),

@@ -49,3 +49,17 @@ def bonferroni_level(suite_rate, n_tests):
 def wilson_interval(successes, trials, confidence=0.95):
     """(lower, upper), the Wilson score interval of a binomial proportion."""
     return _speclab.wilson_interval(int(successes), int(trials), float(confidence))
+
+
+def chi_square_p_value(statistic, dof):
+    """P(χ²_dof ≥ statistic): the p-value of a Pearson statistic, or of a sum of independent
+    ones (their degrees of freedom add)."""
+    return _speclab.chi_square_p_value(float(statistic), int(dof))
+
+
+def tv_distance(observed, probs, confidence=0.95):
+    """(TV(p̂, p), an upper bound on the sampled law's TV distance from probs at the given
+    confidence): core/stats' estimate and its bound (the empirical distance plus
+    ½ sqrt((K − 1)/N) plus sqrt(ln(1/(1 − confidence)) / 2N))."""
+    return _speclab.tv_distance(np.asarray(observed, np.int64).tolist(),
+                                np.asarray(probs, np.float64).tolist(), float(confidence))

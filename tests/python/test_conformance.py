@@ -207,5 +207,5 @@ def test_instances_keyword_and_the_deprecated_names():
     assert [r.name for r in report.instances] == ["narrow"]
     with pytest.raises(ValueError, match="instances= alone"), pytest.warns(DeprecationWarning):
         conformance.check(samplers.correct, instances=["narrow"], names=["narrow"])
-    with pytest.raises(ValueError, match="no instance named; expected some of"):
+    with pytest.raises(ValueError, match="no instance named for interface probs; expected some"):
         conformance.check(samplers.correct, instances=[])

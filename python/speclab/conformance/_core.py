@@ -23,10 +23,14 @@ reference's (a one-sided z-test at the same level).
 """
 
 import dataclasses
+import json
+import math
 import os
 import shlex
 import subprocess
 import tempfile
+import time
+from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
@@ -53,13 +57,14 @@ class Case:
 class Observed:
     """What one sampler call gave: one outcome tuple per request, the structural problems
     (messages naming a request and what it emitted; outcomes are not counted when there are
-    any), and per request the draft tokens accepted and the draft positions it had (int [B]
-    each; None where acceptance does not apply)."""
+    any), per request the draft tokens accepted and the draft positions it had (int [B] each;
+    None where acceptance does not apply), and for a sampler that drafts, its draft tuples."""
 
     outcomes: list
     problems: list
     accepted: np.ndarray = None
     drafted: np.ndarray = None
+    drafts: list = None
 
 
 @dataclasses.dataclass
@@ -116,9 +121,31 @@ class Interface:
         """The defect families (Defect) scored against the counts of a failing instance."""
         return []
 
+    def outcome_probabilities(self, case, cls, outcomes):
+        """float64 [len(outcomes)]: the reference law's probability of each outcome tuple (the
+        lossless law the defect families are scored against); None without a reference."""
+        return None
+
+    def alternatives(self, case):
+        """{name: acceptance}: the per-position acceptance of other lossless methods, printed
+        beside the measured one (sampled-match's Σ p·q for chains)."""
+        return {}
+
+    def plan_bins(self, case, threshold):
+        """Bins of the reference law at this threshold (sets N); interfaces without a reference
+        law override it."""
+        return sum(len(seqs) for seqs, _ in (
+            self.reference_law(case, cls, threshold) for cls in range(case.classes))) + 1
+
+    def drafts_law(self, case, cls, threshold):
+        """For an interface whose sampler drafts: the exact law of the draft tuples, as
+        reference_law; None otherwise."""
+        return None
+
     def probes(self, runner, case):
-        """Deterministic probes: structural problems found (messages), empty when all pass."""
-        return []
+        """Deterministic probes: (problems, diagnosis) — messages for every failed probe, and a
+        dict (name, reference) naming the defect a failure shows, or None."""
+        return [], None
 
 
 # Running a sampler: a runner takes the named inputs (a dict, in the interface's order) and the
@@ -196,3 +223,551 @@ def command_runner(command, interface):
                                    f"{', '.join(outputs)} in OUT.h5: {e}") from e
 
     return run
+
+
+# The tests ------------------------------------------------------------------------------------
+
+
+def _binned(observed, expected, min_expected):
+    """(observed, expected) per bin: categories with expected ≥ min_expected alone, the others
+    in one remainder bin, merged into the smallest kept bin when its own expectation is below
+    min_expected (core/stats' remainder binning)."""
+    keep = expected >= min_expected
+    obs, exp = list(observed[keep]), list(expected[keep])
+    rest_o, rest_e = observed[~keep].sum(), expected[~keep].sum()
+    if rest_e >= min_expected or not exp:
+        obs.append(rest_o)
+        exp.append(rest_e)
+    else:
+        j = int(np.argmin(exp))
+        obs[j] += rest_o
+        exp[j] += rest_e
+    return np.asarray(obs, np.float64), np.asarray(exp, np.float64)
+
+
+def _children(counts):
+    """{prefix: {next token: count}} from {outcome tuple: count}."""
+    nodes = {}
+    for outcome, f in counts.items():
+        for k in range(len(outcome)):
+            child = nodes.setdefault(outcome[:k], {})
+            child[outcome[k]] = child.get(outcome[k], 0) + f
+    return nodes
+
+
+def lossless_test(interface, case, counts, min_expected):
+    """The per-prefix χ² of the module docstring over every class's counts.
+
+    Returns:
+        dict: statistic, dof, nodes (prefixes tested), p_value, impossible (a message, or ""),
+        tv (Σ over tested prefixes of the share of next tokens emitted there × the TV distance
+        between their empirical law and the target row) and tv_width (the same weights × the
+        95% deviation bound of core/stats' tv_distance).
+    """
+    from .. import stats
+
+    statistic, dof, nodes, tv, width, total = 0.0, 0, 0, 0.0, 0.0, 0
+    for cls, class_counts in enumerate(counts):
+        for prefix, nxt in _children(class_counts).items():
+            row = np.asarray(interface.target_row(case, cls, prefix), np.float64)
+            tokens = np.fromiter(nxt.keys(), np.int64, len(nxt))
+            freq = np.fromiter(nxt.values(), np.float64, len(nxt))
+            bad = tokens[row[tokens] <= 0]
+            if len(bad):
+                return {"statistic": float("nan"), "dof": 0, "nodes": nodes, "p_value": 0.0,
+                        "impossible": f"class {cls} emitted token {int(bad[0])} after "
+                                      f"{list(prefix)}, where the target's probability is 0",
+                        "tv": float("nan"), "tv_width": float("nan")}
+            n_node = freq.sum()
+            total += n_node
+            observed = np.zeros(len(row))
+            observed[tokens] = freq
+            tv += 0.5 * np.abs(observed - n_node * row).sum()
+            k = max(int((row > 0).sum()), 2)
+            width += n_node * (0.5 * np.sqrt((k - 1) / n_node)
+                               + np.sqrt(np.log(1 / 0.05) / (2 * n_node)))
+            if n_node < 2 * min_expected:
+                continue
+            o, e = _binned(observed, n_node * row, min_expected)
+            if len(o) < 2:
+                continue
+            statistic += float(((o - e) ** 2 / e).sum())
+            dof += len(o) - 1
+            nodes += 1
+    p_value = stats.chi_square_p_value(statistic, dof) if dof else 1.0
+    return {"statistic": statistic, "dof": dof, "nodes": nodes, "p_value": p_value,
+            "impossible": "", "tv": tv / max(total, 1), "tv_width": width / max(total, 1)}
+
+
+def law_test(laws, counts, classes, min_expected):
+    """The χ² of the outcomes of every class against exact laws (one (outcomes, probabilities)
+    per class, the rest of each class's mass in its remainder bin); classes weigh 1/classes.
+
+    Returns:
+        dict: statistic, dof, bins, p_value, impossible ("" or a message), observed, probs (the
+        binned categories, for the TV estimate and diagnosis).
+    """
+    from .. import stats
+
+    observed, probs = [], []
+    for cls, (seqs, prob) in enumerate(laws):
+        index = {s: i for i, s in enumerate(seqs)}
+        obs = np.zeros(len(seqs), np.int64)
+        rest = 0
+        for outcome, f in counts[cls].items():
+            if outcome in index:
+                obs[index[outcome]] += f
+            else:
+                rest += f
+        observed += obs.tolist() + [rest]
+        probs += (np.asarray(prob) / classes).tolist() + [max(0.0, 1.0 - prob.sum()) / classes]
+    probs = np.array(probs)
+    probs = probs / probs.sum()
+    result = stats.chi_square_test(observed, probs, min_expected)
+    result["observed"], result["probs"] = np.array(observed), probs
+    result["impossible"] = ("" if result["impossible_category"] < 0 else
+                            "an outcome of probability 0 under the law")
+    return result
+
+
+def independence_test(pairs_within, agree_within, pairs_across, agree_across):
+    """Two-sided two-proportion z-test: do two requests of one call agree as often as two
+    requests of different calls? (Both pairs are of one class, so under independence both rates
+    are Σ_s P(s)².) Returns the p-value (1 without pairs of both kinds)."""
+    if pairs_within == 0 or pairs_across == 0:
+        return 1.0
+    a, b = agree_within / pairs_within, agree_across / pairs_across
+    pooled = (agree_within + agree_across) / (pairs_within + pairs_across)
+    var = pooled * (1 - pooled) * (1 / pairs_within + 1 / pairs_across)
+    if var <= 0:
+        return 1.0 if a == b else 0.0
+    return float(math.erfc(abs(a - b) / math.sqrt(2 * var)))
+
+
+def _z_below(observed, expected, variance):
+    """One-sided p-value that observed falls short of expected (normal approximation)."""
+    if variance <= 0:
+        return 1.0
+    return 0.5 * math.erfc((expected - observed) / math.sqrt(2 * variance))
+
+
+def chain_length_law(alpha):
+    """(mean, variance) of the tokens one step of V1 emits with conditional acceptances
+    alpha[0..n-1]: k accepted with probability Π_{i<k} α_i (1 − α_k), n with Π α, then one
+    token more."""
+    probs, reach = [], 1.0
+    for a in alpha:
+        probs.append(reach * (1 - a))
+        reach *= a
+    probs.append(reach)
+    lengths = np.arange(len(probs)) + 1
+    probs = np.array(probs)
+    mean = float((probs * lengths).sum())
+    return mean, float((probs * lengths ** 2).sum() - mean ** 2)
+
+
+def _fit_statistic(freq, law):
+    """(χ², dof) of counts freq over some outcomes against a law's probabilities of those
+    outcomes: outcomes expected at least MIN_EXPECTED_PER_BIN times alone, everything else (the
+    rarer observed outcomes and every unobserved one) in one remainder bin."""
+    from .. import stats
+
+    n = freq.sum()
+    expected = law * n
+    keep = expected >= stats.MIN_EXPECTED_PER_BIN
+    o = np.append(freq[keep], freq[~keep].sum())
+    e = np.append(expected[keep], max(0.0, n - expected[keep].sum()))
+    if e[-1] <= 0:
+        o, e = o[:-1], e[:-1]
+    if len(o) < 2:
+        return 0.0, 0
+    return float(((o - e) ** 2 / e).sum()), len(o) - 1
+
+
+def diagnose(interface, case, counts, reference):
+    """The defect family whose exact law explains a failing instance's counts: the one with the
+    highest likelihood among those that beat the reference lossless law by DECISIVE nats and
+    whose own χ² fit is not rejected at FIT_LEVEL (a family that fits worse than chance is not
+    named however much better than the lossless law it does).
+
+    Returns:
+        dict (name, reference, log_likelihood_ratio, fit_p_value) or None.
+    """
+    from .. import stats
+
+    merged = {}  # name -> [reference, log-likelihood ratio, χ², dof]
+    for cls, class_counts in enumerate(counts):
+        if not class_counts:
+            continue
+        outcomes = list(class_counts)
+        freq = np.array([class_counts[o] for o in outcomes], np.float64)
+        base = np.asarray(reference(cls, outcomes), np.float64)
+        for defect in interface.defects(case, cls):
+            law = np.asarray(defect.law(outcomes), np.float64)
+            entry = merged.setdefault(defect.name, [defect.reference, 0.0, 0.0, 0])
+            if ((law <= 0) & (freq > 0)).any():
+                entry[1] = -math.inf
+                continue
+            with np.errstate(divide="ignore"):
+                gain = freq * (np.log(law) - np.log(base))
+            entry[1] += float(gain[freq > 0].sum())
+            chi2, dof = _fit_statistic(freq, law)
+            entry[2] += chi2
+            entry[3] += dof
+    for name, (ref, ll, chi2, dof) in sorted(merged.items(), key=lambda kv: -kv[1][1]):
+        if not ll >= DECISIVE:
+            break
+        fit = stats.chi_square_p_value(chi2, dof) if dof else 1.0
+        if fit >= FIT_LEVEL:
+            return {"name": name, "reference": ref, "log_likelihood_ratio": ll,
+                    "fit_p_value": fit}
+    return None
+
+
+# Nats by which a defect's law must beat the lossless law to be named (a likelihood ratio of
+# e^20 ≈ 5·10^8).
+DECISIVE = 20.0
+# Looks at the counts during a run (fractions of N): a run that already fails at a look stops
+# there. Each look is tested at level/len(LOOKS), so the run's false-failure rate stays ≤ level.
+LOOKS = (0.125, 0.25, 0.5, 1.0)
+# The χ² level below which a defect family's own law is rejected as an explanation.
+FIT_LEVEL = 1e-4
+
+
+# Reports --------------------------------------------------------------------------------------
+
+POWER = 0.99
+# The sampler sees at most this many floats per call (64 MB of float32).
+MAX_BATCH_FLOATS = 1 << 24
+
+
+@dataclasses.dataclass
+class InstanceReport:
+    """One instance's outcome. verdict: "conforms", "does not conform" or "broken";
+    below_optimum: a conforming sampler whose acceptance (or tokens per step) falls measurably
+    short of the reference method's. acceptance / optimum: per draft position, the measured rate
+    and the reference's rate given the same positions reached (Σ min(p, q) for V1), pooled over
+    classes; tokens_per_step beside optimum_tokens_per_step. tv / tv_interval: the distance of
+    the outcome law from the reference law (or, without one, the visit-weighted distance of the
+    next-token laws from the target rows) with a 95% interval."""
+
+    interface: str
+    name: str
+    description: str
+    classes: int
+    samples: int
+    epsilon: float
+    detectable_epsilon: float
+    alpha: float
+    verdict: str
+    below_optimum: bool
+    statistic: float
+    dof: int
+    bins: int
+    p_value: float
+    reference_p_value: float
+    independence_p_value: float
+    drafts_p_value: float
+    acceptance: list
+    optimum: list
+    alternatives: dict
+    tokens_per_step: float
+    optimum_tokens_per_step: float
+    tv: float
+    tv_interval: list
+    diagnosis: dict
+    structural: list
+    impossible: str
+    stopped_at: float
+    seconds: float
+
+    @property
+    def passed(self):
+        return self.verdict == "conforms"
+
+    def line(self):
+        verdict = {"conforms": "pass", "does not conform": "FAIL", "broken": "BROKEN"}[
+            self.verdict]
+        text = (f"  {verdict:<6} {self.name:<22} {self.description}: N = {self.samples}"
+                + (f" (stopped at {self.stopped_at:g} of the run)" if self.stopped_at < 1 else "")
+                + f", lossless χ² = {self.statistic:.1f} on {self.dof} dof, p = "
+                f"{self.p_value:.3g} (level {self.alpha:.2g}), detects ε ≥ "
+                f"{self.detectable_epsilon:.4f}, {self.seconds:.1f} s")
+        lines = [text]
+        if self.acceptance:
+            acc = ", ".join(f"{a:.3f}/{o:.3f}" for a, o in zip(self.acceptance, self.optimum))
+            alt = "".join(f"; {k} {v:.3f}" for k, v in self.alternatives.items())
+            lines.append(f"         acceptance per position (measured/optimum): {acc}; tokens "
+                         f"per step {self.tokens_per_step:.3f}/{self.optimum_tokens_per_step:.3f}"
+                         + alt + (" — BELOW OPTIMUM" if self.below_optimum else ""))
+        if self.verdict == "does not conform":
+            lines.append(f"         TV distance {self.tv:.4f} (95% interval "
+                         f"{self.tv_interval[0]:.4f}–{self.tv_interval[1]:.4f})"
+                         + (f"; independence p = {self.independence_p_value:.3g}"
+                            if self.independence_p_value < 1 else "")
+                         + (f"; drafts' law p = {self.drafts_p_value:.3g}"
+                            if self.drafts_p_value < 1 else ""))
+        if self.diagnosis:
+            d = self.diagnosis
+            lines.append(f"         diagnosis: {d['name']} ({d['reference']})"
+                         + (f", log-likelihood ratio {d['log_likelihood_ratio']:.0f} over the "
+                            "lossless law" if "log_likelihood_ratio" in d else ""))
+        for problem in self.structural:
+            lines.append(f"         structure: {problem}")
+        if self.impossible:
+            lines.append(f"         impossible: {self.impossible}")
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class Report:
+    """The outcome of check(): passed (every instance conforms), and one InstanceReport per
+    instance."""
+
+    interface: str
+    passed: bool
+    alpha: float
+    epsilon: float
+    seed: int
+    instances: list
+    seconds: float
+
+    @property
+    def below_optimum(self):
+        return any(r.below_optimum for r in self.instances)
+
+    def text(self):
+        lines = [f"speclab conformance, interface {self.interface}: lossless against the target's"
+                 f" law, α = {self.alpha:g} over {len(self.instances)} instances (Bonferroni), "
+                 f"power {POWER} at TV distance ε, seed {self.seed}"]
+        lines += [r.line() for r in self.instances]
+        failed = [r.name for r in self.instances if not r.passed]
+        broken = any(r.verdict == "broken" for r in self.instances)
+        verdict = ("is BROKEN" if broken else "does NOT conform") if failed else "conforms"
+        if not failed and self.below_optimum:
+            verdict += ", below the optimum (lossless, at lower acceptance than V1's)"
+        lines.append(f"verdict: the sampler {verdict}"
+                     + (f" (failed: {', '.join(failed)})" if failed else "")
+                     + f"; {self.seconds:.1f} s")
+        return "\n".join(lines)
+
+    def to_dict(self):
+        out = dataclasses.asdict(self)
+        out["below_optimum"] = self.below_optimum
+        for r, d in zip(self.instances, out["instances"]):
+            d["passed"] = r.passed
+        return out
+
+    def to_json(self):
+        return json.dumps(self.to_dict(), indent=2, allow_nan=True)
+
+    def junit_xml(self):
+        cases = []
+        for r in self.instances:
+            body = ""
+            if not r.passed:
+                message = "; ".join(r.structural + ([r.impossible] if r.impossible else [])) or (
+                    f"{r.verdict}: lossless chi-square p = {r.p_value:.3g} < {r.alpha:.2g}, "
+                    f"TV {r.tv:.4f}")
+                if r.diagnosis:
+                    message += f"; diagnosis: {r.diagnosis['name']} ({r.diagnosis['reference']})"
+                kind = "error" if r.verdict == "broken" else "failure"
+                body = f"<{kind} message={quoteattr(message)}/>"
+            props = {"interface": r.interface, "verdict": r.verdict, "samples": r.samples,
+                     "epsilon": r.epsilon, "alpha": r.alpha,
+                     "below_optimum": r.below_optimum,
+                     "acceptance": " ".join(f"{a:.4f}" for a in r.acceptance),
+                     "optimum": " ".join(f"{a:.4f}" for a in r.optimum),
+                     "diagnosis": r.diagnosis["name"] if r.diagnosis else ""}
+            prop_xml = "".join(f"<property name={quoteattr(k)} value={quoteattr(str(v))}/>"
+                               for k, v in props.items())
+            cases.append(f'  <testcase classname="speclab.conformance.{r.interface}" '
+                         f'name={quoteattr(r.name)} time="{r.seconds:.3f}"><properties>'
+                         f'{prop_xml}</properties>{body}</testcase>')
+        failures = sum(r.verdict == "does not conform" for r in self.instances)
+        errors = sum(r.verdict == "broken" for r in self.instances)
+        return (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="speclab.conformance" '
+                f'tests="{len(self.instances)}" failures="{failures}" errors="{errors}" '
+                f'time="{self.seconds:.3f}">\n' + "\n".join(cases) + "\n</testsuite>\n")
+
+
+# The runner -----------------------------------------------------------------------------------
+
+
+def _plan(interface, case, epsilon, level, samples):
+    """(N, threshold): the sample size that detects TV distance epsilon with power POWER at the
+    level, from the number of bins the reference law has at that N."""
+    from .. import stats
+
+    n_total = samples or stats.sample_size(16, epsilon, level, POWER)
+    for _ in range(3 if samples is None else 1):
+        threshold = stats.MIN_EXPECTED_PER_BIN / n_total * case.classes
+        bins = interface.plan_bins(case, threshold)
+        if samples is None:
+            n_total = stats.sample_size(max(bins, 2), epsilon, level, POWER)
+    threshold = stats.MIN_EXPECTED_PER_BIN / n_total * case.classes
+    return -(-n_total // case.classes) * case.classes, threshold
+
+
+def run_case(interface, runner, case, *, epsilon, level, samples, rng, max_batch):
+    """Runs one instance to its verdict (InstanceReport)."""
+    from .. import stats
+
+    start = time.monotonic()
+    eps = epsilon * case.epsilon_scale
+    look_level = level / len(LOOKS)
+    n_total, threshold = _plan(interface, case, eps, look_level, samples)
+    c = case.classes
+    cap = max_batch or MAX_BATCH_FLOATS // max(interface.batch_floats(case), 1)
+    # At least 16 calls, at least two before the first look, so that the across-call
+    # independence test applies there.
+    batch = max(c, min(n_total, cap, -(-n_total // 16)) // c * c)
+    counts = [dict() for _ in range(c)]
+    drafts = [dict() for _ in range(c)]
+    problems, diagnosis = [], None
+    try:
+        problems, diagnosis = interface.probes(runner, case)
+    except SamplerError as e:
+        raise SamplerError(f"instance {case.name} ({case.description}), probes: {e}") from e
+    optimum = [interface.optimum(case, k) for k in range(c)]
+    has_acceptance = all(o is not None for o in optimum)
+    width = max((len(o) for o in optimum if o is not None), default=0)
+    reached, accepted = np.zeros(width), np.zeros(width)
+    expected, variance = np.zeros(width), np.zeros(width)
+    length_sum, length_exp, length_var = 0.0, 0.0, 0.0
+    within = [0, 0]  # pairs, agreements of two requests of one call
+    across = [0, 0]  # of one request index in consecutive calls
+    previous = None
+    done, looks, stopped_at = 0, list(LOOKS), 1.0
+    lossless = None
+    while done < n_total and not problems:
+        b = min(batch, n_total - done)
+        classes = np.arange(b) % c
+        try:
+            obs = interface.call(runner, case, classes, rng)
+        except SamplerError as e:
+            raise SamplerError(f"instance {case.name} ({case.description}), call "
+                               f"{done // batch + 1} (B = {b}): {e}") from e
+        if obs.problems:
+            problems = list(obs.problems)
+            break
+        keys = obs.outcomes
+        for k, outcome in zip(classes.tolist(), keys):
+            counts[k][outcome] = counts[k].get(outcome, 0) + 1
+        if getattr(obs, "drafts", None) is not None:
+            for k, d in zip(classes.tolist(), obs.drafts):
+                drafts[k][d] = drafts[k].get(d, 0) + 1
+        # Pairs (j, j + c) for even j // c: disjoint pairs of one class within the call.
+        pair = [(j, j + c) for block in range(0, b, 2 * c) for j in range(block, block + c)
+                if j + c < b]
+        within[0] += len(pair)
+        within[1] += sum(keys[i] == keys[j] for i, j in pair)
+        if previous is not None:
+            m = min(len(previous), b)
+            across[0] += m
+            across[1] += sum(previous[j] == keys[j] for j in range(m))
+        previous = keys
+        if has_acceptance and obs.accepted is not None:
+            acc = np.asarray(obs.accepted)
+            drafted = np.asarray(obs.drafted)
+            for k in range(c):
+                rows = classes == k
+                a_k, d_k = acc[rows], drafted[rows]
+                alpha = optimum[k]
+                for i in range(len(alpha)):
+                    r = int(((d_k > i) & (a_k >= i)).sum())
+                    reached[i] += r
+                    accepted[i] += int((a_k > i).sum())
+                    expected[i] += r * alpha[i]
+                    variance[i] += r * alpha[i] * (1 - alpha[i])
+                mean, var = chain_length_law(alpha)
+                length_sum += float(sum(len(keys[j]) for j in np.flatnonzero(rows)))
+                length_exp += mean * rows.sum()
+                length_var += var * rows.sum()
+        done += b
+        if looks and done >= looks[0] * n_total:
+            while looks and done >= looks[0] * n_total:
+                looks.pop(0)
+            lossless = lossless_test(interface, case, counts, stats.MIN_EXPECTED_PER_BIN)
+            if lossless["impossible"] or lossless["p_value"] < look_level:
+                stopped_at = done / n_total
+                break
+    if lossless is None or not problems and stopped_at == 1.0:
+        lossless = lossless_test(interface, case, counts, stats.MIN_EXPECTED_PER_BIN)
+    impossible = lossless["impossible"]
+    independence = independence_test(within[0], within[1], across[0], across[1])
+    reference_p, bins, tv, tv_interval = float("nan"), 0, lossless["tv"], [
+        max(0.0, lossless["tv"] - lossless["tv_width"]), lossless["tv"] + lossless["tv_width"]]
+    drafts_p = 1.0
+    if not problems and not impossible and done:
+        laws = [interface.reference_law(case, k, threshold) for k in range(c)]
+        if all(law is not None for law in laws):
+            ref = law_test(laws, counts, c, stats.MIN_EXPECTED_PER_BIN)
+            reference_p, bins = float(ref["p_value"]), int(ref["bins"])
+            est, upper = stats.tv_distance(ref["observed"], ref["probs"], 0.95)
+            tv, tv_interval = est, [max(0.0, 2 * est - upper), upper]
+        draft_laws = [interface.drafts_law(case, k, threshold) for k in range(c)]
+        if all(law is not None for law in draft_laws):
+            drafts_p = float(law_test(draft_laws, drafts, c, stats.MIN_EXPECTED_PER_BIN)[
+                "p_value"])
+    if not bins:
+        bins = interface.plan_bins(case, threshold)
+    if problems or impossible:
+        verdict = "broken"
+    elif (lossless["p_value"] < look_level or independence < look_level
+          or drafts_p < look_level):
+        verdict = "does not conform"
+    else:
+        verdict = "conforms"
+    below = False
+    acceptance, opt = [], []
+    if has_acceptance and reached.any():
+        seen = reached > 0
+        acceptance = (accepted[seen] / reached[seen]).tolist()
+        opt = (expected[seen] / reached[seen]).tolist()
+        below = verdict == "conforms" and (
+            _z_below(accepted.sum(), expected.sum(), variance.sum()) < look_level
+            or _z_below(length_sum, length_exp, length_var) < look_level)
+    if verdict == "does not conform" and diagnosis is None:
+        if independence < look_level:
+            diagnosis = {"name": "requests share random numbers",
+                         "reference": "FlashInfer PR #4861 (seed_arr[0]), TensorRT-LLM #19487 "
+                                      "(one stream per batch row)"}
+        else:
+            diagnosis = diagnose(interface, case, counts,
+                                 lambda k, outs: interface.outcome_probabilities(case, k, outs))
+    alternatives = interface.alternatives(case) if has_acceptance else {}
+    return InstanceReport(
+        interface.name, case.name, case.description, c, done, eps,
+        stats.detectable_tv(max(bins, 2), max(done, 1), look_level, POWER), level, verdict,
+        below, float(lossless["statistic"]), int(lossless["dof"]), bins,
+        float(lossless["p_value"]), reference_p, independence, drafts_p, acceptance, opt,
+        alternatives, length_sum / done if done and has_acceptance else float("nan"),
+        length_exp / done if done and has_acceptance else float("nan"), float(tv),
+        [float(v) for v in tv_interval], diagnosis, problems, impossible, stopped_at,
+        time.monotonic() - start)
+
+
+def run(interface, runner, *, epsilon, alpha, samples, seed, names, max_batch):
+    """Runs the chosen instances of an interface (Report)."""
+    from .. import stats
+
+    chosen = interface.cases()
+    if names is not None:
+        wanted = ([n.strip() for n in names.split(",") if n.strip()]
+                  if isinstance(names, str) else list(names))
+        known = {case.name for case in chosen}
+        unknown = [n for n in wanted if n not in known]
+        if unknown or not wanted:
+            what = (f"unknown instance {', '.join(map(str, unknown))}" if unknown
+                    else "no instance named")
+            raise ValueError(f"{what} for interface {interface.name}; expected some of "
+                             f"{', '.join(sorted(known))}")
+        chosen = [case for case in chosen if case.name in wanted]
+    level = stats.bonferroni_level(alpha, len(chosen))
+    rng = np.random.default_rng(seed)
+    start = time.monotonic()
+    reports = [run_case(interface, runner, case, epsilon=epsilon, level=level, samples=samples,
+                        rng=rng, max_batch=max_batch) for case in chosen]
+    return Report(interface.name, all(r.passed for r in reports), alpha, epsilon, seed, reports,
+                  time.monotonic() - start)
