@@ -14,14 +14,19 @@ from speclab.conformance._logits import process
 from speclab.sampling import probs_from_logits
 
 
-def _speclab_rows(logits, t, k, p, m):
-    """float64 rows of speclab's C++ pipeline, one call per distinct parameter set."""
+def _speclab_rows(logits, *params):
+    """float64 rows [R, V] of speclab's C++ pipeline from logits [R, V] and the parameters
+    (temperature, top_k, top_p, min_p; [R] each), one call per distinct parameter set."""
+    code = np.zeros(len(logits), np.int64)
+    for column in params:  # a dense integer code per distinct tuple, for a fast 1-D unique
+        values, index = np.unique(column, return_inverse=True)
+        code = code * len(values) + index
     out = np.empty(logits.shape)
-    params = np.stack([t.astype(np.float64), k, p, m], axis=1)
-    for row in np.unique(params, axis=0):
-        sel = (params == row).all(axis=1)
-        out[sel] = probs_from_logits(logits[sel], temperature=row[0], top_k=int(row[1]),
-                                     top_p=row[2], min_p=row[3])
+    for c in np.unique(code):
+        sel = code == c
+        t, k, p, m = (column[sel][0] for column in params)
+        out[sel] = probs_from_logits(logits[sel], temperature=float(t), top_k=int(k),
+                                     top_p=float(p), min_p=float(m))
     return out
 
 

@@ -1,16 +1,18 @@
-"""The logits interface's pieces (speclab.conformance._logits): its pipeline equals speclab's
+"""The logits interface (speclab.conformance._logits): its pipeline equals speclab's
 (lowest-index ties) and differs from keep-all exactly where the instances put ties at a cut-off;
-the instances exercise every parameter set; and Monte Carlo of the planted samplers of
-samplers_logits.py: the correct one and the control follow the lossless V1 law, each defect
-the V1 law of its family's rows and not the lossless one."""
+the instances exercise every parameter set; Monte Carlo of the planted defects of
+samplers_logits.py follows the V1 law of its family's rows and not the lossless one; and through
+the runner the correct sampler and the control conform, each defect fails and is diagnosed as
+its family, and a declared keep-all rule turns the verdicts around."""
 
 import numpy as np
 import pytest
 
 import samplers_logits as sl
+import speclab.conformance as conformance
 from speclab import stats
+from speclab.conformance import _core, enumerate_law
 from speclab.conformance import _logits as L
-from speclab.conformance import enumerate_law
 from speclab.sampling import probs_from_logits
 
 CASES = {c.name: c for c in L.logits_cases()}
@@ -150,20 +152,18 @@ def _declared(c, k):
     return L.rows(c, k)
 
 
-# Which instances each planted defect must fail (the others it may pass: nothing to see there).
+# The instances each planted defect fails (it conforms on the others: nothing to see there).
 DEFECTS = {
-    "tie over-acceptance": (sl.tie_over_acceptance, ["tie-top-k", "tie-top-p", "tie-greedy"]),
-    "min-p dropped on the verify path": (sl.min_p_dropped, ["min-p", "tie-min-p", "mixed"]),
-    "top-k/top-p dropped": (sl.top_k_top_p_dropped, ["top-k", "top-p", "tie-top-k"]),
-    "temperature dropped": (sl.temperature_dropped, ["temperature", "greedy", "mixed"]),
+    "tie over-acceptance": (sl.tie_over_acceptance,
+                            ["tie-top-k", "tie-top-p", "tie-min-p", "tie-greedy"]),
+    "min-p dropped on the verify path": (sl.min_p_dropped, ["min-p", "all", "mixed",
+                                                            "tie-min-p"]),
+    "top-k/top-p dropped": (sl.top_k_top_p_dropped, ["top-k", "top-p", "all", "mixed",
+                                                     "tie-top-k", "tie-top-p", "tie-min-p"]),
+    "temperature dropped": (sl.temperature_dropped, ["temperature", "all", "greedy", "mixed",
+                                                     "tie-top-k", "tie-greedy"]),
 }
 N = 20000
-
-
-@pytest.mark.parametrize("sampler", [sl.correct, sl.control], ids=["correct", "control"])
-def test_correct_and_control_follow_the_lossless_law(sampler):
-    for i, c in enumerate(CASES.values()):
-        assert _p_value(_counts(sampler, c, N, i), c, _declared) > 1e-4, c.name
 
 
 @pytest.mark.parametrize("family", sorted(DEFECTS))
@@ -172,5 +172,78 @@ def test_each_defect_follows_its_familys_law_and_not_the_lossless_one(family):
     for i, c in enumerate(CASES.values()):
         counts = _counts(sampler, c, N, 100 + i)
         assert _p_value(counts, c, FAMILIES[family]) > 1e-4, (family, c.name)
-        if c.name in caught:
-            assert _p_value(counts, c, _declared) < 1e-6, (family, c.name)
+        lossless = _p_value(counts, c, _declared)
+        assert lossless < 1e-6 if c.name in caught else lossless > 1e-4, (family, c.name)
+
+
+# Through the runner ----------------------------------------------------------------------------
+
+
+def _check(sampler, **options):
+    """conformance.check(sampler, interface="logits", ...), or until __init__ registers the
+    interface, the runner check() calls on the same interface."""
+    if "logits" in conformance.interface_names():
+        return conformance.check(sampler, interface="logits", **options)
+    ties = options.pop("ties", "lowest-index")
+    return _core.run(L.LogitsInterface(ties), _core.callable_runner(sampler),
+                     epsilon=conformance.DEFAULT_EPSILON, alpha=conformance.DEFAULT_ALPHA,
+                     samples=None, seed=0, names=options.pop("instances", None), max_batch=None)
+
+
+@pytest.mark.parametrize("sampler", [sl.correct, sl.control], ids=["correct", "control"])
+def test_correct_and_control_conform(sampler):
+    report = _check(sampler)
+    assert report.passed, report.text()
+    assert [r.name for r in report.instances] == list(CASES)
+
+
+def _same_law(c, family, other):
+    """Whether two families' rows give the same V1 law in every class of c."""
+    for k in range(c.classes):
+        a, b = (dict(zip(*enumerate_law(*FAMILIES[f](c, k), int(c.n_draft[k]), 0.0)))
+                for f in (family, other))
+        if a.keys() != b.keys() or not np.allclose([a[s] for s in a], [b[s] for s in a]):
+            return False
+    return True
+
+
+def _diagnosable_as(c, family):
+    """The family and those indistinguishable from it on c (tie-min-p's class 1 keeps the same
+    tokens whether top-p is dropped or keeps ties)."""
+    return {f for f in FAMILIES if f == family or _same_law(c, family, f)}
+
+
+@pytest.mark.parametrize("family", sorted(DEFECTS))
+def test_each_defect_fails_and_is_diagnosed_as_its_family(family):
+    sampler, caught = DEFECTS[family]
+    report = _check(sampler, instances=caught)
+    assert not report.passed
+    for r in report.instances:
+        assert r.verdict in ("does not conform", "broken") and not r.structural, r.line()
+        if r.verdict == "does not conform" or r.diagnosis:
+            assert r.diagnosis["name"] in _diagnosable_as(CASES[r.name], family), r.line()
+        else:  # a filtered-out token: the runner reports it as impossible (no diagnosis yet)
+            assert "probability is 0" in r.impossible, r.line()
+    # The diagnosis itself, on counts gathered through the interface as the runner does.
+    interface = L.LogitsInterface()
+    runner = _core.callable_runner(sampler)
+    for i, case in enumerate(c for c in interface.cases() if c.name in caught):
+        classes = np.arange(N) % case.classes
+        obs = interface.call(runner, case, classes, np.random.default_rng(i))
+        assert not obs.problems, obs.problems
+        counts = [{} for _ in range(case.classes)]
+        for k, outcome in zip(classes.tolist(), obs.outcomes):
+            counts[k][outcome] = counts[k].get(outcome, 0) + 1
+        found = _core.diagnose(interface, case, counts,
+                               lambda k, outs: interface.outcome_probabilities(case, k, outs))
+        assert found and found["name"] in _diagnosable_as(CASES[case.name], family), (
+            case.name, found)
+
+
+def test_declared_keep_all_passes_keep_all_and_fails_lowest_index():
+    ties = [c.name for c in CASES.values() if c.ties_at in ("top-k", "top-p", "greedy")]
+    assert _check(sl.tie_over_acceptance, ties="keep-all", instances=ties).passed
+    report = _check(sl.correct, ties="keep-all", instances=ties)
+    for r in report.instances:
+        assert r.verdict == "does not conform", r.line()
+        assert r.diagnosis["name"] == "tie under-acceptance", r.line()

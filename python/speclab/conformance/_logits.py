@@ -1,5 +1,6 @@
-"""The logits interface's pieces: speclab's sampling pipeline (temperature → top-k → top-p →
-min-p) under either tie rule, the named parameter sets, the instances, and the defect families.
+"""The logits interface of speclab.conformance (LogitsInterface) and its pieces: speclab's
+sampling pipeline (temperature → top-k → top-p → min-p) under either tie rule, the named
+parameter sets, the instances, and the defect families.
 
 A logits sampler gets raw logits and per-request sampling parameters; speclab draws the drafts
 from the *processed* draft rows and compares the emitted step with the exact law of token-level
@@ -25,6 +26,9 @@ import collections
 import dataclasses
 
 import numpy as np
+
+from ._chain import ChainInterface, _draw, _emitted, chain_defects, sequence_probabilities
+from ._core import Case, Defect
 
 TIES = ("lowest-index", "keep-all")
 
@@ -222,7 +226,7 @@ def _near_tie(logits, params, margin=1e-3):
     return bad
 
 
-def _draw(rng, shape, params, scale):
+def _draw_logits(rng, shape, params, scale):
     """float32 Gaussian logits [*shape] (times scale) without near-ties at params' cut-offs."""
     x = (rng.normal(size=shape) * scale).astype(np.float32).reshape(-1, shape[-1])
     while (bad := _near_tie(x, params)).any():
@@ -258,7 +262,7 @@ def logits_cases(seed=20261205):
     out = []
 
     def random_case(name, description, sets, v, g, n_draft=None, scale=1.5, noise=1.0):
-        target = np.stack([_draw(rng, (g + 1, v), p, scale) for p in sets])
+        target = np.stack([_draw_logits(rng, (g + 1, v), p, scale) for p in sets])
         draft = np.stack([_draw_near(target[c, :g], p, noise) for c, p in enumerate(sets)])
         n = [g] * len(sets) if n_draft is None else n_draft
         out.append(_case(name, description, target, draft, n, sets))
@@ -384,3 +388,79 @@ def defects(ties="lowest-index"):
          "the speculative path (T = 1, greedy included)",
          uses({"temperature": 1.0}, {"temperature": 1.0})),
     ]
+
+
+# The interface -------------------------------------------------------------------------------
+
+
+class LogitsInterface(ChainInterface):
+    """`logits`: f(logits_target f32 [B, γ+1, V], logits_draft f32 [B, γ, V], draft_tokens i32
+    [B, γ], n_draft i32 [B], seed int, temperature f32 [B], top_k i32 [B], top_p f32 [B], min_p
+    f32 [B]) → emitted_tokens int [B, γ+1] (-1 padded). top_k 0, top_p 1 and min_p 0 are off,
+    temperature 0 is greedy; each request's parameters apply to its target and draft rows.
+    speclab draws the drafts from the processed draft rows; the law is V1's over the processed
+    rows (process() with the declared tie rule).
+
+    Only masked tokens (-inf logits) are structurally impossible: a token the declared pipeline
+    filters out is left to the law's tests, so that a sampler with another pipeline is scored
+    against the defect families (it has a law, just not the declared one).
+    """
+
+    name = "logits"
+    summary = ("logits and per-request temperature, top-k, top-p, min-p; speclab processes the "
+               "rows (declared tie rule)")
+    inputs = ("logits_target", "logits_draft", "draft_tokens", "n_draft", "seed", "temperature",
+              "top_k", "top_p", "min_p")
+
+    def __init__(self, ties="lowest-index"):
+        _check_ties(ties)
+        self.ties = ties
+        # id of a LogitsCase → (that case, {class: (p, q, n)}): the runner asks for rows often;
+        # holding the case keeps its id from being reused by another.
+        self._rows = {}
+
+    def cases(self):
+        return [Case(c.name, c.description, c.classes, c, c.epsilon_scale)
+                for c in logits_cases()]
+
+    def rows(self, case, cls):
+        c = _data(case)
+        cache = self._rows.setdefault(id(c), (c, {}))[1]
+        if cls not in cache:
+            cache[cls] = (*rows(c, cls, self.ties), int(c.n_draft[cls]))
+        return cache[cls]
+
+    def batch_floats(self, case):
+        c = _data(case)
+        return (2 * c.gamma + 1) * c.vocab + 4
+
+    def make_inputs(self, case, classes, x, rng):
+        c = _data(case)
+        return {"logits_target": c.logits_target[classes], "logits_draft": c.logits_draft[classes],
+                "draft_tokens": x, "n_draft": c.n_draft[classes],
+                "seed": int(rng.integers(0, 2**63)), "temperature": c.temperature[classes],
+                "top_k": c.top_k[classes], "top_p": c.top_p[classes], "min_p": c.min_p[classes]}
+
+    def call(self, runner, case, classes, rng):
+        _, q, n = self._class_rows(case)
+        x = _draw(rng, q, classes, n[classes])
+        inputs = self.make_inputs(case, classes, x, rng)
+        emitted = _emitted(runner(inputs, self.outputs), len(classes), q.shape[1] + 1)
+        support = np.isfinite(_data(case).logits_target).astype(np.float64)
+        return self.observe(emitted, x, n[classes], support, classes)
+
+    def defects(self, case, cls):
+        """chain_defects over the processed rows, then the logits families of defects()."""
+        n = int(_data(case).n_draft[cls])
+
+        def law(p, q):
+            def prob(outcomes):
+                emitted = np.full((len(outcomes), p.shape[0]), -1)
+                for j, o in enumerate(outcomes):
+                    emitted[j, :len(o)] = o
+                return sequence_probabilities(p, q, n, emitted)
+            return prob
+
+        return chain_defects(*self.rows(case, cls)) + [
+            Defect(name, reference, law(*f(case, cls))) for name, reference, f in
+            defects(self.ties)]
