@@ -48,10 +48,12 @@ DEFAULT_ALPHA = 1e-6
 
 def _interfaces():
     """{name: Interface class}, in the order the documentation lists them."""
+    from ._logits import LogitsInterface
     from ._tree import TreeInterface
 
     out = dict(_CHAIN_INTERFACES)
-    out[TreeInterface.name] = TreeInterface
+    for cls in (LogitsInterface, TreeInterface):
+        out[cls.name] = cls
     return out
 
 
