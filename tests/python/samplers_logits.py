@@ -110,3 +110,22 @@ top_k_top_p_dropped = make("numpy", target={"top_k": 0, "top_p": 1.0},
                            draft={"top_k": 0, "top_p": 1.0})  # TensorRT-LLM #17955
 temperature_dropped = make("numpy", target={"temperature": 1.0},
                            draft={"temperature": 1.0})  # TensorRT-LLM #17955
+
+
+def seeded(lt, ld, x, n, seeds, temperature, top_k, top_p, min_p):
+    """The correct sampler with one seed per request (the seeds interface's logits signature):
+    each request's random numbers come from its own seed alone."""
+    out = np.empty((len(x), x.shape[1] + 1), np.int64)
+    for s in np.unique(seeds):  # requests sharing a seed share its stream
+        rows = np.nonzero(seeds == s)[0]
+        for r in rows:
+            out[r] = correct(lt[r:r + 1], ld[r:r + 1], x[r:r + 1], n[r:r + 1], int(s),
+                             temperature[r:r + 1], top_k[r:r + 1], top_p[r:r + 1],
+                             min_p[r:r + 1])[0]
+    return out
+
+
+def seeded_first_only(lt, ld, x, n, seeds, temperature, top_k, top_p, min_p):
+    """Every request draws from seeds[0]'s stream (FlashInfer PR #4861) — with one sampler call
+    per batch, so that equal rows give equal tokens."""
+    return correct(lt, ld, x, n, int(seeds[0]), temperature, top_k, top_p, min_p)

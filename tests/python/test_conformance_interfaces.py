@@ -213,3 +213,19 @@ def test_json_junit_and_the_command_line_carry_the_same_verdicts(tmp_path):
     assert _cli("--interface", "nope", "--callable", "samplers:correct").returncode == 2
     listed = _cli("--interface", "uniforms", "--list")
     assert listed.returncode == 0 and "zero-tail" in listed.stdout
+
+
+def test_per_request_seeds_with_the_logits_signature():
+    """seeds with signature="logits": the logits sampler with one seed per request conforms;
+    one that reads only the first seed is broken by the probes and named (FlashInfer PR
+    #4861)."""
+    import samplers_logits
+    ok = conformance.check(samplers_logits.seeded, interface="seeds", signature="logits",
+                           instances="temperature,tie-top-k", samples=3000)
+    assert ok.passed, ok.text()
+    bad = conformance.check(samplers_logits.seeded_first_only, interface="seeds",
+                            signature="logits", instances="temperature", samples=3000)
+    r = bad.instances[0]
+    assert r.verdict == "broken" and "first request's seed" in r.diagnosis["name"], bad.text()
+    with pytest.raises(ValueError, match="signature"):
+        conformance.check(samplers.correct, interface="seeds", signature="tokens")

@@ -127,7 +127,8 @@ def check(sampler=None, *, interface="probs", command=None, epsilon=DEFAULT_EPSI
         max_batch: requests per sampler call (default: as many as 64 MB of inputs allow, and
             at most an eighth of the instance's N).
         names: the former name of `instances`, deprecated (DeprecationWarning).
-        **options: the interface's options (logits: ties; tree: method).
+        **options: the interface's options (logits: ties; tree: method; seeds: signature
+            "probs" or "logits", and ties with "logits").
 
     Returns:
         Report (interface, passed, below_optimum, instances, text(), to_json(), junit_xml()).
@@ -155,7 +156,7 @@ def check(sampler=None, *, interface="probs", command=None, epsilon=DEFAULT_EPSI
         raise ValueError(f"max_batch is {max_batch}; expected a positive count")
     chosen = _interface(interface, **options)
     runner = (callable_runner(sampler) if sampler is not None
-              else command_runner(command, chosen.name))
+              else command_runner(command, chosen))
     return run(chosen, runner, epsilon=epsilon, alpha=alpha, samples=samples, seed=seed,
                names=instances, max_batch=max_batch)
 
@@ -200,6 +201,9 @@ def main(argv=None):
     parser.add_argument("--ties", choices=("keep-all", "lowest-index"),
                         help="logits: the tie rule at a top-k / top-p / min-p cut-off that the "
                              "sampler declares (default lowest-index, speclab's own)")
+    parser.add_argument("--signature", choices=("probs", "logits"),
+                        help="seeds: the signature the per-request seeds come with (default "
+                             "probs)")
     parser.add_argument("--method",
                         help="tree: the method the sampler declares (tree-iid, tree-swor, "
                              "traversal) for the exact step law besides losslessness")
@@ -218,7 +222,7 @@ def main(argv=None):
     parser.add_argument("-o", "--out", metavar="FILE", help="also write the JSON report to FILE")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     args = parser.parse_args(argv)
-    options = {"ties": args.ties, "method": args.method}
+    options = {"ties": args.ties, "method": args.method, "signature": args.signature}
     try:
         if args.list:
             for case in _interface(args.interface, **options).cases():

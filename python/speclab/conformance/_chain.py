@@ -396,12 +396,17 @@ class ChainInterface(Interface):
         outcomes = [tuple(row[:k]) for row, k in zip(e.tolist(), lengths.tolist())]
         return Observed(outcomes, problems, lengths - 1, np.asarray(n))
 
+    def structure_rows(self, case):
+        """float64 [C, γ+1, V]: per class, rows whose zeros are the tokens no sampler may emit
+        (the target rows here)."""
+        return self._class_rows(case)[0]
+
     def call(self, runner, case, classes, rng):
-        p, q, n = self._class_rows(case)
+        _, q, n = self._class_rows(case)
         x = _draw(rng, q, classes, n[classes])
         inputs = self.make_inputs(case, classes, x, rng)
         emitted = _emitted(runner(inputs, self.outputs), len(classes), q.shape[1] + 1)
-        return self.observe(emitted, x, n[classes], p, classes)
+        return self.observe(emitted, x, n[classes], self.structure_rows(case), classes)
 
     def target_row(self, case, cls, prefix):
         p, _, n = self.rows(case, cls)
@@ -519,38 +524,27 @@ class UniformsInterface(ChainInterface):
         return problems[:5], diagnosis
 
 
-class SeedsInterface(ChainInterface):
-    """`seeds`: the probs signature with seed uint64 [B], one per request. Besides the
-    statistical test (distinct random seeds), probes: the same inputs and seeds give the same
-    tokens; rows permuted with their seeds give each request the same tokens; equal rows with
-    distinct seeds agree no more often than independent draws do (the agreement of requests in
-    one call against that of calls with other seeds, a two-proportion z-test); all-equal seeds
-    and distinct seeds give different outputs."""
+class PerRequestSeeds:
+    """Mixed into a chain interface: seed becomes uint64 [B], one per request. Besides the
+    statistical test (distinct random seeds), probes on the instance PROBE_CASE: the same inputs
+    and seeds give the same tokens; rows permuted with their seeds give each request the same
+    tokens; equal rows with distinct seeds agree no more often than independent draws do (the
+    agreement of two requests of one call against that of two calls with other seeds, a
+    two-proportion z-test); all-equal seeds and distinct seeds give different outputs."""
 
-    name = "seeds"
-    summary = "probabilities and one seed per request; determinism, permutation, independence"
+    PROBE_REQUESTS = 512
+    PROBE_CASE = ""
 
     def make_inputs(self, case, classes, x, rng):
         inputs = super().make_inputs(case, classes, x, rng)
         inputs["seed"] = rng.integers(0, 2**63, len(classes), dtype=np.uint64)
         return inputs
 
-    PROBE_REQUESTS = 512
-    PROBE_CASE = "seed-probes"
-
-    def cases(self):
-        """The probs instances after one of high entropy on which the probes run: p = q
-        uniform over 8 tokens, so every draft is accepted and the bonus token alone varies
-        (two independent requests agree with probability 1/8)."""
-        rows = np.full((1, 3, 8), 1 / 8)
-        inst = Instance(self.PROBE_CASE, "V = 8, γ = 2, p = q uniform; the seed probes run here",
-                        rows, rows[:, :2], np.array([2]))
-        return [Case(inst.name, inst.description, 1, inst)] + super().cases()
-
     def probes(self, runner, case):
         if case.name != self.PROBE_CASE:
             return [], None
-        p, q, n = self._class_rows(case)
+        _, q, n = self._class_rows(case)
+        p = self.structure_rows(case)
         b, g = self.PROBE_REQUESTS, q.shape[1]
         rng = np.random.default_rng(7)
         classes = np.zeros(b, np.int64)  # one class: equal rows
@@ -596,10 +590,42 @@ class SeedsInterface(ChainInterface):
                             f"{b // 2} pairs, against {agree_across} for seeds of another call")
         if (same == first).all():
             problems.append("all-equal seeds and distinct seeds gave the same tokens")
-        if diagnosis is None and problems and (first == first[0]).all(axis=1).mean() > 0.5:
+        if diagnosis is None and (same == first).all():
             diagnosis = {"name": "every request uses the first request's seed",
                          "reference": "FlashInfer PR #4861 (kernels read only seed_arr[0])"}
         return problems, diagnosis
+
+
+class SeedsInterface(PerRequestSeeds, ChainInterface):
+    """`seeds`: the probs signature with seed uint64 [B], one per request (PerRequestSeeds's
+    probes); with signature="logits", the logits signature likewise (LogitsSeedsInterface)."""
+
+    name = "seeds"
+    summary = ("one seed per request (probs signature, or logits with signature=logits); "
+               "determinism, permutation, independence")
+    PROBE_CASE = "seed-probes"
+    signature = "probs"
+
+    def __new__(cls, signature="probs", ties=None):
+        if signature == "logits":
+            from ._logits import LogitsSeedsInterface
+            return LogitsSeedsInterface(ties or "lowest-index")
+        if signature != "probs" or ties is not None:
+            raise ValueError(f"seeds takes signature probs or logits (is {signature!r}); ties "
+                             "only with signature logits")
+        return super().__new__(cls)
+
+    def __init__(self, signature="probs", ties=None):
+        pass
+
+    def cases(self):
+        """The probs instances after one of high entropy on which the probes run: p = q
+        uniform over 8 tokens, so every draft is accepted and the bonus token alone varies
+        (two independent requests agree with probability 1/8)."""
+        rows = np.full((1, 3, 8), 1 / 8)
+        inst = Instance(self.PROBE_CASE, "V = 8, γ = 2, p = q uniform; the seed probes run here",
+                        rows, rows[:, :2], np.array([2]))
+        return [Case(inst.name, inst.description, 1, inst)] + super().cases()
 
 
 class _Broken(Exception):

@@ -188,9 +188,17 @@ def callable_runner(sampler):
 
 def command_runner(command, interface):
     """A runner over a command run as `CMD --in IN.h5 --out OUT.h5`: IN holds every array input
-    as a dataset of its name and every scalar as an attribute (with attribute interface = the
-    interface's name, and method = "token" for probs so that `speclab verify-batch` reads it);
-    OUT must hold a dataset per output name."""
+    as a dataset of its name and every scalar as an attribute, with the attribute interface =
+    the interface's name, the interface's declared options as attributes (ties, method,
+    signature), and
+    method = "token" for probs so that `speclab verify-batch` reads it; OUT must hold a dataset
+    per output name."""
+    attributes = {"interface": interface.name}
+    for option in ("ties", "method", "signature"):
+        if getattr(interface, option, None) is not None:
+            attributes[option] = getattr(interface, option)
+    if interface.name == "probs":
+        attributes["method"] = "token"
     import h5py
 
     argv = shlex.split(command) if isinstance(command, str) else list(command)
@@ -204,9 +212,8 @@ def command_runner(command, interface):
                         f.attrs[key] = value
                     else:
                         f[key] = value
-                f.attrs["interface"] = interface
-                if interface == "probs":
-                    f.attrs["method"] = "token"
+                for key, value in attributes.items():
+                    f.attrs[key] = value
             try:
                 done = subprocess.run(argv + ["--in", src, "--out", dst], capture_output=True,
                                       text=True)
@@ -514,9 +521,10 @@ class InstanceReport:
             self.verdict]
         text = (f"  {verdict:<6} {self.name:<22} {self.description}: N = {self.samples}"
                 + (f" (stopped at {self.stopped_at:g} of the run)" if self.stopped_at < 1 else "")
-                + f", lossless χ² = {self.statistic:.1f} on {self.dof} dof, p = "
-                f"{self.p_value:.3g} (level {self.alpha:.2g}), detects ε ≥ "
-                f"{self.detectable_epsilon:.4f}, {self.seconds:.1f} s")
+                + (f", lossless χ² = {self.statistic:.1f} on {self.dof} dof, p = "
+                   f"{self.p_value:.3g} (level {self.alpha:.2g}), detects ε ≥ "
+                   f"{self.detectable_epsilon:.4f}" if self.samples else "")
+                + f", {self.seconds:.1f} s")
         lines = [text]
         if self.acceptance:
             acc = ", ".join(f"{a:.3f}/{o:.3f}" for a, o in zip(self.acceptance, self.optimum))

@@ -27,7 +27,7 @@ import dataclasses
 
 import numpy as np
 
-from ._chain import ChainInterface, _draw, _emitted, chain_defects, sequence_probabilities
+from ._chain import ChainInterface, PerRequestSeeds, chain_defects, sequence_probabilities
 from ._core import Case, Defect
 
 TIES = ("lowest-index", "keep-all")
@@ -441,13 +441,9 @@ class LogitsInterface(ChainInterface):
                 "seed": int(rng.integers(0, 2**63)), "temperature": c.temperature[classes],
                 "top_k": c.top_k[classes], "top_p": c.top_p[classes], "min_p": c.min_p[classes]}
 
-    def call(self, runner, case, classes, rng):
-        _, q, n = self._class_rows(case)
-        x = _draw(rng, q, classes, n[classes])
-        inputs = self.make_inputs(case, classes, x, rng)
-        emitted = _emitted(runner(inputs, self.outputs), len(classes), q.shape[1] + 1)
-        support = np.isfinite(_data(case).logits_target).astype(np.float64)
-        return self.observe(emitted, x, n[classes], support, classes)
+    def structure_rows(self, case):
+        """Only masked tokens are structurally impossible (the class docstring says why)."""
+        return np.isfinite(_data(case).logits_target).astype(np.float64)
 
     def defects(self, case, cls):
         """chain_defects over the processed rows, then the logits families of defects()."""
@@ -464,3 +460,13 @@ class LogitsInterface(ChainInterface):
         return chain_defects(*self.rows(case, cls)) + [
             Defect(name, reference, law(*f(case, cls))) for name, reference, f in
             defects(self.ties)]
+
+
+class LogitsSeedsInterface(PerRequestSeeds, LogitsInterface):
+    """`seeds` with signature="logits": the logits signature with seed uint64 [B], one per
+    request, and the seed probes on the instance "temperature" (T = 0.7, V = 5)."""
+
+    name = "seeds"
+    summary = "the logits signature with one seed per request"
+    PROBE_CASE = "temperature"
+    signature = "logits"
