@@ -1,7 +1,8 @@
 // `speclab conformance ...`: is a speculative sampler speclab did not write lossless? Runs the
 // Python package's conformance test (python/speclab/conformance/, docs/python.md) with the
 // build's package on the path, passing every argument through and returning its exit status
-// (0 conforms, 1 does not, 2 bad usage, a sampler that crashes or one that breaks the interface).
+// (0 conforms, 1 does not conform or is broken, 2 bad usage, a sampler that crashes or one that
+// breaks the interface).
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -60,10 +61,11 @@ void run_conformance(const std::vector<std::string>& arguments) {
 void setup_conformance(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "conformance",
-      "Test a speculative sampler speclab did not write for losslessness against the exact law "
-      "of token-level speculative sampling (python3 -m speclab.conformance; every argument, "
-      "--help included, goes to it). Exit 0 conforms, 1 does not, 2 bad usage, a crashing "
-      "sampler or one that breaks the interface (returns None, or no integer array [B, γ+1])");
+      "Test a speculative sampler speclab did not write for losslessness, and its acceptance "
+      "against token-level speculative sampling's, through the interface it has (--interface "
+      "probs, uniforms, seeds, draft, logits, tree or engine; python3 -m speclab.conformance, "
+      "every argument, --help included, goes to it). Exit 0 conforms, 1 does not conform or is "
+      "broken, 2 bad usage, a crashing sampler or one that breaks the interface");
   command->prefix_command();
   command->set_help_flag();
   command->callback([command] { run_conformance(command->remaining()); });
