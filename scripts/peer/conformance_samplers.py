@@ -8,9 +8,13 @@
                            generation calls it, with logits = log p and log q. It calls
                            `Tensor.squeeze(0, 1)`, which torch ≥ 2.0 accepts; on Debian's torch
                            1.13 the wrapper lets squeeze take several dimensions for the call
+  hf_speculative_sampling_uniforms
+                           the same through the uniforms interface: its accept test reads
+                           speclab's accept_uniforms (torch.rand_like patched)
 
 Each is `sampler(probs_target, probs_draft, draft_tokens, n_draft, seed) -> emitted [B, γ+1]`
-(−1 padded), seeding torch from `seed` so that a run can be repeated.
+(−1 padded; the uniforms one takes accept_uniforms and draw_uniforms instead of seed), seeding
+torch so that a run can be repeated.
 """
 
 import numpy as np
@@ -85,4 +89,29 @@ def hf_speculative_sampling(probs_target, probs_draft, draft_tokens, n_draft, se
                                           log_p[b : b + 1, : n + 1], False)
         tokens = tokens[0].numpy()
         out[b, : tokens.size] = tokens
+    return out
+
+
+def hf_speculative_sampling_uniforms(probs_target, probs_draft, draft_tokens, n_draft,
+                                     accept_uniforms, draw_uniforms):
+    """`_speculative_sampling` through the uniforms interface: its accept test's
+    `torch.rand_like` returns speclab's accept_uniforms for the request (its residual and bonus
+    draws stay torch.multinomial's, seeded from draw_uniforms), so that the edge probes reach
+    it."""
+    from unittest import mock
+
+    torch = _torch()
+    seed = int(np.asarray(draw_uniforms, np.float64).sum() * 2**20) % (1 << 63)
+    current = {}
+
+    def rand_like(t, *args, **kwargs):
+        return torch.from_numpy(current["u"]).to(t.dtype).reshape(t.shape)
+
+    out = np.full((len(draft_tokens), draft_tokens.shape[1] + 1), -1, dtype=np.int32)
+    with mock.patch.object(torch, "rand_like", rand_like):
+        for b in range(len(draft_tokens)):
+            n = int(n_draft[b])
+            current["u"] = np.ascontiguousarray(accept_uniforms[b, :n], dtype=np.float32)
+            out[b] = hf_speculative_sampling(probs_target[b:b + 1], probs_draft[b:b + 1],
+                                             draft_tokens[b:b + 1], n_draft[b:b + 1], seed + b)[0]
     return out

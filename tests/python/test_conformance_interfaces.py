@@ -9,14 +9,12 @@ controls run every instance to its full N, so they use a few instances here (doc
 the full default runs' verdicts and times)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import samplers
+from test_conformance import _cli
 import speclab.conformance as conformance
 from speclab.conformance import _chain
 
@@ -182,13 +180,6 @@ def test_the_coin_zero_bug_is_invisible_to_its_own_random_numbers_but_not_to_the
                                instances=["zero-tail"])
     assert report.instances[0].verdict == "broken"
     assert "of target probability 0" in report.instances[0].structural[0]
-
-
-def _cli(*args):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "speclab.conformance", *args], env=env,
-                          capture_output=True, text=True)
 
 
 def test_json_junit_and_the_command_line_carry_the_same_verdicts(tmp_path):
