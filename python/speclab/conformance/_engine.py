@@ -399,7 +399,7 @@ class EngineInterface(Interface):
     def call(self, runner, case, classes, rng):
         d = case.data
         outcomes, problems = [], []
-        for b, cls in enumerate(np.asarray(classes).tolist()):
+        for b, cls in enumerate(np.asarray(classes, np.int64).tolist()):
             seed = int(rng.integers(0, 2**63))
             inputs = {"target": d.target, "draft": d.draft,
                       "prompt": np.array(d.prompts[cls], np.int64),

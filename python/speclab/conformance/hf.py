@@ -5,8 +5,9 @@ and transformers' assisted generation as an engine-interface loop, so that
     c.check(hf.assisted_generation_sampler(), interface="engine")
 
 tests `generate(..., assistant_model=...)` end to end. transformers is imported when a function
-here is called, never by `import speclab`: speclab does not depend on it. Tested with
-transformers 4.46.3 on torch 1.13 (scripts/peer/hf_assisted_generation.py).
+here is called, never by `import speclab`: speclab does not depend on it. It runs with transformers
+4.46.3 to 4.49.0 on Debian's torch 1.13; scripts/peer/hf_assisted_generation.py gives 4.49.0's
+verdicts.
 """
 
 import functools
@@ -23,6 +24,8 @@ def _classes():
     import torch
     from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
     from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    _torch1_compat()  # so that their generate() runs on torch 1.13 as well
 
     class MarkovConfig(PretrainedConfig):
         model_type = "speclab-markov"
@@ -70,7 +73,7 @@ def _classes():
 
 
 def _torch1_compat():
-    """Lets transformers 4.46 run on Debian's torch 1.13 (Python 3.11), changing no result:
+    """Lets transformers 4.46-4.49 run on Debian's torch 1.13 (Python 3.11), changing no result:
 
     - `_speculative_sampling` calls `Tensor.squeeze(0, 1)`, which torch ≥ 2.0 accepts; on
       torch 1.x squeeze takes several dimensions here, one after the other (the same tensor).
@@ -128,7 +131,6 @@ def assisted_generation_sampler(schedule="constant", confidence_threshold=0.0):
     """
     import torch
 
-    _torch1_compat()
     models = {}
 
     def hf(model):
