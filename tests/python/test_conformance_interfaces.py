@@ -220,3 +220,18 @@ def test_per_request_seeds_with_the_logits_signature():
     assert r.verdict == "broken" and "first request's seed" in r.diagnosis["name"], bad.text()
     with pytest.raises(ValueError, match="signature"):
         conformance.check(samplers.correct, interface="seeds", signature="tokens")
+
+
+def test_engine_interface_catches_and_names_its_defects_through_check():
+    """The engine interface through check(): a correct loop conforms; q taken from the draft's
+    raw logits (HF transformers #47932) and argmax drafts verified as samples
+    (apple/ml-recurrent-drafter #6) fail and are named."""
+    import engines
+    ok = conformance.check(engines.correct_loop, interface="engine", instances="top-k,greedy")
+    assert ok.passed, ok.text()
+    for loop, family in ((engines.raw_q_loop, "#47932"), (engines.argmax_drafts_loop, "#6")):
+        bad = conformance.check(loop, interface="engine", instances="top-p")
+        r = bad.instances[0]
+        assert r.verdict == "does not conform" and family in r.diagnosis["reference"], bad.text()
+    with pytest.raises(ValueError, match="Python callable only"):
+        conformance.check(command="true", interface="engine")

@@ -48,11 +48,12 @@ DEFAULT_ALPHA = 1e-6
 
 def _interfaces():
     """{name: Interface class}, in the order the documentation lists them."""
+    from ._engine import EngineInterface
     from ._logits import LogitsInterface
     from ._tree import TreeInterface
 
     out = dict(_CHAIN_INTERFACES)
-    for cls in (LogitsInterface, TreeInterface):
+    for cls in (LogitsInterface, TreeInterface, EngineInterface):
         out[cls.name] = cls
     return out
 
@@ -155,6 +156,9 @@ def check(sampler=None, *, interface="probs", command=None, epsilon=DEFAULT_EPSI
     if max_batch is not None and max_batch < 1:
         raise ValueError(f"max_batch is {max_batch}; expected a positive count")
     chosen = _interface(interface, **options)
+    if command is not None and chosen.name == "engine":
+        raise ValueError("the engine interface takes a Python callable only: its models are "
+                         "Python objects (pass sampler=, or --callable)")
     runner = (callable_runner(sampler) if sampler is not None
               else command_runner(command, chosen))
     return run(chosen, runner, epsilon=epsilon, alpha=alpha, samples=samples, seed=seed,
