@@ -6,8 +6,8 @@ causal LMs by speclab.conformance.hf. One generate() call per request, on the CP
 
 transformers is not a dependency of speclab: the first run installs the pinned versions below
 from the package index into build-peer/hf-engine (about 15 MB to download, 120 MB installed, no
-torch; SPECLAB_PEER_DIR moves build-peer). 4.49.0 is the newest transformers that runs on Debian's torch 1.13: from 4.50 on,
-modeling_utils imports torch.distributed.tensor (torch ≥ 2), and from 4.52 on transformers turns
+torch; SPECLAB_PEER_DIR moves build-peer). 4.49.0 is the newest transformers that runs on
+Debian's torch 1.13: from 4.50 on, modeling_utils imports torch.distributed.tensor (torch ≥ 2), and from 4.52 on transformers turns
 torch < 2.1 off. Not part of CI.
 
     /usr/bin/python3 scripts/peer/hf_assisted_generation.py [--build build] [--instances a,b]
@@ -70,7 +70,7 @@ def main(argv=None):
     import transformers
 
     import speclab.conformance as conformance
-    from speclab.conformance import _core, _engine, hf
+    from speclab.conformance import SamplerError, hf
 
     sampler = hf.assisted_generation_sampler(args.schedule, args.confidence_threshold)
     print(f"== Hugging Face transformers {transformers.__version__} assisted generation "
@@ -78,15 +78,9 @@ def main(argv=None):
           f"{args.schedule}, confidence threshold {args.confidence_threshold:g})", flush=True)
     start = time.monotonic()
     try:
-        if "engine" in getattr(conformance, "interface_names", lambda: [])():
-            report = conformance.check(sampler, interface="engine", epsilon=args.epsilon,
-                                       alpha=args.alpha, seed=args.seed,
-                                       instances=args.instances)
-        else:  # before speclab.conformance lists the engine interface
-            report = _core.run(_engine.EngineInterface(), _core.callable_runner(sampler),
-                               epsilon=args.epsilon, alpha=args.alpha, samples=None,
-                               seed=args.seed, names=args.instances, max_batch=None)
-    except (ValueError, _core.SamplerError) as e:
+        report = conformance.check(sampler, interface="engine", epsilon=args.epsilon,
+                                   alpha=args.alpha, seed=args.seed, instances=args.instances)
+    except (ValueError, SamplerError) as e:
         print(f"hf_assisted_generation: {e}", file=sys.stderr)
         return 2
     print(report.text())
