@@ -7,8 +7,8 @@ causal LMs by speclab.conformance.hf. One generate() call per request, on the CP
 transformers is not a dependency of speclab: the first run installs the pinned versions below
 from the package index into build-peer/hf-engine (about 15 MB to download, 120 MB installed, no
 torch; SPECLAB_PEER_DIR moves build-peer). 4.49.0 is the newest transformers that runs on
-Debian's torch 1.13: from 4.50 on, modeling_utils imports torch.distributed.tensor (torch ≥ 2), and from 4.52 on transformers turns
-torch < 2.1 off. Not part of CI.
+Debian's torch 1.13: from 4.50 on, modeling_utils imports torch.distributed.tensor (torch ≥ 2),
+and from 4.52 on transformers turns torch < 2.1 off. Not part of CI.
 
     /usr/bin/python3 scripts/peer/hf_assisted_generation.py [--build build] [--instances a,b]
         [--epsilon E] [--alpha A] [--seed S] [--schedule constant|heuristic]
