@@ -2,7 +2,7 @@
 exact.step on rows by depth, and its lossless laws have the target rows as conditionals), the
 planted defect "wrong node's row" of tests/python/trees.py (Monte Carlo matches its law, not the
 lossless one), correct samplers pass the per-prefix test, structural checks; and end to end
-through check(interface="tree") once the package lists the interface."""
+through check(interface="tree")."""
 
 from fractions import Fraction
 
@@ -204,13 +204,10 @@ def test_structure_and_interface_misuse():
         TreeInterface("kseq")
 
 
-# End to end through check() (the runner), once the package lists the tree interface. ---------
+# End to end through check() (the runner). ------------------------------------------------------
 
 
 def _check(sampler, **kwargs):
-    names = getattr(conformance, "interface_names", lambda: [])()
-    if "tree" not in names:
-        pytest.skip("speclab.conformance.check does not list the tree interface yet")
     return conformance.check(sampler, interface="tree", **kwargs)
 
 

@@ -189,16 +189,15 @@ def callable_runner(sampler):
 def command_runner(command, interface):
     """A runner over a command run as `CMD --in IN.h5 --out OUT.h5`: IN holds every array input
     as a dataset of its name and every scalar as an attribute, with the attribute interface =
-    the interface's name, the interface's declared options as attributes (ties, method,
-    signature), and
-    method = "token" for probs so that `speclab verify-batch` reads it; OUT must hold a dataset
-    per output name."""
+    the interface's name and its declared options as attributes (ties, method, signature) —
+    except for probs, whose IN is exactly `speclab verify-batch`'s input layout (attribute
+    method = "token"); OUT must hold a dataset per output name."""
     attributes = {"interface": interface.name}
     for option in ("ties", "method", "signature"):
         if getattr(interface, option, None) is not None:
             attributes[option] = getattr(interface, option)
-    if interface.name == "probs":
-        attributes["method"] = "token"
+    if interface.name == "probs":  # exactly verify-batch's input layout, which refuses others
+        attributes = {"method": "token"}
     import h5py
 
     argv = shlex.split(command) if isinstance(command, str) else list(command)
