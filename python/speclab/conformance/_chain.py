@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from ._core import Case, Defect, Interface, Observed, SamplerError
+from ._core import Case, Defect, Interface, Observed, SamplerError, padding_problems
 
 @dataclasses.dataclass
 class Instance:
@@ -312,11 +312,7 @@ def _structure(emitted, x, n, vocab, p, classes):
             problems.append(f"{what}: {len(rows)} of {b} requests, e.g. request {r} emitted "
                             f"{e[r].tolist()} (drafts {x[r, :n[r]].tolist()}, n_draft {n[r]})")
 
-    valid = e >= 0
-    lengths = valid.sum(axis=1)
-    report((valid[:, 1:] & ~valid[:, :-1]).any(axis=1) | (e < -1).any(axis=1),
-           "-1 padding is not a suffix (or an id below -1)")
-    report(lengths == 0, "no token emitted")
+    valid, lengths = padding_problems(e, report)
     report(lengths > n + 1, "more than n_draft + 1 tokens emitted")
     report((valid & (e >= vocab)).any(axis=1), f"token id ≥ V = {vocab}")
     cols = np.arange(width - 1)[None, :]

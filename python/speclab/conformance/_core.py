@@ -148,6 +148,18 @@ class Interface:
         return [], None
 
 
+def padding_problems(e, report):
+    """The structural rules every emitted row shares: the -1 padding is a suffix (no id below
+    -1) and at least one token was emitted. e: int64 [B, W]; report(bad [B] bool, message)
+    records a problem. Returns (valid bool [B, W], lengths int [B])."""
+    valid = e >= 0
+    lengths = valid.sum(axis=1)
+    report((valid[:, 1:] & ~valid[:, :-1]).any(axis=1) | (e < -1).any(axis=1),
+           "-1 padding is not a suffix (or an id below -1)")
+    report(lengths == 0, "no token emitted")
+    return valid, lengths
+
+
 # Running a sampler: a runner takes the named inputs (a dict, in the interface's order) and the
 # output names, and returns one numpy array per output name. ------------------------------------
 

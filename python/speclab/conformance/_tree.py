@@ -33,7 +33,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._core import Case, Defect, Interface, Observed, SamplerError
+from ._core import Case, Defect, Interface, Observed, SamplerError, padding_problems
 
 METHODS = ("tree-iid", "tree-swor", "traversal")
 SEED = 20261207
@@ -385,11 +385,7 @@ def observe(tree, emitted, parents, tokens, n_nodes):
                             f"{e[k].tolist()} (tree: parents {parents[k, 1:n + 1].tolist()}, "
                             f"tokens {tokens[k, 1:n + 1].tolist()})")
 
-    valid = e >= 0
-    lengths = valid.sum(axis=1)
-    report((valid[:, 1:] & ~valid[:, :-1]).any(axis=1) | (e < -1).any(axis=1),
-           "-1 padding is not a suffix (or an id below -1)")
-    report(lengths == 0, "no token emitted")
+    valid, lengths = padding_problems(e, report)
     report((e >= tree.vocab).any(axis=1), f"token id ≥ V = {tree.vocab}")
     if problems:
         return Observed([], problems)
