@@ -3,10 +3,10 @@ verifier (V1), built a second time over the mutant library (the test-only extens
 _speclab_mutants, python/CMakeLists.txt), is driven through the package's Python interface as a
 decoding engine drives it (one seed, the step advancing with every call). Without a mutant it
 conforms; with each mutant of the token-level chain verifier it must not, except those that only
-slow it down (a missing bonus token), which must conform flagged below the optimum. The mutants of other
-code (block, typical and tree verification, plain decoding, the engine's draft warping) change
-nothing that this test's sampler runs: they are listed, with the reason, so that a new mutant
-must be placed in one list or the other."""
+slow it down (a missing bonus token), which must conform flagged below the optimum. The mutants
+of other code (block, typical and tree verification, plain decoding, the engine's draft warping)
+change nothing that this test's sampler runs: they are listed, with the reason, so that a new
+mutant must be placed in one list or the other."""
 
 import itertools
 

@@ -42,6 +42,11 @@ from ._chain import (INTERFACES as _CHAIN_INTERFACES, Instance, chain_law, enume
 from ._core import (POWER, InstanceReport, Report, SamplerError, callable_runner,
                     command_runner, run)
 
+__all__ = ["DEFAULT_ALPHA", "DEFAULT_EPSILON", "POWER", "Instance", "InstanceReport", "Report",
+           "SamplerError", "callable_runner", "chain_law", "check", "command_runner",
+           "enumerate_law", "instance_names", "instances", "interface_names", "main",
+           "sequence_probabilities", "verifier_sampler"]
+
 DEFAULT_EPSILON = 0.02
 DEFAULT_ALPHA = 1e-6
 

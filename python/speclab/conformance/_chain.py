@@ -16,6 +16,10 @@ import numpy as np
 
 from ._core import Case, Defect, Interface, Observed, SamplerError, padding_problems
 
+# What a chain sampler returns, as its errors say.
+EMITTED = ("emitted_tokens, an integer array [B, γ+1] (a numpy array, a torch tensor or an "
+           "object with an emitted_tokens attribute)")
+
 @dataclasses.dataclass
 class Instance:
     """One family member: C request classes, request b of a batch belongs to class b mod C.
