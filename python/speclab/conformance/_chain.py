@@ -427,11 +427,11 @@ class ChainInterface(Interface):
         return np.minimum(p[:n], q[:n]).sum(axis=1)
 
     def alternatives(self, case):
-        rates = [(self.rows(case, k)[0][:self.rows(case, k)[2]]
-                  * self.rows(case, k)[1][:self.rows(case, k)[2]]).sum(axis=1)
-                 for k in range(case.classes)]
-        flat = np.concatenate(rates) if rates else np.zeros(0)
-        return {"sampled-match Σ p·q": float(flat.mean())} if len(flat) else {}
+        rates = []
+        for k in range(case.classes):
+            p, q, n = self.rows(case, k)
+            rates.extend((p[:n] * q[:n]).sum(axis=1))
+        return {"sampled-match Σ p·q": float(np.mean(rates))} if rates else {}
 
     def defects(self, case, cls):
         return chain_defects(*self.rows(case, cls))
