@@ -14,7 +14,8 @@ import dataclasses
 
 import numpy as np
 
-from ._core import Case, Defect, Interface, Observed, SamplerError, padding_problems
+from ._core import (Case, Defect, Interface, Observed, SamplerError, normalise,
+                    padding_problems)
 
 # What a chain sampler returns, as its errors say.
 EMITTED = ("emitted_tokens, an integer array [B, γ+1] (a numpy array, a torch tensor or an "
@@ -50,9 +51,6 @@ class Instance:
         return self.probs_target.shape[0]
 
 
-def _normalise(w):
-    w = np.asarray(w, np.float64)
-    return w / w.sum(axis=-1, keepdims=True)
 
 
 def _rows(rng, shape, concentration=1.0):
@@ -108,7 +106,7 @@ def instances(seed=20261129):
     p[:, 3] = 0
     q[:, 7] = 0
     out.append(Instance("zero-tail", "V = 64, γ = 3, mass on 12 tokens, holes in p and in q",
-                        *_one(_normalise(p), _normalise(q))))
+                        *_one(normalise(p), normalise(q))))
 
     # Narrow vocabulary: few categories, so a small ε is cheap.
     p, q = _rows(rng, (4, 2)), _rows(rng, (3, 2))
@@ -118,13 +116,13 @@ def instances(seed=20261129):
     # filtered to its top-k; vLLM's rejection-sampler scenario: a peaked target (low
     # temperature) against a flat draft. Both at V = 32, γ = 4.
     logits = rng.normal(size=(5, 32)) * 2
-    p = _normalise(np.exp(logits))
+    p = normalise(np.exp(logits))
     ql = logits[:4] + rng.normal(size=(4, 32))
     keep = ql >= np.sort(ql, axis=1)[:, [-8]]
-    q = _normalise(np.where(keep, np.exp(ql), 0))
+    q = normalise(np.where(keep, np.exp(ql), 0))
     out.append(Instance("flashinfer-topk", "V = 32, γ = 4, Gaussian logits, draft top-8",
                         *_one(p, q)))
-    p = _normalise(np.exp(rng.normal(size=(5, 32)) * 4))
+    p = normalise(np.exp(rng.normal(size=(5, 32)) * 4))
     q = np.full((4, 32), 1 / 32)
     out.append(Instance("vllm-peaked", "V = 32, γ = 4, peaked target, uniform draft",
                         *_one(p, q)))
@@ -132,14 +130,14 @@ def instances(seed=20261129):
     # A larger vocabulary: Zipf-like rows, the draft a perturbed target, at 1.5ε.
     v = 4096
     base = 1 / np.arange(1, v + 1) ** 1.1
-    p = np.stack([_normalise(base[rng.permutation(v)]) for _ in range(g + 1)])
-    q = _normalise(p[:g] * rng.lognormal(0, 0.5, (g, v)))
+    p = np.stack([normalise(base[rng.permutation(v)]) for _ in range(g + 1)])
+    q = normalise(p[:g] * rng.lognormal(0, 0.5, (g, v)))
     out.append(Instance("large-vocab", "V = 4096, γ = 3, Zipf(1.1) rows, q = p·lognormal noise",
                         *_one(p, q), 1.5))
     for inst in out:
         # The rows everyone sees are float32; the law is computed from exactly those values.
-        inst.probs_target = _normalise(inst.probs_target.astype(np.float32))
-        inst.probs_draft = _normalise(inst.probs_draft.astype(np.float32))
+        inst.probs_target = normalise(inst.probs_target.astype(np.float32))
+        inst.probs_draft = normalise(inst.probs_draft.astype(np.float32))
     return out
 
 

@@ -148,6 +148,12 @@ class Interface:
         return [], None
 
 
+def normalise(w):
+    """float64 rows of w divided by their sums (along the last axis)."""
+    w = np.asarray(w, np.float64)
+    return w / w.sum(axis=-1, keepdims=True)
+
+
 def padding_problems(e, report):
     """The structural rules every emitted row shares: the -1 padding is a suffix (no id below
     -1) and at least one token was emitted. e: int64 [B, W]; report(bad [B] bool, message)

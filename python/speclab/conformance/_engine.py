@@ -8,8 +8,8 @@ verifies, how it spends its random numbers), a lossless loop gives plain decodin
 reference law here is plain decoding's, and it is the lossless law as well.
 
 Plain decoding's law of L tokens is enumerated over V^L sequences with the rows speclab's own
-pipeline processes (speclab.sampling.probs_from_logits: temperature → top-k → top-p → min-p,
-ties by the lower id). The cases keep every cut-off of that pipeline at least 1e-4 away from a
+pipeline processes (temperature → top-k → top-p → min-p, ties by the lower id), through the
+logits interface's _logits.process, the one statement of that pipeline in this package. The cases keep every cut-off of that pipeline at least 1e-4 away from a
 tie (ties="forbid"), so that any implementation of the same parameters keeps the same tokens
 whatever its tie rule or float rounding. The known defects get exact laws too: the loop's own
 randomness (drafts, accept/reject, residual or bonus) is enumerated with a fixed number γ of
@@ -20,8 +20,8 @@ import dataclasses
 
 import numpy as np
 
-from ..sampling import probs_from_logits
 from ._core import Case, Defect, Interface, Observed, SamplerError
+from ._logits import process
 
 # Cut-offs closer than this to a tie (in logits for argmax and top-k, in probability for top-p
 # and min-p) make a case's law depend on rounding and tie rules; ties="forbid" refuses them.
@@ -136,9 +136,9 @@ def _check_margins(logits, params):
 def processed_table(model, params, ties="lowest"):
     """float64 [(V+1)^order, V]: the processed next-token row of every context of model.
 
-    The tokens kept are those speclab's pipeline keeps (probs_from_logits on the float32
-    logits); their probabilities are the float64 softmax of logits / temperature over them, so
-    that the law does not carry float32 rounding (temperature 0: one-hot at the argmax).
+    The logits interface's pipeline (_logits.process with speclab's lowest-index ties): the
+    tokens speclab's pipeline keeps, their probabilities in float64 so that the law does not
+    carry float32 rounding (temperature 0: one-hot at the argmax).
 
     Args:
         model: MarkovModel.
@@ -150,20 +150,7 @@ def processed_table(model, params, ties="lowest"):
         raise ValueError(f"ties is {ties!r}; expected 'lowest' or 'forbid'")
     if ties == "forbid":
         _check_margins(model.table, params)
-    temperature, top_k, top_p, min_p = sampling_params(params)
-    kept = probs_from_logits(model.table, temperature=temperature, top_k=top_k, top_p=top_p,
-                             min_p=min_p) > 0
-    if temperature == 0:
-        return kept.astype(np.float64)
-    z = model.table.astype(np.float64) / temperature
-    w = np.where(kept, np.exp(z - z.max(axis=1, keepdims=True)), 0.0)
-    return w / w.sum(axis=1, keepdims=True)
-
-
-def _softmax(table):
-    z = np.asarray(table, np.float64)
-    w = np.exp(z - z.max(axis=1, keepdims=True))
-    return w / w.sum(axis=1, keepdims=True)
+    return process(model.table, *sampling_params(params))
 
 
 def exact_law(model, prompt, length, params, ties="lowest", threshold=0.0):
@@ -242,7 +229,7 @@ def speculative_law(target, draft, prompt, length, params, defect=None, ties="lo
     if defect is None:
         d_rows = v_rows = q_rows
     elif defect == "raw-q":
-        d_rows, v_rows = q_rows, _softmax(draft.table)
+        d_rows, v_rows = q_rows, process(draft.table)  # the raw softmax
     elif defect == "argmax-drafts":
         # The argmax of the processed row is the raw one's (T > 0); lowest id on ties.
         d_rows = np.eye(draft.vocab)[q_rows.argmax(axis=1)]

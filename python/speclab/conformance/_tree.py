@@ -33,7 +33,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._core import Case, Defect, Interface, Observed, SamplerError, padding_problems
+from ._core import (Case, Defect, Interface, Observed, SamplerError, normalise,
+                    padding_problems)
 
 METHODS = ("tree-iid", "tree-swor", "traversal")
 SEED = 20261207
@@ -89,13 +90,10 @@ class TreeCase:
         return m
 
 
-def _normalise(w):
-    w = np.asarray(w, np.float64)
-    return w / w.sum(axis=-1, keepdims=True)
 
 
 def _as_float32(rows):
-    return _normalise(np.asarray(rows).astype(np.float32))
+    return normalise(np.asarray(rows).astype(np.float32))
 
 
 def complete_tree(branches, depth):
