@@ -42,6 +42,8 @@ constexpr std::array kAllMutants{
     Mutant::kBlockWeightUnclamped,
     Mutant::kMatchDraftPositionNoise,
     Mutant::kCoupledFreshDraftNoise,
+    Mutant::kTliUnnormalised,
+    Mutant::kVocabSymbolSlip,
 };
 
 std::string known_names() {
@@ -110,6 +112,10 @@ std::string_view to_string(Mutant mutant) {
       return "match-draft-position-noise";
     case Mutant::kCoupledFreshDraftNoise:
       return "coupled-fresh-draft-noise";
+    case Mutant::kTliUnnormalised:
+      return "tli-unnormalised";
+    case Mutant::kVocabSymbolSlip:
+      return "vocab-symbol-slip";
   }
   return "unknown";
 }

@@ -47,6 +47,10 @@ enum class Mutant {
                               ///< i of the step instead of the output position
   kCoupledFreshDraftNoise,    ///< the coupled engine draws the draft with its own uniform
                               ///< (inverse CDF), not the output position's Gumbel noise
+  kTliUnnormalised,           ///< TLI verifies with the draft row restricted to the vocabulary
+                              ///< intersection but not renormalised
+  kVocabSymbolSlip,           ///< GPT-2 byte symbols read back with U+0100 + byte for the 68
+                              ///< shifted bytes instead of U+0100 + their order ('Ġ' is not ' ')
 };
 
 std::string_view to_string(Mutant mutant);
