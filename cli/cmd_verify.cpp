@@ -131,6 +131,10 @@ void run_verify(const VerifyCliOptions& o) {
                                  : std::filesystem::path(o.out));
     Hdf5Writer report(report_path);  // opened first, so that an unwritable place fails at once
     planned = false;
+    const std::shared_ptr<const VocabBridge> bridge =
+        crosses_vocabularies(s.decode.verifier) ? model_vocab_bridge(s.target_model, s.draft_model)
+                                                : nullptr;
+    check.bridge = bridge.get();
     const VerifyReport r =
         verify_distribution(*target, *draft, prompt, experiments::decode_config(s, 0), check);
     progress.point_finished(0, 0);

@@ -15,6 +15,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/hash.hpp"
+#include "core/decode/decode_vocab.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "experiments/workload.hpp"
@@ -491,10 +492,26 @@ void check_against_models(const LeafReader& r, const RunSettings& s) {
     const std::optional<ModelFacts> draft = model_facts(r, "draft.model", s.draft_model);
     if (!draft) return;
     const int64_t draft_vocab = draft->vocab;
-    if (draft_vocab != target_vocab) {
+    if (crosses_vocabularies(s.decode.verifier)) {
+      // A draft of another vocabulary: the two must have vocabularies a map can join.
+      try {
+        const auto bridge = model_vocab_bridge(s.target_model, s.draft_model);
+        if (bridge && vocab_rule_of(s.decode.verifier) == VocabRule::kStringRejection &&
+            bridge->draft_byte_ids.empty()) {
+          r.error("draft.model",
+                  fmt::format("verifier.method \"slrs\" decodes with a draft whose tokens are "
+                              "single bytes; draft.model \"{}\" has tokens of several bytes "
+                              "(use tli or slem)",
+                              s.draft_model));
+        }
+      } catch (const InvalidInput& e) {
+        r.error("draft.model", e.what());
+      }
+    } else if (draft_vocab != target_vocab) {
       r.error("draft.model",
               fmt::format("draft.model \"{}\" has vocabulary size {} but target.model \"{}\" "
-                          "has {}; speculative decoding needs the same vocabulary",
+                          "has {}; speculative decoding needs the same vocabulary (a draft of "
+                          "another vocabulary decodes with verifier.method tli, slem or slrs)",
                           s.draft_model, draft_vocab, s.target_model, target_vocab));
     }
   }

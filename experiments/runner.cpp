@@ -16,6 +16,7 @@
 #include "core/base/error.hpp"
 #include "core/base/hash.hpp"
 #include "core/decode/decode.hpp"
+#include "core/decode/decode_vocab.hpp"
 #include "core/io/atomic_file.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
@@ -44,8 +45,19 @@ class ModelCache {
     }
     return *slot.second;
   }
+  // The vocabulary bridge of a pair (nullptr when they share a vocabulary), kept like the models.
+  std::shared_ptr<const VocabBridge> bridge(const std::string& target, const std::string& draft) {
+    const std::string key = target + "\n" + draft;
+    if (bridge_key_ != key) {
+      bridge_ = model_vocab_bridge(target, draft);
+      bridge_key_ = key;
+    }
+    return bridge_;
+  }
 
  private:
+  std::string bridge_key_;
+  std::shared_ptr<const VocabBridge> bridge_;
   std::map<std::string, std::pair<std::string, std::unique_ptr<LanguageModel>>> models_;
 };
 
@@ -55,6 +67,10 @@ bool run_point(const SweepPoint& point, int64_t n_points, const fs::path& path, 
   const RunSettings& s = point.settings;
   LanguageModel& target = models.get("target", s.target_model);
   LanguageModel* draft = s.speculative() ? &models.get("draft", s.draft_model) : nullptr;
+  const std::shared_ptr<const VocabBridge> bridge =
+      draft != nullptr && crosses_vocabularies(s.decode.verifier)
+          ? models.bridge(s.target_model, s.draft_model)
+          : nullptr;
   const std::vector<std::vector<int32_t>> prompts = make_prompts(s, target.vocab());
   PointWriter writer(path, point, n_points);
   int64_t reported = 0;
@@ -65,9 +81,9 @@ bool run_point(const SweepPoint& point, int64_t n_points, const fs::path& path, 
     const std::span<const std::vector<int32_t>> batch_prompts(prompts.data() + begin,
                                                               static_cast<size_t>(end - begin));
     const DecodeConfig config = decode_config(s, batch);
-    const DecodeResult result = draft != nullptr
-                                    ? speculative_decode(target, *draft, batch_prompts, config)
-                                    : plain_decode(target, batch_prompts, config);
+    const DecodeResult result =
+        draft != nullptr ? speculative_decode(target, *draft, bridge.get(), batch_prompts, config)
+                         : plain_decode(target, batch_prompts, config);
     writer.add_batch(batch, config.seed, batch_prompts, result);
     progress.add(result.metrics.tokens, result.metrics.accepted_positions,
                  result.metrics.tested_positions);

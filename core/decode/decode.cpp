@@ -147,8 +147,8 @@ int64_t append_until_eos(std::vector<int32_t>& out, std::span<const int32_t> tok
 void check_same_vocabulary(const LanguageModel& target, const LanguageModel& draft) {
   if (target.vocab() != draft.vocab()) {
     throw InvalidInput(fmt::format(
-        "draft {} has vocabulary size {} but target {} has {}; speculative decoding needs the "
-        "same vocabulary",
+        "draft {} has vocabulary size {} but target {} has {}; a draft of another vocabulary "
+        "decodes with verifier tli, slem or slrs",
         draft.name(), draft.vocab(), target.name(), target.vocab()));
   }
 }

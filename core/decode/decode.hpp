@@ -84,6 +84,9 @@ struct DecodeMetrics {
   double coupled_sum = 0.0, coupled_bound_sum = 0.0, sampled_match_sum = 0.0;
   int64_t tested_positions = 0;
   int64_t accepted_positions = 0;  ///< accepted draft tokens as verified (before any EOS cut)
+  /// Bytes of the accepted draft tokens as emitted (a draft of another vocabulary,
+  /// core/decode/decode_vocab.hpp; zero in other runs).
+  int64_t accepted_bytes = 0;
   ModelStats target, draft;  ///< the models' work while decoding (the prompt pass not counted)
   double verify_seconds = 0.0;
   /// The prompt pass (LanguageModel::prefill of every model over every request) and the decoding

@@ -99,9 +99,9 @@ std::vector<int64_t> sample_counts(LanguageModel& target, LanguageModel* draft,
     config.seed = base_seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(chunk + 1));
     const std::vector<std::vector<int32_t>> prompts(std::min(chunk_requests, samples - done),
                                                     prompt);
-    const DecodeResult result = draft != nullptr
-                                    ? speculative_decode(target, *draft, prompts, config)
-                                    : plain_decode(target, prompts, config);
+    const DecodeResult result =
+        draft != nullptr ? speculative_decode(target, *draft, options.bridge, prompts, config)
+                         : plain_decode(target, prompts, config);
     for (const auto& tokens : result.tokens) {
       const auto it = category.find(tokens);
       ++counts[it == category.end() ? outside : it->second];

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/decode/decode.hpp"
+#include "core/decode/decode_vocab.hpp"
 #include "core/models/model.hpp"
 
 namespace speclab {
@@ -37,6 +38,8 @@ struct VerifyOptions {
   int64_t length = 0;
   /// Called after every decode call (a chunk of samples); may be empty.
   std::function<void(const VerifyProgress&)> progress;
+  /// A draft of another vocabulary (tli, slem, slrs; core/decode/decode_vocab.hpp), or nullptr.
+  const VocabBridge* bridge = nullptr;
 };
 
 struct VerifyReport {

@@ -19,6 +19,7 @@
 #include "core/models/ngram.hpp"
 #include "core/models/prompt_lookup.hpp"
 #include "core/models/tokenizer.hpp"
+#include "core/models/vocab_map.hpp"
 
 namespace speclab {
 
@@ -173,6 +174,36 @@ std::filesystem::path tokenizer_file(std::string_view name) {
     return smollm2_file();
   }
   return {};
+}
+
+std::optional<ModelVocabulary> model_vocabulary(std::string_view name) {
+  if (!is_model_name(name)) make_model(name);  // the unknown-name error, with every known name
+  const std::filesystem::path file = tokenizer_file(name);
+  if (!file.empty()) {
+    static std::mutex mutex;
+    static std::shared_ptr<const BpeTokenizer> tokenizer;
+    static std::shared_ptr<const TokenVocabulary> vocabulary;
+    std::lock_guard lock(mutex);
+    if (!tokenizer) {
+      tokenizer = std::make_shared<const BpeTokenizer>(GgufFile::open(file));
+      vocabulary =
+          std::make_shared<const TokenVocabulary>(vocabulary_of(*tokenizer, std::string(kSmolLM2)));
+    }
+    return ModelVocabulary{vocabulary, [tokenizer = tokenizer](std::string_view bytes) {
+                             return encode_bytes(*tokenizer, bytes);
+                           }};
+  }
+  for (const auto& ngram : ngram_model_presets()) {
+    if (ngram == name) {
+      auto bytes = std::make_shared<const TokenVocabulary>(byte_vocabulary());
+      return ModelVocabulary{bytes, [](std::string_view text) {
+                               return std::vector<int32_t>(
+                                   reinterpret_cast<const uint8_t*>(text.data()),
+                                   reinterpret_cast<const uint8_t*>(text.data()) + text.size());
+                             }};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace speclab

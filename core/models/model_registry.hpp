@@ -15,12 +15,15 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/models/model.hpp"
+#include "core/models/vocab_map.hpp"
 
 namespace speclab {
 
@@ -49,5 +52,16 @@ std::unique_ptr<LanguageModel> make_model(std::string_view name);
 /// `smollm2-135m` and the drafts over its vocabulary), or an empty path for models whose tokens
 /// are bytes or synthetic ids. InvalidInput naming `speclab fetch-model` when the file is absent.
 std::filesystem::path tokenizer_file(std::string_view name);
+
+/// A model's vocabulary as the bytes its tokens spell, and its tokenizer over bytes (stopping
+/// before bytes it cannot encode), for decoding with a draft of another vocabulary.
+struct ModelVocabulary {
+  std::shared_ptr<const TokenVocabulary> vocabulary;
+  std::function<std::vector<int32_t>(std::string_view bytes)> encode;
+};
+/// The byte-level models (ngram-N, prompt-lookup) spell bytes; SmolLM2 and the drafts over its
+/// vocabulary spell SmolLM2's tokens, encoded by its tokenizer (read once per process). Empty for
+/// models whose tokens spell nothing (LinearSoftmax). InvalidInput for an unknown name.
+std::optional<ModelVocabulary> model_vocabulary(std::string_view name);
 
 }  // namespace speclab

@@ -36,7 +36,7 @@ using C = ChainMethod;
 using T = TreeMethod;
 
 // name, label, family, chain method, tree method, lossy, reads q, drafts a tree, parameters.
-constexpr std::array<VerifierEntry, 13> kRegistry = {{
+constexpr std::array<VerifierEntry, 16> kRegistry = {{
     {"token", "V1", F::kChain, C::kToken, T::kIid, false, true, false, kNone,
      "token-level speculative sampling: accept x with min(1, p(x)/q(x)), else draw from "
      "max(0, p − q)"},
@@ -69,6 +69,18 @@ constexpr std::array<VerifierEntry, 13> kRegistry = {{
      "accept while the draft equals the target's own sample (plain decoding's noise); "
      "acceptance Σ p·q",
      MatchMethod::kSampledMatch, DraftRule::kOwnNoise},
+    {"tli", "V9", F::kChain, C::kToken, T::kIid, false, true, false, kNone,
+     "draft of another vocabulary: q restricted and renormalised to the tokens both vocabularies "
+     "spell alike, then V1 (token-level intersection, Timor et al. 2025)",
+     MatchMethod::kCoupled, DraftRule::kOwnNoise, VocabRule::kIntersection},
+    {"slem", "V9", F::kMatch, C::kToken, T::kIid, false, false, false, kNone,
+     "draft of another vocabulary: its text re-tokenised by the target, accepted while equal to "
+     "the target's own sample (string-level exact match)",
+     MatchMethod::kSampledMatch, DraftRule::kOwnNoise, VocabRule::kStringMatch},
+    {"slrs", "V9", F::kChain, C::kToken, T::kIid, false, true, false, kNone,
+     "draft of another vocabulary: one target token per proposal, accepted with min(1, p/ψ) where "
+     "ψ is the draft's probability of the string (string-level rejection sampling)",
+     MatchMethod::kCoupled, DraftRule::kOwnNoise, VocabRule::kStringRejection},
 }};
 
 std::string format_number(double value) { return fmt::format("{:g}", value); }
@@ -86,7 +98,7 @@ std::string quoted_names(auto&& keep) {
 template <typename Method>
 const VerifierEntry& method_entry(VerifierFamily family, Method method) {
   for (const VerifierEntry& e : kRegistry) {
-    if (e.family != family) continue;
+    if (e.family != family || e.vocab_rule != VocabRule::kShared) continue;
     if constexpr (std::is_same_v<Method, ChainMethod>) {
       if (e.chain_method == method) return e;
     } else {
@@ -162,7 +174,7 @@ VerifierSpec make_verifier(std::string_view name, std::vector<int64_t> branches)
   const VerifierEntry& e = verifier_entry(name);
   switch (e.family) {
     case VerifierFamily::kChain:
-      return ChainVerifier{.method = e.chain_method};
+      return ChainVerifier{.method = e.chain_method, .vocab = e.vocab_rule};
     case VerifierFamily::kBlock:
       return BlockVerifier{};
     case VerifierFamily::kTypical:
@@ -170,21 +182,29 @@ VerifierSpec make_verifier(std::string_view name, std::vector<int64_t> branches)
     case VerifierFamily::kTree:
       return TreeVerifier{.method = e.tree_method, .branches = std::move(branches)};
     case VerifierFamily::kMatch:
-      return MatchVerifier{.method = e.match_method};
+      return MatchVerifier{.method = e.match_method, .vocab = e.vocab_rule};
   }
   throw Error("verifier registry: unknown family");
+}
+
+VocabRule vocab_rule_of(const VerifierSpec& spec) {
+  if (const auto* chain = std::get_if<ChainVerifier>(&spec)) return chain->vocab;
+  if (const auto* match = std::get_if<MatchVerifier>(&spec)) return match->vocab;
+  return VocabRule::kShared;
 }
 
 const VerifierEntry& entry_of(const VerifierSpec& spec) {
   const VerifierFamily family = family_of(spec);
   if (const auto* chain = std::get_if<ChainVerifier>(&spec)) {
-    return method_entry(family, chain->method);
+    if (chain->vocab == VocabRule::kShared) return method_entry(family, chain->method);
+    return entry_where(
+        [&](const VerifierEntry& e) { return e.family == family && e.vocab_rule == chain->vocab; });
   }
   if (const auto* tree = std::get_if<TreeVerifier>(&spec))
     return method_entry(family, tree->method);
   if (const auto* match = std::get_if<MatchVerifier>(&spec)) {
     return entry_where([&](const VerifierEntry& e) {
-      return e.family == family && e.match_method == match->method;
+      return e.family == family && e.match_method == match->method && e.vocab_rule == match->vocab;
     });
   }
   return entry_where([&](const VerifierEntry& e) { return e.family == family; });
@@ -223,11 +243,15 @@ namespace {
 
 const VerifierEntry& family_entry(std::string_view name, VerifierFamily family,
                                   std::string_view what) {
+  // A chain method names a shared-vocabulary row: "tli" is a rule for reaching a draft, not a
+  // method of the chain verifier.
+  const auto in_family = [&](const VerifierEntry& c) {
+    return c.family == family && c.vocab_rule == VocabRule::kShared;
+  };
   const VerifierEntry* e = find_verifier(name);
-  if (e == nullptr || e->family != family) {
+  if (e == nullptr || !in_family(*e)) {
     throw InvalidInput(
-        fmt::format("{} is \"{}\"; expected one of {}", what, name,
-                    quoted_names([&](const VerifierEntry& c) { return c.family == family; })));
+        fmt::format("{} is \"{}\"; expected one of {}", what, name, quoted_names(in_family)));
   }
   return *e;
 }

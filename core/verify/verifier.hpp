@@ -40,10 +40,25 @@ enum class DraftRule {
                  ///< the target's token there is drawn with (coupled)
 };
 
+/// How a verifier reaches a draft whose vocabulary is not the target's (docs/verifiers.md V9,
+/// "Drafts from another vocabulary"). With one shared vocabulary each rule reduces to a verifier of
+/// its family: the intersection is every token and needs no renormalisation (V1), re-tokenising a
+/// draft token gives the token (sampled-match), and a token proposed as a whole string is the
+/// draft's token with its own probability (V1). The engine for two vocabularies is
+/// core/decode/decode_vocab.hpp.
+enum class VocabRule {
+  kShared,           ///< draft and target share the vocabulary
+  kIntersection,     ///< TLI: q restricted and renormalised to the tokens both spell alike, V1
+  kStringMatch,      ///< SLEM: the draft's text re-tokenised by the target, sampled-match
+  kStringRejection,  ///< SLRS: one target token per proposal, accepted with min(1, p/ψ) over the
+                     ///< string's probability ψ under the draft
+};
+
 /// Parameters of each family; the defaults are the registry's.
 struct ChainVerifier {
   ChainMethod method = ChainMethod::kToken;
-  double leniency = kDefaultLeniency;  ///< l in (0, 1], read by kLenient only
+  double leniency = kDefaultLeniency;    ///< l in (0, 1], read by kLenient only
+  VocabRule vocab = VocabRule::kShared;  ///< tli, slrs: kToken with their rule
 };
 struct BlockVerifier {};
 struct TypicalVerifier {
@@ -63,6 +78,7 @@ struct MatchVerifier {
   /// DecodeConfig::token_sampling() so that the verifier reproduces plain decoding (coupled
   /// requires Gumbel).
   TokenSampling sampling = TokenSampling::kGumbel;
+  VocabRule vocab = VocabRule::kShared;  ///< slem: kSampledMatch with kStringMatch
 };
 
 /// Which verifier, with its parameters. The variant's index is the VerifierFamily.
@@ -106,6 +122,7 @@ struct VerifierEntry {
   std::string_view summary;
   MatchMethod match_method = MatchMethod::kCoupled;  ///< kMatch: which match verifier
   DraftRule draft_rule = DraftRule::kOwnNoise;       ///< how the engine draws the drafts
+  VocabRule vocab_rule = VocabRule::kShared;         ///< how it reaches another vocabulary
 };
 
 /// Every verifier, in documentation order.
@@ -130,6 +147,12 @@ inline VerifierFamily family_of(const VerifierSpec& spec) {
   return static_cast<VerifierFamily>(spec.index());
 }
 inline bool is_lossy(const VerifierSpec& spec) { return entry_of(spec).lossy; }
+/// The spec's VocabRule (kShared for the families without one).
+VocabRule vocab_rule_of(const VerifierSpec& spec);
+/// Whether the verifier decodes with a draft of another vocabulary (tli, slem, slrs).
+inline bool crosses_vocabularies(const VerifierSpec& spec) {
+  return vocab_rule_of(spec) != VocabRule::kShared;
+}
 
 /// One verification step of a batch of draft chains with the spec's verifier at (seed, step): the
 /// one dispatch from a VerifierSpec to its verify function (verify_chain, verify_block,
