@@ -43,6 +43,7 @@ property_filter='VerifyChainProperty.*:VerifyBlockProperty.*:VerifyTreeProperty.
 property_filter+=':SamplingPipeline*:Rules*:Engines/DecodeInvariance.*:Engines/DraftPipeline.*'
 property_filter+=':Engines/EngineStep.*:MatchDecode.MarkovEngines*:MatchDecode.CoupledAccepts*'
 property_filter+=':VerifyChainFallback.*:VerifyBlockFallback.*:VerifyTreeFallback.*'
+property_filter+=':VocabMapProperty.*'
 if [ "$all" = 1 ]; then
   stat_filter='*'
   property_filter='*'
