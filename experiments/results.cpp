@@ -65,6 +65,11 @@ constexpr MetricSpec kMetrics[] = {
      "tested positions accepted (before any EOS cut)"},
     {"residual_fallbacks", Kind::kInteger, false, "steps",
      "rejections whose residual had zero mass (token drawn from p)"},
+    {"accepted_bytes", Kind::kInteger, false, "bytes",
+     "bytes of the accepted draft tokens; runs with a draft of another vocabulary (tli, slem, "
+     "slrs), 0 otherwise"},
+    {"accepted_bytes_per_step", Kind::kNumber, false, "bytes/step",
+     "accepted_bytes / steps: the text a step's accepted proposals add"},
     {"target_calls", Kind::kInteger, false, "calls", "target score() calls"},
     {"target_positions", Kind::kInteger, false, "rows", "distribution rows the target produced"},
     {"draft_calls", Kind::kInteger, false, "calls", "draft score() calls"},
@@ -306,6 +311,7 @@ void PointTotals::add(const DecodeMetrics& m) {
   residual_fallbacks += m.residual_fallbacks;
   tested_positions += m.tested_positions;
   accepted_positions += m.accepted_positions;
+  accepted_bytes += m.accepted_bytes;
   alpha_sum_min += m.alpha_sum_min;
   coupled_sum += m.coupled_sum;
   coupled_bound_sum += m.coupled_bound_sum;
@@ -559,6 +565,9 @@ void PointWriter::commit() {
   f.write_attribute<int64_t>("tested_positions", t.tested_positions);
   f.write_attribute<int64_t>("accepted_positions", t.accepted_positions);
   f.write_attribute<int64_t>("residual_fallbacks", t.residual_fallbacks);
+  f.write_attribute<int64_t>("accepted_bytes", t.accepted_bytes);
+  f.write_attribute<double>("accepted_bytes_per_step", ratio(static_cast<double>(t.accepted_bytes),
+                                                             static_cast<double>(t.steps)));
   f.write_attribute<int64_t>("target_calls", t.target.calls);
   f.write_attribute<int64_t>("target_positions", t.target.positions);
   f.write_attribute<int64_t>("draft_calls", t.draft.calls);

@@ -84,7 +84,7 @@ std::vector<int32_t> step_requests(const DecodeResult& result, int64_t first_req
 struct PointTotals {
   int64_t sequences = 0, steps = 0, tokens = 0, accepted = 0, prompt_tokens = 0;
   std::vector<int64_t> position_reached, position_accepted, position_offered, histogram;
-  int64_t residual_fallbacks = 0, tested_positions = 0, accepted_positions = 0;
+  int64_t residual_fallbacks = 0, tested_positions = 0, accepted_positions = 0, accepted_bytes = 0;
   double alpha_sum_min = 0.0;
   double coupled_sum = 0.0, coupled_bound_sum = 0.0, sampled_match_sum = 0.0;
   int64_t identical_to_plain = 0;  ///< requests whose tokens equal the baseline's

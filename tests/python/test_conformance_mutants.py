@@ -66,6 +66,8 @@ OTHER_MUTANTS = {
     "block-weight-unclamped": "block verification (V5), whose step law is not V1's by design",
     "match-draft-position-noise": "the coupled and sampled-match verifiers (their noise)",
     "coupled-fresh-draft-noise": "the coupled engine's drafting",
+    "tli-unnormalised": "the engine for a draft of another vocabulary (tli's proposal rows)",
+    "vocab-symbol-slip": "the vocabulary maps, which conformance does not read",
 }
 # Requests per sampler call: many calls, as an engine makes, so that a uniform shared between
 # steps shows.

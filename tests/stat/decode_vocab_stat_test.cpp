@@ -8,6 +8,7 @@
 #include "core/decode/decode.hpp"
 #include "core/decode/decode_vocab.hpp"
 #include "core/stats/stats.hpp"
+#include "core/verify/verify_string.hpp"
 #include "tests/support/stat_support.hpp"
 #include "tests/support/vocab_pair.hpp"
 
@@ -18,8 +19,8 @@ using testing::fits;
 using testing::report_chi_square;
 using testing::stat_seed;
 
-// Five checks share the suite's 1e-6 budget.
-const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 5);
+// Six checks share the suite's 1e-6 budget.
+const double kAlpha = bonferroni_level(testing::kStatSuiteFalseFailureRate, 6);
 constexpr int kLength = 3;
 constexpr int64_t kSamples = 60000;
 
@@ -69,6 +70,41 @@ TEST(DecodeVocabStat, StringRejectionStreamIsTheTargetChain) {
 
 TEST(DecodeVocabStat, IntersectionAtHalfTemperatureIsTheTargetChain) {
   check_stream("tli", 3, 0.5);
+}
+
+// The residual of slrs and tli is drawn by rejection from p (core/verify/verify_string.hpp): a
+// candidate t ~ p kept with probability max(0, 1 − ψ(t)/p(t)). Its law must be
+// norm(max(0, p − ψ)), here (p − ψ)⁺ = (0.05, 0, 0.10, 0, 0.15, 0.05, 0, 0.10) / 0.45 for a ψ above
+// p on three tokens, equal on one, and 0 where p is largest; and the mean number of candidates is
+// 1 / 0.45.
+TEST(DecodeVocabStat, ResidualByRejectionIsTheResidualLaw) {
+  const std::vector<float> p = {0.10f, 0.05f, 0.20f, 0.10f, 0.25f, 0.05f, 0.15f, 0.10f};
+  const std::vector<double> psi = {0.05, 0.20, 0.10, 0.30, 0.10, 0.0, 0.15, 0.0};
+  std::vector<double> expected = {0.05, 0.0, 0.10, 0.0, 0.15, 0.05, 0.0, 0.10};
+  for (double& x : expected) x /= 0.45;
+  constexpr int64_t kDraws = 200000;
+  const uint64_t seed = stat_seed("residual");
+  std::vector<int64_t> observed(p.size(), 0);
+  int64_t candidates = 0;
+  for (int64_t n = 0; n < kDraws; ++n) {
+    // No proposal, and the failed one at position 1: the token is the residual of ψ_1.
+    const StringRejectionStep step{.vocab = 8,
+                                   .probs_target = p,
+                                   .failed_last = true,
+                                   .psi = [&](int64_t, int32_t t) { return psi[t]; },
+                                   .seed = seed,
+                                   .request = static_cast<uint32_t>(n % 1000),
+                                   .step = static_cast<uint32_t>(n / 1000)};
+    const StringRejectionResult r = verify_string_rejection(step);
+    ASSERT_EQ(r.emitted.size(), 1u);
+    ++observed[r.emitted[0]];
+    candidates += r.residual_candidates;
+  }
+  const ChiSquareResult r = chi_square_test(observed, expected);
+  report_chi_square("residual", r, kAlpha, seed);
+  EXPECT_TRUE(fits(r, kAlpha, seed));
+  // Geometric with success 0.45: mean 2.22, standard error of the mean ~0.003.
+  EXPECT_NEAR(static_cast<double>(candidates) / kDraws, 1.0 / 0.45, 0.03);
 }
 
 }  // namespace
