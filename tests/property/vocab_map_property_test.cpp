@@ -19,12 +19,14 @@
 namespace speclab {
 namespace {
 
-// A byte string of length [min_length, 12], every byte value possible.
+// A byte string of length [min_length, 12], every byte value equally likely from the first test on
+// (at full size, where inRange is uniform).
 rc::Gen<std::string> gen_bytes(int min_length) {
-  return rc::gen::mapcat(rc::gen::inRange(min_length, 13), [](int length) {
-    return rc::gen::container<std::string>(
-        static_cast<size_t>(length),
-        rc::gen::map(rc::gen::inRange(0, 256), [](int b) { return static_cast<char>(b); }));
+  const rc::Gen<char> byte = rc::gen::resize(
+      rc::kNominalSize,
+      rc::gen::map(rc::gen::inRange(0, 256), [](int b) { return static_cast<char>(b); }));
+  return rc::gen::mapcat(rc::gen::inRange(min_length, 13), [byte](int length) {
+    return rc::gen::container<std::string>(static_cast<size_t>(length), byte);
   });
 }
 
