@@ -50,7 +50,8 @@ enum class Mutant {
   kTliUnnormalised,           ///< TLI verifies with the draft row restricted to the vocabulary
                               ///< intersection but not renormalised
   kVocabSymbolSlip,           ///< GPT-2 byte symbols read back with U+0100 + byte for the 68
-                              ///< shifted bytes instead of U+0100 + their order ('Ġ' is not ' ')
+                              ///< shifted bytes instead of U+0100 + their order (bytes 0x7F-0xA0
+                              ///< and 0xAD: 'ġ' and 'Âł' no longer spell their bytes)
 };
 
 std::string_view to_string(Mutant mutant);
