@@ -115,7 +115,10 @@ Proposal VocabEngine::propose_slem(int64_t b, uint32_t id, uint32_t step, int64_
     text += bridge_.draft.bytes[static_cast<size_t>(x)];
     context.push_back(x);
     encoded = bridge_.encode_target(text);
-    if (static_cast<int64_t>(encoded.size()) >= gamma + 1 ||
+    // The target's tokenizer stops before a byte it has no token for: more text cannot help.
+    size_t spelled = 0;
+    for (const int32_t t : encoded) spelled += bridge_.target.bytes[static_cast<size_t>(t)].size();
+    if (static_cast<int64_t>(encoded.size()) >= gamma + 1 || spelled < text.size() ||
         static_cast<int64_t>(text.size()) >= max_bytes) {
       break;
     }

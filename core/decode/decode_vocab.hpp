@@ -66,7 +66,8 @@ DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,
 ///         intersection no mass;
 ///   slem  draft tokens drawn one at a time (draw j at position j, kDraftSample) until the target's
 ///         tokenisation of the text has γ_b + 1 tokens (or the text reaches γ_b·L + 1 bytes, L the
-///         longest target string); the first γ_b of them are the proposals;
+///         longest target string, or holds a byte the target cannot encode); the first γ_b of them
+///         are the proposals;
 ///   slrs  bytes drawn (proposal i, draw j: position i, kDraftSample, index j) while the text of
 ///         the proposal stays a prefix of a target string; it proposes the target token spelled
 ///         just before the byte that left (that byte starts the next proposal), or fails.

@@ -553,27 +553,32 @@ Distribution enumerate_stream_with(const MarkovChain& target, const MarkovChain&
   const RowAt draft_at = [&](int, int previous) -> const Row& {
     return draft.transition[previous];
   };
-  // Breadth-first over steps; equal partial outputs merge, so the frontier stays below V^L.
+  return enumerate_steps(start, length, [&](int last, int produced, const EmitStep& emit) {
+    const int step_gamma = cap_gamma ? std::min(gamma, length - produced - 1) : gamma;
+    law(target_at, draft_at, step_gamma, last,
+        [&](const Sequence& emitted, int, const Q& probability) { emit(emitted, probability); });
+  });
+}
+
+Distribution enumerate_steps(int start, int length, const StreamStep& step) {
+  // Equal partial outputs merge, so the frontier stays below V^L.
   Distribution frontier{{Sequence{}, Q(1)}};
   Distribution complete;
   while (!frontier.empty()) {
     Distribution next;
     for (const auto& [output, reach] : frontier) {
       const int last = output.empty() ? start : output.back();
-      const int step_gamma =
-          cap_gamma ? std::min(gamma, length - static_cast<int>(output.size()) - 1) : gamma;
-      law(target_at, draft_at, step_gamma, last,
-          [&](const Sequence& emitted, int, const Q& probability) {
-            Sequence extended = output;
-            extended.insert(extended.end(), emitted.begin(), emitted.end());
-            const Q joint = reach * probability;
-            if (static_cast<int>(extended.size()) >= length) {
-              extended.resize(length);
-              complete[extended] += joint;
-            } else {
-              next[extended] += joint;
-            }
-          });
+      step(last, static_cast<int>(output.size()), [&](const Sequence& emitted, const Q& probability) {
+        Sequence extended = output;
+        extended.insert(extended.end(), emitted.begin(), emitted.end());
+        const Q joint = reach * probability;
+        if (static_cast<int>(extended.size()) >= length) {
+          extended.resize(length);
+          complete[extended] += joint;
+        } else {
+          next[extended] += joint;
+        }
+      });
     }
     frontier = std::move(next);
   }

@@ -172,6 +172,17 @@ using StepLaw = std::function<void(const RowAt& target, const RowAt& draft, int 
 StepResult enumerate_step_with(const std::vector<Row>& probs_target,
                                const std::vector<Row>& probs_draft, const StepLaw& law);
 
+/// Receives one step's outcome: the tokens it emits and their probability.
+using EmitStep = std::function<void(const Sequence& emitted, const Q& probability)>;
+/// One step of a stream after `previous` (the last emitted token, or the start) with `produced`
+/// tokens already emitted: calls `emit` once per outcome.
+using StreamStep = std::function<void(int previous, int produced, const EmitStep& emit)>;
+/// The law of the first `length` tokens of the stream that repeats `step` from `start` until
+/// `length` tokens exist (the last step's tokens cut there): breadth-first over steps, equal
+/// partial outputs merged. The one stream enumeration of every exact law (chains, trees,
+/// vocabularies).
+Distribution enumerate_steps(int start, int length, const StreamStep& step);
+
 /// enumerate_stream for any step law (chains validated, γ ≤ kMaxGamma, V^L ≤ kMaxSequences).
 Distribution enumerate_stream_with(const MarkovChain& target, const MarkovChain& draft, int start,
                                    int gamma, int length, const StepLaw& law, bool cap_gamma);

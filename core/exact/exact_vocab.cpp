@@ -20,7 +20,7 @@
 namespace speclab::exact {
 namespace {
 
-using Emit = std::function<void(const Sequence& emitted, const Q& probability)>;
+using Emit = EmitStep;
 
 void validate_vocabulary(const ToyVocabulary& vocabulary, std::string_view name) {
   const int size = static_cast<int>(vocabulary.strings.size());
@@ -492,39 +492,19 @@ Distribution enumerate_vocab_stream(const ToyPair& pair, int start, int gamma, i
   }
 
   const Context context(pair);
-  // Breadth-first over steps; the next step depends only on the last committed target token.
-  Distribution frontier{{Sequence{}, Q(1)}};
-  Distribution complete;
-  while (!frontier.empty()) {
-    Distribution next;
-    for (const auto& [output, reach] : frontier) {
-      const Emit collect = [&](const Sequence& emitted, const Q& probability) {
-        Sequence extended = output;
-        extended.insert(extended.end(), emitted.begin(), emitted.end());
-        const Q joint = reach * probability;
-        if (static_cast<int>(extended.size()) >= length) {
-          extended.resize(length);
-          complete[extended] += joint;
-        } else {
-          next[extended] += joint;
-        }
-      };
-      const int last = last_token(output, start);
-      switch (method) {
-        case VocabMethod::kIntersection:
-          tli_step(context, last, gamma, mutant, collect);
-          break;
-        case VocabMethod::kStringMatch:
-          slem_step(context, last, gamma, collect);
-          break;
-        case VocabMethod::kStringRejection:
-          slrs_step(context, last, gamma, mutant, collect);
-          break;
-      }
+  return enumerate_steps(start, length, [&](int last, int, const EmitStep& collect) {
+    switch (method) {
+      case VocabMethod::kIntersection:
+        tli_step(context, last, gamma, mutant, collect);
+        break;
+      case VocabMethod::kStringMatch:
+        slem_step(context, last, gamma, collect);
+        break;
+      case VocabMethod::kStringRejection:
+        slrs_step(context, last, gamma, mutant, collect);
+        break;
     }
-    frontier = std::move(next);
-  }
-  return complete;
+  });
 }
 
 }  // namespace speclab::exact

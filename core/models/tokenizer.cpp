@@ -35,37 +35,6 @@ void append_utf8(std::string& out, char32_t cp) {
   }
 }
 
-// Decodes the code point at text[i] (valid UTF-8 or -1 on error) and its length.
-struct Decoded {
-  char32_t cp = 0;
-  int length = 0;  // 0: invalid
-};
-
-Decoded decode_utf8(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) return {b0, 1};
-  int length = 0;
-  char32_t cp = 0;
-  char32_t min = 0;
-  if ((b0 & 0xE0) == 0xC0) {
-    length = 2, cp = b0 & 0x1F, min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    length = 3, cp = b0 & 0x0F, min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    length = 4, cp = b0 & 0x07, min = 0x10000;
-  } else {
-    return {};
-  }
-  if (i + length > text.size()) return {};
-  for (int k = 1; k < length; ++k) {
-    const unsigned char b = byte(i + k);
-    if ((b & 0xC0) != 0x80) return {};
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {};
-  return {cp, length};
-}
 
 struct CodePoint {
   char32_t cp;
@@ -76,7 +45,7 @@ std::vector<CodePoint> code_points(std::string_view text) {
   std::vector<CodePoint> cps;
   cps.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    const Decoded d = decode_utf8(text, i);
+    const Utf8Char d = read_utf8(text, i);
     cps.push_back({d.cp, i});
     i += d.length;
   }
@@ -138,6 +107,32 @@ void split_gpt2(const std::vector<CodePoint>& cps, size_t begin, size_t end,
 
 }  // namespace
 
+Utf8Char read_utf8(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char b0 = byte(i);
+  if (b0 < 0x80) return {b0, 1};
+  int length = 0;
+  char32_t cp = 0;
+  char32_t min = 0;
+  if ((b0 & 0xE0) == 0xC0) {
+    length = 2, cp = b0 & 0x1F, min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    length = 3, cp = b0 & 0x0F, min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    length = 4, cp = b0 & 0x07, min = 0x10000;
+  } else {
+    return {};
+  }
+  if (i + length > text.size()) return {};
+  for (int k = 1; k < length; ++k) {
+    const unsigned char b = byte(i + k);
+    if ((b & 0xC0) != 0x80) return {};
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {};
+  return {cp, length};
+}
+
 const std::vector<std::string>& gpt2_byte_symbols() {
   static const std::vector<std::string> symbols = [] {
     std::vector<std::string> s(256);
@@ -191,7 +186,7 @@ bool unicode_is_space(char32_t c) {
 
 void check_utf8(std::string_view text, std::string_view what) {
   for (size_t i = 0; i < text.size();) {
-    const Decoded d = decode_utf8(text, i);
+    const Utf8Char d = read_utf8(text, i);
     if (d.length == 0) {
       throw InvalidInput(
           fmt::format("{}: invalid UTF-8 at byte offset {} (byte 0x{:02X}); expected UTF-8 text",
@@ -271,7 +266,7 @@ BpeTokenizer::BpeTokenizer(const GgufFile& gguf) : file_name_(gguf.name()) {
     // Map each symbol back to its byte; text outside the alphabet is kept as it is.
     std::string& bytes = token_bytes_[id];
     for (size_t i = 0; i < text.size();) {
-      const Decoded d = decode_utf8(text, i);
+      const Utf8Char d = read_utf8(text, i);
       const size_t n = d.length == 0 ? 1 : static_cast<size_t>(d.length);
       const auto it = byte_of.find(text.substr(i, n));
       if (it != byte_of.end()) {

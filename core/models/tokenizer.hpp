@@ -31,6 +31,14 @@ bool unicode_is_letter(char32_t cp);
 bool unicode_is_number(char32_t cp);
 bool unicode_is_space(char32_t cp);
 
+/// One UTF-8 sequence at text[i]: its code point and byte length; length 0 where text[i] starts
+/// no valid sequence (truncated, overlong, surrogate, above U+10FFFF, stray continuation byte).
+struct Utf8Char {
+  char32_t cp = 0;
+  int length = 0;
+};
+Utf8Char read_utf8(std::string_view text, size_t i);
+
 /// Throws InvalidInput naming `what` and the byte offset of the first invalid UTF-8 sequence
 /// (truncated, overlong, surrogate, above U+10FFFF, stray continuation byte).
 void check_utf8(std::string_view text, std::string_view what = "text");

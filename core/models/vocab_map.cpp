@@ -16,39 +16,6 @@
 namespace speclab {
 namespace {
 
-// One UTF-8 sequence read at text[i]: its code point and length, length 0 when it is not valid
-// UTF-8 there (truncated, overlong, surrogate, above U+10FFFF, stray continuation byte).
-struct Utf8 {
-  char32_t cp = 0;
-  int length = 0;
-};
-
-Utf8 read_utf8(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char b0 = byte(i);
-  if (b0 < 0x80) return {b0, 1};
-  int length = 0;
-  char32_t cp = 0;
-  char32_t min = 0;
-  if ((b0 & 0xE0) == 0xC0) {
-    length = 2, cp = b0 & 0x1F, min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    length = 3, cp = b0 & 0x0F, min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    length = 4, cp = b0 & 0x07, min = 0x10000;
-  } else {
-    return {};
-  }
-  if (i + static_cast<size_t>(length) > text.size()) return {};
-  for (int k = 1; k < length; ++k) {
-    const unsigned char b = byte(i + static_cast<size_t>(k));
-    if ((b & 0xC0) != 0x80) return {};
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {};
-  return {cp, length};
-}
-
 bool printable_ascii(unsigned char b) { return b >= 0x20 && b < 0x7F; }
 
 // `s` for a message: quoted, with every byte outside printable ASCII (and the quote and backslash)
@@ -183,7 +150,7 @@ TokenVocabulary gpt2_vocabulary(std::string name, std::span<const std::string> s
     std::string& bytes = v.bytes[id];
     bytes.reserve(text.size());
     for (size_t i = 0; i < text.size();) {
-      const Utf8 u = read_utf8(text, i);
+      const Utf8Char u = read_utf8(text, i);
       if (u.length == 0) {
         throw InvalidInput(fmt::format(
             "{}: token {} {} has invalid UTF-8 at byte offset {} (byte 0x{:02X}); expected a "
@@ -477,7 +444,7 @@ std::vector<int32_t> encode_bytes(const BpeTokenizer& tokenizer, std::string_vie
     size_t end = offset;
     size_t missing = std::string_view::npos;
     while (end < bytes.size() && missing == std::string_view::npos) {
-      const Utf8 u = read_utf8(bytes, end);
+      const Utf8Char u = read_utf8(bytes, end);
       if (u.length == 0) break;
       for (size_t k = end; k < end + static_cast<size_t>(u.length); ++k) {
         if (token_of(static_cast<unsigned char>(bytes[k])) < 0) {

@@ -326,6 +326,9 @@ py::list registry() {
     row["lossy"] = e.lossy;
     row["needs_draft_probs"] = e.needs_draft_probs;
     row["uses_branches"] = e.uses_branches;
+    static constexpr const char* kVocabRules[] = {"shared", "intersection", "string-match",
+                                                  "string-rejection"};
+    row["vocab_rule"] = kVocabRules[static_cast<int>(e.vocab_rule)];
     py::list parameters;
     for (std::string_view key : e.parameters) parameters.append(std::string(key));
     row["parameters"] = parameters;

@@ -64,7 +64,9 @@ class TreeResult:
 def verifiers():
     """The verifier registry (core/verify/verifier.hpp) as a list of dicts with keys name, label,
     family ("chain", "block", "typical", "tree", "match"), lossy, needs_draft_probs, uses_branches,
-    parameters and summary."""
+    vocab_rule ("shared"; tli, slem and slrs, which also reach a draft of another vocabulary:
+    "intersection", "string-match", "string-rejection"; with one shared vocabulary they verify as
+    token and sampled-match do), parameters and summary."""
     return _speclab.registry()
 
 
