@@ -132,8 +132,9 @@ void run_verify(const VerifyCliOptions& o) {
     Hdf5Writer report(report_path);  // opened first, so that an unwritable place fails at once
     planned = false;
     const std::shared_ptr<const VocabBridge> bridge =
-        crosses_vocabularies(s.decode.verifier) ? model_vocab_bridge(s.target_model, s.draft_model)
-                                                : nullptr;
+        crosses_vocabularies(s.decode.verifier)
+            ? model_vocab_bridge(s.target_model, target->vocab(), s.draft_model, draft->vocab())
+            : nullptr;
     check.bridge = bridge.get();
     const VerifyReport r =
         verify_distribution(*target, *draft, prompt, experiments::decode_config(s, 0), check);

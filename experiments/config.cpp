@@ -15,7 +15,6 @@
 
 #include "core/base/error.hpp"
 #include "core/base/hash.hpp"
-#include "core/decode/decode_vocab.hpp"
 #include "core/models/model_registry.hpp"
 #include "core/models/ngram.hpp"
 #include "experiments/workload.hpp"
@@ -495,9 +494,10 @@ void check_against_models(const LeafReader& r, const RunSettings& s) {
     if (crosses_vocabularies(s.decode.verifier)) {
       // A draft of another vocabulary: the two must have vocabularies a map can join.
       try {
-        const auto bridge = model_vocab_bridge(s.target_model, s.draft_model);
-        if (bridge && vocab_rule_of(s.decode.verifier) == VocabRule::kStringRejection &&
-            bridge->draft_byte_ids.empty()) {
+        const auto pair =
+            vocabularies_to_join(s.target_model, target_vocab, s.draft_model, draft_vocab);
+        if (pair && vocab_rule_of(s.decode.verifier) == VocabRule::kStringRejection &&
+            single_byte_ids(*pair->second.vocabulary).empty()) {
           r.error("draft.model",
                   fmt::format("verifier.method \"slrs\" decodes with a draft whose tokens are "
                               "single bytes; draft.model \"{}\" has tokens of several bytes "

@@ -46,10 +46,11 @@ class ModelCache {
     return *slot.second;
   }
   // The vocabulary bridge of a pair (nullptr when they share a vocabulary), kept like the models.
-  std::shared_ptr<const VocabBridge> bridge(const std::string& target, const std::string& draft) {
+  std::shared_ptr<const VocabBridge> bridge(const std::string& target, int64_t target_vocab,
+                                            const std::string& draft, int64_t draft_vocab) {
     const std::string key = target + "\n" + draft;
     if (bridge_key_ != key) {
-      bridge_ = model_vocab_bridge(target, draft);
+      bridge_ = model_vocab_bridge(target, target_vocab, draft, draft_vocab);
       bridge_key_ = key;
     }
     return bridge_;
@@ -69,7 +70,7 @@ bool run_point(const SweepPoint& point, int64_t n_points, const fs::path& path, 
   LanguageModel* draft = s.speculative() ? &models.get("draft", s.draft_model) : nullptr;
   const std::shared_ptr<const VocabBridge> bridge =
       draft != nullptr && crosses_vocabularies(s.decode.verifier)
-          ? models.bridge(s.target_model, s.draft_model)
+          ? models.bridge(s.target_model, target.vocab(), s.draft_model, draft->vocab())
           : nullptr;
   const std::vector<std::vector<int32_t>> prompts = make_prompts(s, target.vocab());
   PointWriter writer(path, point, n_points);

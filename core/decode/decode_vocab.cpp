@@ -396,16 +396,7 @@ std::shared_ptr<const VocabBridge> make_vocab_bridge(TokenVocabulary target, Tok
   };
   if (!bridge->encode_target) bridge->encode_target = longest_match(bridge->target);
   if (!bridge->encode_draft) bridge->encode_draft = longest_match(bridge->draft);
-  std::vector<int32_t> byte_ids(256, -1);
-  bool bytes_only = true;
-  for (int32_t x = 0; x < bridge->draft.size() && bytes_only; ++x) {
-    const std::string& s = bridge->draft.bytes[static_cast<size_t>(x)];
-    if (bridge->draft.is_control(x)) continue;
-    const uint8_t c = static_cast<uint8_t>(s[0]);
-    bytes_only = s.size() == 1 && byte_ids[c] < 0;
-    byte_ids[c] = x;
-  }
-  if (bytes_only) bridge->draft_byte_ids = std::move(byte_ids);
+  bridge->draft_byte_ids = single_byte_ids(bridge->draft);
   return bridge;
 }
 
@@ -438,21 +429,13 @@ DecodeResult vocab_speculative_decode(LanguageModel& target, LanguageModel& draf
 }
 
 std::shared_ptr<const VocabBridge> model_vocab_bridge(std::string_view target_model,
-                                                      std::string_view draft_model) {
-  const std::optional<ModelVocabulary> target = model_vocabulary(target_model);
-  const std::optional<ModelVocabulary> draft = model_vocabulary(draft_model);
-  if (target && draft && target->vocabulary->bytes == draft->vocabulary->bytes) return nullptr;
-  if (!target || !draft) {
-    const int64_t v_target = make_model(target_model)->vocab();
-    const int64_t v_draft = make_model(draft_model)->vocab();
-    if (!target && !draft && v_target == v_draft) return nullptr;  // synthetic ids, one vocabulary
-    throw InvalidInput(fmt::format(
-        "model \"{}\" has synthetic token ids that spell no text, so no vocabulary map joins it "
-        "to \"{}\"; a draft of another vocabulary needs both models to have one (a byte-level or "
-        "SmolLM2 model)",
-        target ? draft_model : target_model, target ? target_model : draft_model));
-  }
-  return make_vocab_bridge(*target->vocabulary, *draft->vocabulary, target->encode, draft->encode);
+                                                      int64_t target_vocab,
+                                                      std::string_view draft_model,
+                                                      int64_t draft_vocab) {
+  const auto pair = vocabularies_to_join(target_model, target_vocab, draft_model, draft_vocab);
+  if (!pair) return nullptr;
+  const auto& [target, draft] = *pair;
+  return make_vocab_bridge(*target.vocabulary, *draft.vocabulary, target.encode, draft.encode);
 }
 
 DecodeResult speculative_decode(LanguageModel& target, LanguageModel& draft,

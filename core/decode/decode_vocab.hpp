@@ -44,11 +44,14 @@ std::shared_ptr<const VocabBridge> make_vocab_bridge(TokenVocabulary target, Tok
                                                      EncodeBytes encode_target = {},
                                                      EncodeBytes encode_draft = {});
 
-/// The bridge between two registered models (core/models/model_registry.hpp model_vocabulary), or
-/// nullptr when they share one vocabulary. InvalidInput naming the model whose tokens spell no
-/// text (LinearSoftmax) when the vocabularies are not the same.
+/// The bridge between two registered models of V_target and V_draft tokens
+/// (core/models/model_registry.hpp vocabularies_to_join), or nullptr when they share one
+/// vocabulary. InvalidInput naming the model whose tokens spell no text (LinearSoftmax) when the
+/// vocabularies are not the same.
 std::shared_ptr<const VocabBridge> model_vocab_bridge(std::string_view target_model,
-                                                      std::string_view draft_model);
+                                                      int64_t target_vocab,
+                                                      std::string_view draft_model,
+                                                      int64_t draft_vocab);
 
 /// speculative_decode, or vocab_speculative_decode when `bridge` is given: the one choice every
 /// caller that may pair two vocabularies makes.

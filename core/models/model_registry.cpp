@@ -206,4 +206,21 @@ std::optional<ModelVocabulary> model_vocabulary(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<std::pair<ModelVocabulary, ModelVocabulary>> vocabularies_to_join(
+    std::string_view target_model, int64_t target_vocab, std::string_view draft_model,
+    int64_t draft_vocab) {
+  std::optional<ModelVocabulary> target = model_vocabulary(target_model);
+  std::optional<ModelVocabulary> draft = model_vocabulary(draft_model);
+  if (target && draft) {
+    if (target->vocabulary->bytes == draft->vocabulary->bytes) return std::nullopt;
+    return std::pair{std::move(*target), std::move(*draft)};
+  }
+  if (!target && !draft && target_vocab == draft_vocab) return std::nullopt;  // one synthetic set
+  throw InvalidInput(fmt::format(
+      "model \"{}\" has synthetic token ids that spell no text, so no vocabulary map joins it to "
+      "\"{}\"; a draft of another vocabulary needs both models to have one (a byte-level or "
+      "SmolLM2 model)",
+      target ? draft_model : target_model, target ? target_model : draft_model));
+}
+
 }  // namespace speclab

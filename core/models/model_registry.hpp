@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/models/model.hpp"
@@ -63,5 +64,12 @@ struct ModelVocabulary {
 /// vocabulary spell SmolLM2's tokens, encoded by its tokenizer (read once per process). Empty for
 /// models whose tokens spell nothing (LinearSoftmax). InvalidInput for an unknown name.
 std::optional<ModelVocabulary> model_vocabulary(std::string_view name);
+
+/// The vocabularies of a target and a draft model (of V_target and V_draft tokens) that a draft of
+/// another vocabulary joins, or nullopt when the two share one vocabulary (the same bytes, or
+/// synthetic ids of one size). InvalidInput naming the model whose tokens spell no text otherwise.
+std::optional<std::pair<ModelVocabulary, ModelVocabulary>> vocabularies_to_join(
+    std::string_view target_model, int64_t target_vocab, std::string_view draft_model,
+    int64_t draft_vocab);
 
 }  // namespace speclab

@@ -474,4 +474,15 @@ std::vector<int32_t> encode_bytes(const BpeTokenizer& tokenizer, std::string_vie
   return ids;
 }
 
+std::vector<int32_t> single_byte_ids(const TokenVocabulary& vocabulary) {
+  std::vector<int32_t> ids(256, -1);
+  for (int32_t x = 0; x < vocabulary.size(); ++x) {
+    if (vocabulary.is_control(x)) continue;
+    const std::string& s = vocabulary.bytes[static_cast<size_t>(x)];
+    if (s.size() != 1 || ids[static_cast<uint8_t>(s[0])] >= 0) return {};
+    ids[static_cast<uint8_t>(s[0])] = x;
+  }
+  return ids;
+}
+
 }  // namespace speclab

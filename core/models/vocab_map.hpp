@@ -100,6 +100,11 @@ class ByteTrie {
   int64_t max_length_ = 0;
 };
 
+/// The id of each byte (-1 for a byte no token spells) when every non-control token spells exactly
+/// one byte and no two the same (a byte-level vocabulary, whose strings have one tokenization
+/// each), else empty.
+std::vector<int32_t> single_byte_ids(const TokenVocabulary& vocabulary);
+
 /// The bytes of `ids` concatenated (control tokens give their text). InvalidInput naming the
 /// position for an id outside the vocabulary.
 std::string decode_tokens(const TokenVocabulary& vocabulary, std::span<const int32_t> ids);

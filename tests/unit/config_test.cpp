@@ -137,6 +137,22 @@ TEST(Config, DraftAndTargetMustShareTheVocabulary) {
                                  "target.model \"lsm-tiny-target\" has 16"));
 }
 
+// tli, slem and slrs take a draft of another vocabulary only where a map joins the two by their
+// bytes: never a LinearSoftmax model, whose ids are synthetic.
+TEST(Config, DraftsOfAnotherVocabularyNeedVocabulariesThatSpellText) {
+  const std::string base = tiny_target_with_draft("ngram-2");
+  EXPECT_THAT(error_of(base + "[verifier]\nmethod = \"tli\"\n"),
+              HasSubstr("model \"lsm-tiny-target\" has synthetic token ids that spell no text"));
+  // Two byte-level models share one vocabulary: every rule is allowed, as V1 or sampled-match.
+  EXPECT_NO_THROW(load(R"([target]
+model = "ngram-4"
+[draft]
+model = "ngram-2"
+[verifier]
+method = "slrs"
+)"));
+}
+
 TEST(Config, CrossFieldConstraints) {
   EXPECT_THAT(error_of(R"([target]
 model = "lsm-tiny-target"
