@@ -37,7 +37,8 @@ TEST(VocabDecodeModel, ByteDraftsReproducePlainDecodingOnSmolLM2) {
   const std::vector<std::vector<int32_t>> prompts{prompt};
   for (const std::string draft_name : {"ngram-5", "prompt-lookup"}) {
     auto draft = make_model(draft_name);
-    const auto bridge = model_vocab_bridge("smollm2-135m", draft_name);
+    const auto bridge =
+        model_vocab_bridge("smollm2-135m", target->vocab(), draft_name, draft->vocab());
     ASSERT_TRUE(bridge) << draft_name;
     for (const double temperature : {0.0, 1.0}) {
       DecodeConfig config{
