@@ -17,6 +17,7 @@
 #include "core/io/gguf.hpp"
 #include "core/models/tokenizer.hpp"
 #include "tests/support/error_of.hpp"
+#include "tests/support/smollm2_tokenizer.hpp"
 
 namespace speclab {
 namespace {
@@ -274,21 +275,7 @@ TEST(VocabMap, DecodeTokensConcatenatesAndChecksIds) {
 
 // ---- the real model -----------------------------------------------------------------------------
 
-const std::filesystem::path kModel =
-    std::filesystem::path(SPECLAB_SOURCE_DIR) / "data/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-
-#define SPECLAB_REQUIRE_MODEL()                                                              \
-  if (!std::filesystem::exists(kModel)) {                                                    \
-    GTEST_SKIP() << kModel.string()                                                          \
-                 << " is absent; run `speclab fetch-model smollm2-135m` (downloads ~98 MB)"; \
-  }
-
-// Parsed once: the vocabulary and merges take a moment to read.
-const BpeTokenizer& smollm2() {
-  static const std::unique_ptr<BpeTokenizer> tokenizer =
-      std::make_unique<BpeTokenizer>(GgufFile::open(kModel));
-  return *tokenizer;
-}
+using testing::smollm2;
 
 const TokenVocabulary& smollm2_vocabulary() {
   static const TokenVocabulary vocabulary = vocabulary_of(smollm2(), "smollm2-135m");
